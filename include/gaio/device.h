@@ -1,0 +1,54 @@
+/* gaio — devices and process-wide configuration.
+ *
+ * Devices are numbered 0..count-1 across all backends. Device 0 is always the
+ * host (kind GAIO_DEVICE_HOST, the CPU backend); CUDA GPUs follow in driver order
+ * when a driver and GPUs are present. */
+#ifndef GAIO_DEVICE_H
+#define GAIO_DEVICE_H
+
+#include "gaio/status.h"
+#include "gaio/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gaio_device_kind {
+    GAIO_DEVICE_HOST = 0,
+    GAIO_DEVICE_CUDA = 1
+} gaio_device_kind;
+
+typedef struct gaio_device_props {
+    gaio_device_kind kind;
+    int ordinal;              /* index among devices of the same kind */
+    char name[128];
+    uint64_t total_memory;    /* bytes */
+    int compute_major;        /* CUDA compute capability; 0 on the host */
+    int compute_minor;
+    int processor_count;      /* SMs on a GPU, worker threads on the host */
+    int max_priority;         /* streams take priorities 0 (normal) .. max_priority (most urgent) */
+    size_t pitch_alignment;   /* the row pitch of 2D buffers is a multiple of this */
+} gaio_device_props;
+
+/* Process-wide settings, read once when the first context is created. */
+typedef struct gaio_config {
+    int cpu_workers; /* threads of the CPU backend's worker pool; 0: the number of online
+                        cores, or the GAIO_CPU_WORKERS environment variable when set */
+} gaio_config;
+
+/* Sets the configuration. Call before the first context is created; afterwards it
+ * returns GAIO_ERR_STATE. NULL restores the defaults. */
+gaio_status gaio_configure(const gaio_config *config);
+
+/* Stops gaio's threads and frees its process-wide state. Optional (for leak
+ * checkers and plug-ins that unload); fails with GAIO_ERR_STATE while any context
+ * is alive. gaio starts again on the next context creation. */
+gaio_status gaio_shutdown(void);
+
+gaio_status gaio_device_count(int *count);
+gaio_status gaio_device_get_props(int device, gaio_device_props *props);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+/* gaio — streams: in-order queues of work on one device.
+ *
+ * Ops submitted to one stream run in submission order; ops of different streams
+ * are unordered unless ordered through events. Submission never waits for the
+ * device. If an op fails, the stream is failed: later ops are skipped (host
+ * functions are still called, with the failure, so they can clean up), every
+ * later future and event of the stream completes with that status, and
+ * gaio_stream_synchronize returns it. The failure is sticky; make a new stream. */
+#ifndef GAIO_STREAM_H
+#define GAIO_STREAM_H
+
+#include "gaio/status.h"
+#include "gaio/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    /* Submission goes through a per-device runtime thread fed by a lock-free queue:
+     * the calling thread only validates and appends (the async-cuda model). Order and
+     * error reporting are the same as for inline submission, the default. */
+    GAIO_STREAM_DEFERRED = 1u << 0
+};
+
+/* priority: 0 (normal) .. gaio_device_props.max_priority (most urgent). */
+gaio_status gaio_stream_create(gaio_context *ctx, int priority, unsigned flags, gaio_stream **out);
+
+/* Wraps a foreign native stream (a CUstream / cudaStream_t from PyTorch, CuPy or
+ * your code) that gaio uses but never destroys. The caller keeps it alive while
+ * the gaio stream lives. Only on CUDA devices. */
+gaio_status gaio_stream_wrap(gaio_context *ctx, void *native_stream, unsigned flags, gaio_stream **out);
+
+gaio_status gaio_stream_retain(gaio_stream *stream);
+gaio_status gaio_stream_release(gaio_stream *stream);
+
+/* The native handle (CUstream on CUDA). NULL on the host. */
+gaio_status gaio_stream_native(gaio_stream *stream, void **native);
+gaio_status gaio_stream_priority(gaio_stream *stream, int *priority);
+gaio_status gaio_stream_flags(gaio_stream *stream, unsigned *flags);
+/* Borrowed. */
+gaio_status gaio_stream_context(gaio_stream *stream, gaio_context **ctx);
+
+/* GAIO_OK when every op submitted so far has finished successfully,
+ * GAIO_ERR_NOT_READY while some run, or the stream's failure. Never blocks. */
+gaio_status gaio_stream_query(gaio_stream *stream);
+
+/* Blocks until every op submitted so far has finished; returns the stream's failure if any. */
+gaio_status gaio_stream_synchronize(gaio_stream *stream);
+
+/* Host functions run in stream order on a gaio thread, exactly once each, with the
+ * stream's status at that point (GAIO_OK, or the failure that skipped earlier work).
+ * A return value other than GAIO_OK fails the stream. They must not block for long
+ * nor wait on work of their own stream. */
+typedef gaio_status (*gaio_host_fn)(gaio_status stream_status, void *user);
+gaio_status gaio_launch_host_func(gaio_stream *stream, gaio_host_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,238 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/op.h"
+
+gaio_future *gaio__future_new(void) {
+    gaio_future *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    gaio__ref_init(&f->ref);
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    atomic_init(&f->done, 0);
+    f->cbs_tail = &f->cbs;
+    return f;
+}
+
+void gaio__future_ref(gaio_future *f) { gaio__ref_inc(&f->ref); }
+
+void gaio__future_unref(gaio_future *f) {
+    if (!gaio__ref_dec(&f->ref)) return;
+    /* A future is only destroyed complete (pending ones are held by their op), so no
+     * callbacks remain; free any anyway for futures that never got an op. */
+    for (gaio_callback *c = f->cbs; c;) {
+        gaio_callback *next = c->next;
+        free(c);
+        c = next;
+    }
+    pthread_cond_destroy(&f->cond);
+    pthread_mutex_destroy(&f->lock);
+    free(f->msg);
+    free(f);
+}
+
+void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) {
+    /* Callbacks may drop the last outside reference: hold one until we are done. */
+    gaio__future_ref(f);
+    pthread_mutex_lock(&f->lock);
+    if (atomic_load_explicit(&f->done, memory_order_relaxed)) {
+        pthread_mutex_unlock(&f->lock);
+        gaio__future_unref(f);
+        return;
+    }
+    f->status = status;
+    if (status != GAIO_OK) f->msg = strdup(msg && *msg ? msg : gaio_status_string(status));
+    gaio_callback *cbs = f->cbs;
+    f->cbs = NULL;
+    f->cbs_tail = &f->cbs;
+    atomic_store_explicit(&f->done, 1, memory_order_release);
+    if (f->waiters) pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    while (cbs) {
+        gaio_callback *next = cbs->next;
+        cbs->fn(f, status, cbs->user);
+        free(cbs);
+        cbs = next;
+    }
+    gaio__future_unref(f);
+}
+
+gaio_status gaio_future_retain(gaio_future *fut) {
+    GAIO_REQUIRE_PTR(fut);
+    gaio__future_ref(fut);
+    return GAIO_OK;
+}
+
+gaio_status gaio_future_release(gaio_future *fut) {
+    if (fut) gaio__future_unref(fut);
+    return GAIO_OK;
+}
+
+static gaio_status future_result(gaio_future *f, const char *fn) {
+    if (f->status == GAIO_OK) return GAIO_OK;
+    return gaio__fail(f->status, fn, "%s", f->msg ? f->msg : "");
+}
+
+gaio_status gaio_future_poll(gaio_future *fut) {
+    GAIO_REQUIRE_PTR(fut);
+    if (!gaio__future_is_done(fut)) return GAIO_ERR_NOT_READY;
+    return future_result(fut, __func__);
+}
+
+gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
+    GAIO_REQUIRE_PTR(fut);
+    GAIO_REQUIRE(timeout_ns >= 0, "timeout_ns is %lld; it must be >= 0 (0 polls, GAIO_INFINITE waits)",
+                 (long long)timeout_ns);
+    if (gaio__future_is_done(fut)) return future_result(fut, __func__);
+    if (timeout_ns == 0) return GAIO_FAIL(GAIO_ERR_TIMEOUT, "the future is not complete");
+    pthread_mutex_lock(&fut->lock);
+    fut->waiters++;
+    if (timeout_ns == GAIO_INFINITE) {
+        while (!atomic_load_explicit(&fut->done, memory_order_relaxed)) pthread_cond_wait(&fut->cond, &fut->lock);
+    } else {
+        struct timespec deadline = gaio__deadline(timeout_ns);
+        while (!atomic_load_explicit(&fut->done, memory_order_relaxed))
+            if (pthread_cond_timedwait(&fut->cond, &fut->lock, &deadline) != 0) break;
+    }
+    fut->waiters--;
+    bool done = atomic_load_explicit(&fut->done, memory_order_relaxed);
+    pthread_mutex_unlock(&fut->lock);
+    if (!done) return GAIO_FAIL(GAIO_ERR_TIMEOUT, "the future did not complete within %lld ns", (long long)timeout_ns);
+    return future_result(fut, __func__);
+}
+
+const char *gaio_future_message(gaio_future *fut) {
+    if (!fut || !gaio__future_is_done(fut) || !fut->msg) return "";
+    return fut->msg;
+}
+
+/* Adds a callback; runs it at once (outside the lock) when f is complete. */
+static gaio_status future_add_callback(gaio_future *f, gaio_future_fn fn, void *user) {
+    gaio_callback *c = malloc(sizeof *c);
+    if (!c) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the callback");
+    c->next = NULL;
+    c->fn = fn;
+    c->user = user;
+    pthread_mutex_lock(&f->lock);
+    if (!atomic_load_explicit(&f->done, memory_order_relaxed)) {
+        *f->cbs_tail = c;
+        f->cbs_tail = &c->next;
+        pthread_mutex_unlock(&f->lock);
+        return GAIO_OK;
+    }
+    pthread_mutex_unlock(&f->lock);
+    free(c);
+    fn(f, f->status, user);
+    return GAIO_OK;
+}
+
+gaio_status gaio_future_then(gaio_future *fut, gaio_future_fn fn, void *user) {
+    GAIO_REQUIRE_PTR(fut);
+    GAIO_REQUIRE_PTR(fn);
+    return future_add_callback(fut, fn, user);
+}
+
+gaio_status gaio__future_on_complete(gaio_future *f, gaio_future_fn fn, void *user) {
+    return future_add_callback(f, fn, user);
+}
+
+gaio_status gaio_future_fence(gaio_stream *stream, gaio_future **out) {
+    GAIO_REQUIRE_PTR(out);
+    *out = NULL;
+    GAIO_REQUIRE_PTR(stream);
+    gaio_future *f = gaio__future_new();
+    gaio_op *op = f ? gaio__op_new(GAIO_OP_RECORD, stream, 0, 0, NULL) : NULL;
+    if (!op) {
+        if (f) gaio__future_unref(f);
+        return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the future");
+    }
+    gaio__future_ref(f);
+    op->u.point.fut = f;
+    gaio_status st = gaio__submit(op);
+    if (st != GAIO_OK) {
+        gaio__future_unref(f);
+        return st;
+    }
+    *out = f;
+    return GAIO_OK;
+}
+
+/* ---- join ---- */
+
+typedef struct join_state {
+    gaio_future *result;
+    pthread_mutex_t lock;
+    size_t remaining;
+    size_t first_error; /* lowest failed index so far, or SIZE_MAX */
+    gaio_status status;
+    char *msg;
+} join_state;
+
+typedef struct join_slot {
+    join_state *js;
+    size_t index;
+} join_slot;
+
+/* Counts one child (or the setup hold) as finished; the last one completes the join. */
+static void join_settle(join_state *js, size_t index, gaio_status status, const char *msg) {
+    pthread_mutex_lock(&js->lock);
+    if (status != GAIO_OK && index < js->first_error) {
+        js->first_error = index;
+        js->status = status;
+        free(js->msg);
+        js->msg = strdup(msg);
+    }
+    bool last = --js->remaining == 0;
+    pthread_mutex_unlock(&js->lock);
+    if (!last) return;
+    gaio__future_complete(js->result, js->status, js->msg);
+    gaio__future_unref(js->result);
+    pthread_mutex_destroy(&js->lock);
+    free(js->msg);
+    free(js);
+}
+
+static void join_child_done(gaio_future *child, gaio_status status, void *user) {
+    join_slot *slot = user;
+    join_state *js = slot->js;
+    size_t index = slot->index;
+    free(slot);
+    join_settle(js, index, status, gaio_future_message(child));
+}
+
+gaio_status gaio_future_join(gaio_future *const *futures, size_t count, gaio_future **out) {
+    GAIO_REQUIRE_PTR(out);
+    *out = NULL;
+    GAIO_REQUIRE(count == 0 || futures != NULL, "futures is NULL but count is %zu", count);
+    for (size_t i = 0; i < count; i++) GAIO_REQUIRE(futures[i] != NULL, "futures[%zu] is NULL", i);
+    gaio_future *result = gaio__future_new();
+    join_state *js = result ? calloc(1, sizeof *js) : NULL;
+    if (!js) {
+        if (result) gaio__future_unref(result);
+        return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the join");
+    }
+    pthread_mutex_init(&js->lock, NULL);
+    js->result = result;
+    gaio__future_ref(result); /* the join's own reference, dropped when it completes */
+    js->remaining = count + 1; /* +1: children finishing during setup cannot complete it early */
+    js->first_error = SIZE_MAX;
+    for (size_t i = 0; i < count; i++) {
+        join_slot *slot = malloc(sizeof *slot);
+        if (slot) {
+            slot->js = js;
+            slot->index = i;
+            if (future_add_callback(futures[i], join_child_done, slot) == GAIO_OK) continue;
+            free(slot);
+        }
+        /* Out of memory: count the child as failed so the join still completes, once. */
+        join_settle(js, i, GAIO_ERR_NO_MEMORY, "out of host memory while joining");
+    }
+    *out = result;
+    join_settle(js, SIZE_MAX, GAIO_OK, NULL);
+    return GAIO_OK;
+}

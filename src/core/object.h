@@ -1,0 +1,129 @@
+/* The core objects behind the public handles. */
+#ifndef GAIO_CORE_OBJECT_H
+#define GAIO_CORE_OBJECT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "core/pool.h"
+#include "core/ref.h"
+
+struct gaio_context {
+    gaio_ref ref;
+    int device;
+    const gaio_backend *be;
+    void *be_data;
+    gaio_stream *default_stream;
+    gaio_pool pools[GAIO_MEM_KIND_COUNT];
+    pthread_mutex_t lock; /* guards streams and the generator */
+    gaio_stream *streams; /* every live stream of the context, default included */
+    uint64_t rng_seed, rng_offset;
+};
+
+struct gaio_stream {
+    gaio_ref ref; /* unused by the default stream, which shares its context's count */
+    gaio_context *ctx;
+    bool is_default;
+    bool is_foreign;
+    int priority;
+    unsigned flags;
+    void *native;
+    void *be_data;
+    gaio_stream *prev, *next; /* in ctx->streams */
+    /* Sticky failure: status is read lock-free on the hot path; the message under lock. */
+    pthread_mutex_t fail_lock;
+    atomic_int fail_status;
+    char fail_msg[GAIO_MSG_MAX];
+    atomic_ullong submitted, retired;
+};
+
+struct gaio_buffer {
+    gaio_ref ref;
+    gaio_context *ctx;
+    gaio_mem_kind kind;
+    char *ptr;
+    size_t size;     /* what the user asked for */
+    size_t capacity; /* what the pool handed out; 0 for wrapped memory */
+    size_t pitch;
+    gaio_deleter deleter;
+    void *deleter_user;
+};
+
+struct gaio_event {
+    gaio_ref ref;
+    gaio_context *ctx;
+    unsigned flags;
+    pthread_mutex_t lock;
+    gaio_future *point; /* the last recorded point, NULL if never recorded */
+};
+
+typedef struct gaio_callback {
+    struct gaio_callback *next;
+    gaio_future_fn fn;
+    void *user;
+} gaio_callback;
+
+struct gaio_future {
+    gaio_ref ref;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    atomic_int done;
+    int waiters;
+    gaio_status status;
+    char *msg;     /* set once on failure */
+    uint64_t t_ns; /* when the point was reached (record ops) */
+    bool timed;
+    gaio_callback *cbs, **cbs_tail;
+};
+
+struct gaio_kernel {
+    gaio_ref ref;
+    char *name;
+    gaio_host_kernel host_fn;
+    size_t nargs;
+    size_t *arg_sizes;
+};
+
+/* Retain/release used inside the library: no argument checks, no messages. */
+void gaio__context_ref(gaio_context *ctx);
+void gaio__context_unref(gaio_context *ctx);
+void gaio__stream_ref(gaio_stream *s);
+void gaio__stream_unref(gaio_stream *s);
+void gaio__buffer_ref(gaio_buffer *b);
+void gaio__buffer_unref(gaio_buffer *b);
+void gaio__future_ref(gaio_future *f);
+void gaio__future_unref(gaio_future *f);
+void gaio__kernel_ref(gaio_kernel *k);
+void gaio__kernel_unref(gaio_kernel *k);
+
+/* A pending future (one reference, owned by the caller). NULL when out of memory. */
+gaio_future *gaio__future_new(void);
+/* Completes f once; msg may be NULL. Runs callbacks on this thread. */
+void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg);
+static inline bool gaio__future_is_done(gaio_future *f) {
+    return atomic_load_explicit(&f->done, memory_order_acquire) != 0;
+}
+
+/* Internal then-callback (no argument checks). */
+gaio_status gaio__future_on_complete(gaio_future *f, gaio_future_fn fn, void *user);
+
+/* Marks the stream failed (first failure sticks); message formatted like printf. */
+void gaio__stream_fail(gaio_stream *s, gaio_status status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline gaio_status gaio__stream_status(gaio_stream *s) {
+    return (gaio_status)atomic_load_explicit(&s->fail_status, memory_order_acquire);
+}
+/* Copies the failure message into out (size GAIO_MSG_MAX). */
+void gaio__stream_fail_msg(gaio_stream *s, char *out);
+
+/* Device table. */
+gaio_status gaio__device_backend(int device, const gaio_backend **be, int *ordinal);
+
+/* The process-wide runtime (worker threads), started with the first context. */
+gaio_status gaio__runtime_enter(void);
+void gaio__runtime_leave(void);
+int gaio__runtime_cpu_workers(void);
+
+#endif

@@ -1,0 +1,66 @@
+#include "core/op.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/submitter.h"
+
+gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size_t extra, void **extra_out) {
+    size_t head = sizeof(gaio_op) + nbufs * sizeof(gaio_buffer *);
+    head = (head + 15) & ~(size_t)15;
+    gaio_op *op = calloc(1, head + extra);
+    if (!op) return NULL;
+    op->kind = kind;
+    op->stream = stream;
+    gaio__stream_ref(stream);
+    op->nbufs = nbufs;
+    op->bufs = nbufs ? (gaio_buffer **)(op + 1) : NULL;
+    if (extra_out) *extra_out = extra ? (char *)op + head : NULL;
+    return op;
+}
+
+void gaio__op_hold_buffer(gaio_op *op, size_t i, gaio_buffer *buf) {
+    gaio__buffer_ref(buf);
+    op->bufs[i] = buf;
+}
+
+static void op_release_refs(gaio_op *op) {
+    for (size_t i = 0; i < op->nbufs; i++)
+        if (op->bufs[i]) gaio__buffer_unref(op->bufs[i]);
+    if (op->kind == GAIO_OP_LAUNCH && op->u.launch.kernel) gaio__kernel_unref(op->u.launch.kernel);
+    if ((op->kind == GAIO_OP_RECORD || op->kind == GAIO_OP_WAIT) && op->u.point.fut)
+        gaio__future_unref(op->u.point.fut);
+    gaio_stream *s = op->stream;
+    free(op);
+    gaio__stream_unref(s);
+}
+
+void gaio__op_discard(gaio_op *op) { op_release_refs(op); }
+
+gaio_status gaio__submit(gaio_op *op) {
+    gaio_stream *s = op->stream;
+    atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
+    gaio_status st = (s->flags & GAIO_STREAM_DEFERRED) ? gaio__submitter_push(s->ctx->device, op)
+                                                       : s->ctx->be->submit(op);
+    if (st != GAIO_OK) {
+        /* Nothing was enqueued: undo the count so queries stay truthful. */
+        atomic_fetch_sub_explicit(&s->submitted, 1, memory_order_relaxed);
+        gaio__op_discard(op);
+    }
+    return st;
+}
+
+void gaio__op_retire(gaio_op *op) {
+    atomic_fetch_add_explicit(&op->stream->retired, 1, memory_order_release);
+    op_release_refs(op);
+}
+
+void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg) {
+    gaio__stream_fail(op->stream, status, "%s", msg);
+    char buf[GAIO_MSG_MAX];
+    gaio__stream_fail_msg(op->stream, buf);
+    gaio_status st = gaio__stream_status(op->stream);
+    if (op->kind == GAIO_OP_RECORD) gaio__future_complete(op->u.point.fut, st, buf);
+    if (op->kind == GAIO_OP_HOST_FN) (void)op->u.host.fn(st, op->u.host.user);
+    gaio__op_retire(op);
+}

@@ -1,0 +1,75 @@
+/* Ops: the unit of work the core hands to a backend. An op owns references to
+ * its stream, buffers, kernel and future; gaio__op_retire drops them once the
+ * stream has passed the op. */
+#ifndef GAIO_CORE_OP_H
+#define GAIO_CORE_OP_H
+
+#include "core/object.h"
+
+typedef enum gaio_op_kind {
+    GAIO_OP_COPY,    /* 2D copy; 1D is height 1 */
+    GAIO_OP_FILL,    /* 2D memset; 1D is height 1 */
+    GAIO_OP_LAUNCH,
+    GAIO_OP_HOST_FN,
+    GAIO_OP_RECORD,  /* completes a future when reached: events and fences */
+    GAIO_OP_WAIT     /* holds the stream until a future completes */
+} gaio_op_kind;
+
+struct gaio_op {
+    struct gaio_op *_Atomic next; /* queue link (the deferred queue links atomically) */
+    gaio_op_kind kind;
+    gaio_stream *stream;
+    size_t nbufs;
+    gaio_buffer **bufs;
+    union {
+        struct {
+            char *dst;
+            const char *src;
+            size_t dpitch, spitch, width, height;
+        } copy;
+        struct {
+            char *dst;
+            size_t pitch, width, height;
+            int value;
+        } fill;
+        struct {
+            gaio_kernel *kernel;
+            gaio_launch_info info;
+            void **argv; /* argv[i] points into the op's trailing storage */
+        } launch;
+        struct {
+            gaio_host_fn fn;
+            void *user;
+        } host;
+        struct {
+            gaio_future *fut;
+        } point; /* RECORD and WAIT */
+    } u;
+};
+
+/* One allocation: the op, room for nbufs buffer references and `extra` bytes
+ * (returned in *extra_out). Takes a reference on stream. */
+gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size_t extra, void **extra_out);
+/* Adds a buffer reference to slot i. */
+void gaio__op_hold_buffer(gaio_op *op, size_t i, gaio_buffer *buf);
+/* Frees an op that was never submitted. */
+void gaio__op_discard(gaio_op *op);
+
+/* Hands the op to the stream's backend, directly or through the device's
+ * deferred-submission thread. On failure the op is discarded. */
+gaio_status gaio__submit(gaio_op *op);
+
+/* The stream has passed the op: count it and drop its references. */
+void gaio__op_retire(gaio_op *op);
+
+/* The op cannot run (its submission failed, or the stream failed earlier): fail
+ * the stream with status, complete a RECORD's future with the failure, call a
+ * host function with it, then retire. */
+void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg);
+
+/* DEVICE memory must be reachable from the stream's device: its own, or (when
+ * allow_peer) another device of the same kind. Host kinds reach every device. */
+gaio_status gaio__check_reach(const char *fn, const char *what, const gaio_buffer *b, const gaio_stream *s,
+                              bool allow_peer);
+
+#endif

@@ -1,0 +1,93 @@
+/* Process-wide state: configuration, the count of live contexts, and start/stop
+ * of the threads every backend shares. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/object.h"
+#include "core/submitter.h"
+#include "cpu/workers.h"
+
+static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+static gaio_config rt_config;
+static int rt_contexts;
+static bool rt_running;
+static int rt_workers;
+
+int gaio_version(void) { return GAIO_VERSION; }
+
+static int default_workers(void) {
+    const char *env = getenv("GAIO_CPU_WORKERS");
+    if (env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v > 0 && v <= 1024) return (int)v;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+gaio_status gaio_configure(const gaio_config *config) {
+    if (config) GAIO_REQUIRE(config->cpu_workers >= 0 && config->cpu_workers <= 1024,
+                             "config->cpu_workers is %d; it must be 0 (default) .. 1024", config->cpu_workers);
+    pthread_mutex_lock(&rt_lock);
+    if (rt_running) {
+        pthread_mutex_unlock(&rt_lock);
+        return GAIO_FAIL(GAIO_ERR_STATE, "gaio is running (a context was created); configure before the first "
+                                         "context or after gaio_shutdown");
+    }
+    if (config)
+        rt_config = *config;
+    else
+        rt_config = (gaio_config){0};
+    pthread_mutex_unlock(&rt_lock);
+    return GAIO_OK;
+}
+
+gaio_status gaio__runtime_enter(void) {
+    pthread_mutex_lock(&rt_lock);
+    if (!rt_running) {
+        int n = rt_config.cpu_workers > 0 ? rt_config.cpu_workers : default_workers();
+        gaio_status st = gaio__cpu_workers_start(n);
+        if (st != GAIO_OK) {
+            pthread_mutex_unlock(&rt_lock);
+            return st;
+        }
+        rt_workers = n;
+        rt_running = true;
+    }
+    rt_contexts++;
+    pthread_mutex_unlock(&rt_lock);
+    return GAIO_OK;
+}
+
+void gaio__runtime_leave(void) {
+    pthread_mutex_lock(&rt_lock);
+    rt_contexts--;
+    pthread_mutex_unlock(&rt_lock);
+}
+
+int gaio__runtime_cpu_workers(void) {
+    pthread_mutex_lock(&rt_lock);
+    int n = rt_running ? rt_workers : (rt_config.cpu_workers > 0 ? rt_config.cpu_workers : default_workers());
+    pthread_mutex_unlock(&rt_lock);
+    return n;
+}
+
+gaio_status gaio_shutdown(void) {
+    pthread_mutex_lock(&rt_lock);
+    if (rt_contexts > 0) {
+        int n = rt_contexts;
+        pthread_mutex_unlock(&rt_lock);
+        return GAIO_FAIL(GAIO_ERR_STATE,
+                         "%d context(s) still alive (held by the caller, or by streams, buffers, events or work "
+                         "in flight); release them and wait for their work first",
+                         n);
+    }
+    if (rt_running) {
+        gaio__submitters_stop();
+        gaio__cpu_workers_stop();
+        rt_running = false;
+    }
+    pthread_mutex_unlock(&rt_lock);
+    return GAIO_OK;
+}

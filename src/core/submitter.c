@@ -1,0 +1,153 @@
+/* Vyukov's intrusive MPSC queue: producers exchange the head pointer (wait-free),
+ * the single consumer walks from the tail. The consumer sleeps on a condition
+ * variable only after announcing it (Dekker-style with seq_cst), so producers
+ * make a system call only when the thread is really asleep. */
+#include "core/submitter.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "core/op.h"
+
+#define MAX_DEVICES 64
+
+typedef struct submitter {
+    _Atomic(gaio_op *) head;
+    gaio_op *tail;
+    gaio_op stub;
+    atomic_int sleeping;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool wake;
+    bool stop;
+    pthread_t thread;
+} submitter;
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static submitter *_Atomic table[MAX_DEVICES];
+
+static void q_push(submitter *q, gaio_op *op) {
+    atomic_store_explicit(&op->next, NULL, memory_order_relaxed);
+    gaio_op *prev = atomic_exchange_explicit(&q->head, op, memory_order_seq_cst);
+    atomic_store_explicit(&prev->next, op, memory_order_release);
+}
+
+/* NULL when empty or when a producer is between its two steps. */
+static gaio_op *q_pop(submitter *q) {
+    gaio_op *tail = q->tail;
+    gaio_op *next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    if (tail == &q->stub) {
+        if (!next) return NULL;
+        q->tail = next;
+        tail = next;
+        next = atomic_load_explicit(&next->next, memory_order_acquire);
+    }
+    if (next) {
+        q->tail = next;
+        return tail;
+    }
+    if (tail != atomic_load_explicit(&q->head, memory_order_acquire)) return NULL;
+    q_push(q, &q->stub);
+    next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    if (next) {
+        q->tail = next;
+        return tail;
+    }
+    return NULL;
+}
+
+static void *submitter_main(void *arg) {
+    submitter *q = arg;
+    for (;;) {
+        gaio_op *op = q_pop(q);
+        if (op) {
+            gaio_status st = op->stream->ctx->be->submit(op);
+            if (st != GAIO_OK) gaio__op_abandon(op, st, gaio_last_error());
+            continue;
+        }
+        if (atomic_load_explicit(&q->head, memory_order_seq_cst) != q->tail) {
+            sched_yield(); /* a producer is mid-push: its link lands in a moment */
+            continue;
+        }
+        atomic_store_explicit(&q->sleeping, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&q->head, memory_order_seq_cst) == q->tail) {
+            pthread_mutex_lock(&q->lock);
+            while (!q->wake && !q->stop) pthread_cond_wait(&q->cond, &q->lock);
+            q->wake = false;
+            bool stop = q->stop;
+            pthread_mutex_unlock(&q->lock);
+            atomic_store_explicit(&q->sleeping, 0, memory_order_relaxed);
+            if (stop && atomic_load(&q->head) == q->tail) return NULL;
+        } else {
+            atomic_store_explicit(&q->sleeping, 0, memory_order_relaxed);
+        }
+    }
+}
+
+static gaio_status submitter_get(int device, submitter **out) {
+    if (device < 0 || device >= MAX_DEVICES)
+        return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "deferred streams support devices 0..%d", MAX_DEVICES - 1);
+    submitter *q = atomic_load_explicit(&table[device], memory_order_acquire);
+    if (q) {
+        *out = q;
+        return GAIO_OK;
+    }
+    pthread_mutex_lock(&table_lock);
+    q = atomic_load_explicit(&table[device], memory_order_relaxed);
+    if (!q) {
+        q = calloc(1, sizeof *q);
+        if (!q) {
+            pthread_mutex_unlock(&table_lock);
+            return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the submission thread");
+        }
+        atomic_init(&q->head, &q->stub);
+        q->tail = &q->stub;
+        pthread_mutex_init(&q->lock, NULL);
+        pthread_cond_init(&q->cond, NULL);
+        int rc = pthread_create(&q->thread, NULL, submitter_main, q);
+        if (rc != 0) {
+            pthread_mutex_unlock(&table_lock);
+            pthread_cond_destroy(&q->cond);
+            pthread_mutex_destroy(&q->lock);
+            free(q);
+            return GAIO_FAIL(GAIO_ERR_SYSTEM, "pthread_create for the submission thread failed (error %d)", rc);
+        }
+        atomic_store_explicit(&table[device], q, memory_order_release);
+    }
+    pthread_mutex_unlock(&table_lock);
+    *out = q;
+    return GAIO_OK;
+}
+
+gaio_status gaio__submitter_push(int device, gaio_op *op) {
+    submitter *q = NULL;
+    gaio_status st = submitter_get(device, &q);
+    if (st != GAIO_OK) return st;
+    q_push(q, op);
+    if (atomic_load_explicit(&q->sleeping, memory_order_seq_cst)) {
+        pthread_mutex_lock(&q->lock);
+        q->wake = true;
+        pthread_cond_signal(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+    }
+    return GAIO_OK;
+}
+
+void gaio__submitters_stop(void) {
+    pthread_mutex_lock(&table_lock);
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        submitter *q = atomic_load(&table[i]);
+        if (!q) continue;
+        pthread_mutex_lock(&q->lock);
+        q->stop = true;
+        pthread_cond_signal(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+        pthread_join(q->thread, NULL);
+        pthread_cond_destroy(&q->cond);
+        pthread_mutex_destroy(&q->lock);
+        free(q);
+        atomic_store(&table[i], NULL);
+    }
+    pthread_mutex_unlock(&table_lock);
+}

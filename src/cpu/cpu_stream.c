@@ -1,0 +1,163 @@
+/* Draining a CPU stream: run ops in order, park on unfinished waits, yield to
+ * more urgent streams. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/op.h"
+#include "cpu/workers.h"
+
+/* Ops one worker runs from one stream before letting equally urgent streams in. */
+#define BATCH 64
+
+static void exec_launch(gaio_op *op) {
+    gaio_stream *s = op->stream;
+    gaio_kernel *k = op->u.launch.kernel;
+    gaio_launch_info info = op->u.launch.info;
+    void *scratch = NULL;
+    if (info.shared_mem_bytes) {
+        scratch = aligned_alloc(64, (info.shared_mem_bytes + 63) & ~(size_t)63);
+        if (!scratch) {
+            gaio__stream_fail(s, GAIO_ERR_NO_MEMORY, "kernel '%s': out of host memory for %zu bytes of shared memory",
+                              k->name, info.shared_mem_bytes);
+            return;
+        }
+        info.shared_mem = scratch;
+    }
+    gaio_status st = k->host_fn(&info, op->u.launch.argv);
+    free(scratch);
+    if (st != GAIO_OK)
+        gaio__stream_fail(s, st, "kernel '%s' failed with %s", k->name, gaio_status_string(st));
+}
+
+/* Runs one op of a stream that is not blocked on it. */
+static void exec_op(gaio_op *op) {
+    gaio_stream *s = op->stream;
+    gaio_status failed = gaio__stream_status(s);
+    switch (op->kind) {
+    case GAIO_OP_COPY:
+        if (failed) break;
+        for (size_t r = 0; r < op->u.copy.height; r++)
+            memmove(op->u.copy.dst + r * op->u.copy.dpitch, op->u.copy.src + r * op->u.copy.spitch,
+                    op->u.copy.width);
+        break;
+    case GAIO_OP_FILL:
+        if (failed) break;
+        for (size_t r = 0; r < op->u.fill.height; r++)
+            memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
+        break;
+    case GAIO_OP_LAUNCH:
+        if (!failed) exec_launch(op);
+        break;
+    case GAIO_OP_HOST_FN: {
+        gaio_status st = op->u.host.fn(failed, op->u.host.user);
+        if (st != GAIO_OK && !failed)
+            gaio__stream_fail(s, st, "a host function returned %s", gaio_status_string(st));
+        break;
+    }
+    case GAIO_OP_RECORD: {
+        gaio_future *f = op->u.point.fut;
+        f->t_ns = gaio__now_ns();
+        if (!failed) {
+            gaio__future_complete(f, GAIO_OK, NULL);
+        } else {
+            char msg[GAIO_MSG_MAX];
+            gaio__stream_fail_msg(s, msg);
+            gaio__future_complete(f, failed, msg);
+        }
+        break;
+    }
+    case GAIO_OP_WAIT: {
+        gaio_future *f = op->u.point.fut; /* complete: the drain loop saw to that */
+        if (f->status != GAIO_OK && !failed)
+            gaio__stream_fail(s, f->status, "waited on an event whose stream failed: %s", f->msg ? f->msg : "");
+        break;
+    }
+    }
+}
+
+/* Future callback: the awaited point of a blocked stream was reached. */
+static void wake_stream(gaio_future *f, gaio_status status, void *user) {
+    (void)f;
+    (void)status;
+    cpu_stream *cs = user;
+    pthread_mutex_lock(&cs->lock);
+    if (cs->state == CPU_STREAM_BLOCKED) {
+        cs->state = CPU_STREAM_QUEUED;
+        pthread_mutex_unlock(&cs->lock);
+        gaio__cpu_rq_push(cs); /* hands over the callback's stream reference */
+        return;
+    }
+    cs->wake_pending = true; /* the worker has not parked yet; it will see this */
+    pthread_mutex_unlock(&cs->lock);
+    gaio__stream_unref(cs->stream);
+}
+
+void gaio__cpu_stream_drain(cpu_stream *cs) {
+    gaio_stream *s = cs->stream; /* the run queue's reference keeps it alive until the end */
+    int ran = 0;
+    pthread_mutex_lock(&cs->lock);
+    cs->state = CPU_STREAM_RUNNING;
+    for (;;) {
+        gaio_op *op = cs->head;
+        if (!op) {
+            cs->state = CPU_STREAM_IDLE;
+            pthread_mutex_unlock(&cs->lock);
+            break;
+        }
+        if (op->kind == GAIO_OP_WAIT && !gaio__future_is_done(op->u.point.fut)) {
+            cs->wake_pending = false;
+            pthread_mutex_unlock(&cs->lock);
+            gaio__stream_ref(s); /* for the callback */
+            if (gaio__future_on_complete(op->u.point.fut, wake_stream, cs) != GAIO_OK) {
+                /* Cannot park without a callback: wait here instead. It only costs this worker. */
+                gaio__stream_unref(s);
+                (void)gaio_future_wait(op->u.point.fut, GAIO_INFINITE);
+                pthread_mutex_lock(&cs->lock);
+                continue;
+            }
+            pthread_mutex_lock(&cs->lock);
+            if (cs->wake_pending) {
+                cs->wake_pending = false;
+                continue;
+            }
+            cs->state = CPU_STREAM_BLOCKED;
+            pthread_mutex_unlock(&cs->lock);
+            break;
+        }
+        cs->head = op->next;
+        if (!cs->head) cs->tail = NULL;
+        pthread_mutex_unlock(&cs->lock);
+        exec_op(op);
+        gaio__op_retire(op);
+        pthread_mutex_lock(&cs->lock);
+        if (++ran >= BATCH || gaio__cpu_rq_more_urgent(cs->level)) {
+            if (cs->head) {
+                cs->state = CPU_STREAM_QUEUED;
+                pthread_mutex_unlock(&cs->lock);
+                gaio__cpu_rq_push(cs); /* the run queue keeps our reference */
+                return;
+            }
+        }
+    }
+    gaio__stream_unref(s);
+}
+
+/* The backend's submit: append, and queue the stream if it was idle. */
+gaio_status gaio__cpu_submit(gaio_op *op) {
+    cpu_stream *cs = op->stream->be_data;
+    op->next = NULL;
+    pthread_mutex_lock(&cs->lock);
+    if (cs->tail) cs->tail->next = op;
+    else cs->head = op;
+    cs->tail = op;
+    bool queue = cs->state == CPU_STREAM_IDLE;
+    if (queue) cs->state = CPU_STREAM_QUEUED;
+    pthread_mutex_unlock(&cs->lock);
+    if (queue) {
+        gaio__stream_ref(op->stream);
+        gaio__cpu_rq_push(cs);
+    }
+    return GAIO_OK;
+}

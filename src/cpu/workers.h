@@ -1,0 +1,48 @@
+/* The CPU backend's worker pool and its priority run queue. Each stream is an
+ * in-order queue of ops drained by at most one worker at a time; ready streams
+ * wait in one FIFO per priority level and the most urgent level goes first. */
+#ifndef GAIO_CPU_WORKERS_H
+#define GAIO_CPU_WORKERS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "gaio/status.h"
+
+#define GAIO_CPU_MAX_PRIORITY 7
+
+typedef struct gaio_op gaio_op;
+typedef struct gaio_stream gaio_stream;
+
+typedef enum cpu_stream_state {
+    CPU_STREAM_IDLE,    /* no ops */
+    CPU_STREAM_QUEUED,  /* in the run queue */
+    CPU_STREAM_RUNNING, /* a worker drains it */
+    CPU_STREAM_BLOCKED  /* its head op waits for a future of another stream */
+} cpu_stream_state;
+
+typedef struct cpu_stream {
+    pthread_mutex_t lock;
+    gaio_op *head, *tail;
+    cpu_stream_state state;
+    bool wake_pending; /* the awaited future completed while the stream was still running */
+    struct cpu_stream *rq_next;
+    gaio_stream *stream;
+    int level;
+} cpu_stream;
+
+gaio_status gaio__cpu_workers_start(int count);
+void gaio__cpu_workers_stop(void);
+
+/* Puts a stream in the run queue; the queue takes over one stream reference. */
+void gaio__cpu_rq_push(cpu_stream *cs);
+
+/* The backend's submit: appends the op and queues the stream if it was idle. */
+gaio_status gaio__cpu_submit(gaio_op *op);
+
+/* Drains a stream popped from the run queue (cpu_stream.c). */
+void gaio__cpu_stream_drain(cpu_stream *cs);
+/* True when a stream more urgent than `level` waits in the run queue. */
+bool gaio__cpu_rq_more_urgent(int level);
+
+#endif
