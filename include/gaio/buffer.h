@@ -49,6 +49,12 @@ gaio_status gaio_buffer_wrap(gaio_context *ctx, gaio_mem_kind kind, void *ptr, s
 gaio_status gaio_buffer_retain(gaio_buffer *buf);
 gaio_status gaio_buffer_release(gaio_buffer *buf);
 
+/* Stream-ordered free: drops the caller's reference once `stream` reaches this
+ * point. gaio's own ops keep their buffers alive anyway; use this when work gaio
+ * does not track (a foreign kernel on a wrapped stream, a raw device pointer)
+ * still uses the buffer. The caller must not use buf after this call. */
+gaio_status gaio_buffer_free_async(gaio_buffer *buf, gaio_stream *stream);
+
 gaio_status gaio_buffer_size(const gaio_buffer *buf, size_t *size);
 gaio_status gaio_buffer_kind(const gaio_buffer *buf, gaio_mem_kind *kind);
 gaio_status gaio_buffer_device(const gaio_buffer *buf, int *device);

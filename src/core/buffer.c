@@ -1,6 +1,6 @@
 #include <stdlib.h>
 
-#include "core/object.h"
+#include "core/op.h"
 
 static const char *kind_name(gaio_mem_kind k) {
     switch (k) {
@@ -127,6 +127,17 @@ gaio_status gaio_buffer_retain(gaio_buffer *buf) {
 gaio_status gaio_buffer_release(gaio_buffer *buf) {
     if (buf) gaio__buffer_unref(buf);
     return GAIO_OK;
+}
+
+gaio_status gaio_buffer_free_async(gaio_buffer *buf, gaio_stream *stream) {
+    GAIO_REQUIRE_PTR(buf);
+    GAIO_REQUIRE_PTR(stream);
+    gaio_op *op = gaio__op_new(GAIO_OP_RELEASE, stream, 1, 0, NULL);
+    if (!op) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the op");
+    gaio__op_hold_buffer(op, 0, buf);
+    gaio_status st = gaio__submit(op);
+    if (st == GAIO_OK) gaio__buffer_unref(buf); /* the caller's; on failure they keep it */
+    return st;
 }
 
 gaio_status gaio_buffer_size(const gaio_buffer *buf, size_t *size) {

@@ -125,5 +125,7 @@ gaio_status gaio__device_backend(int device, const gaio_backend **be, int *ordin
 gaio_status gaio__runtime_enter(void);
 void gaio__runtime_leave(void);
 int gaio__runtime_cpu_workers(void);
+/* Set on gaio's own threads (workers, submitters): they must not join themselves. */
+extern _Thread_local bool gaio__on_gaio_thread;
 
 #endif

@@ -43,8 +43,10 @@ gaio_status gaio__submit(gaio_op *op) {
     gaio_status st = (s->flags & GAIO_STREAM_DEFERRED) ? gaio__submitter_push(s->ctx->device, op)
                                                        : s->ctx->be->submit(op);
     if (st != GAIO_OK) {
-        /* Nothing was enqueued: undo the count so queries stay truthful. */
+        /* Nothing was enqueued: undo the count so queries stay truthful, and complete
+         * a record's future (an event may already point at it) so nothing waits forever. */
         atomic_fetch_sub_explicit(&s->submitted, 1, memory_order_relaxed);
+        if (op->kind == GAIO_OP_RECORD) gaio__future_complete(op->u.point.fut, st, gaio_last_error());
         gaio__op_discard(op);
     }
     return st;

@@ -12,7 +12,8 @@ typedef enum gaio_op_kind {
     GAIO_OP_LAUNCH,
     GAIO_OP_HOST_FN,
     GAIO_OP_RECORD,  /* completes a future when reached: events and fences */
-    GAIO_OP_WAIT     /* holds the stream until a future completes */
+    GAIO_OP_WAIT,    /* holds the stream until a future completes */
+    GAIO_OP_RELEASE  /* does nothing but hold its buffers until the stream gets there */
 } gaio_op_kind;
 
 struct gaio_op {

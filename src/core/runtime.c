@@ -7,6 +7,8 @@
 #include "core/submitter.h"
 #include "cpu/workers.h"
 
+_Thread_local bool gaio__on_gaio_thread;
+
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static gaio_config rt_config;
 static int rt_contexts;
@@ -74,6 +76,9 @@ int gaio__runtime_cpu_workers(void) {
 }
 
 gaio_status gaio_shutdown(void) {
+    if (gaio__on_gaio_thread)
+        return GAIO_FAIL(GAIO_ERR_STATE, "called from a gaio thread (a callback, host function or host kernel); "
+                                         "it would wait for itself");
     pthread_mutex_lock(&rt_lock);
     if (rt_contexts > 0) {
         int n = rt_contexts;

@@ -59,6 +59,7 @@ static gaio_op *q_pop(submitter *q) {
 
 static void *submitter_main(void *arg) {
     submitter *q = arg;
+    gaio__on_gaio_thread = true;
     for (;;) {
         gaio_op *op = q_pop(q);
         if (op) {

@@ -68,6 +68,8 @@ static void exec_op(gaio_op *op) {
         }
         break;
     }
+    case GAIO_OP_RELEASE:
+        break;
     case GAIO_OP_WAIT: {
         gaio_future *f = op->u.point.fut; /* complete: the drain loop saw to that */
         if (f->status != GAIO_OK && !failed)

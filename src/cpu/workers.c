@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "core/object.h"
 
 #define LEVELS (GAIO_CPU_MAX_PRIORITY + 1)
 /* Before sleeping, an idle worker watches the queue this long: new work then
@@ -55,6 +55,7 @@ static cpu_stream *rq_take(void) {
 
 static void *worker_main(void *arg) {
     (void)arg;
+    gaio__on_gaio_thread = true;
     pthread_mutex_lock(&rq.lock);
     for (;;) {
         if (rq.stop) break;

@@ -1,0 +1,111 @@
+/* Test harness: every test file defines run(device) and gets a main that runs it
+ * on the devices chosen on the command line:
+ *   --host   device 0 only (the default)
+ *   --gpu    every CUDA device; prints SKIPPED and exits 0 when there is none
+ * Checks print file:line, the expression, and gaio's last error, then exit 1. */
+#ifndef GAIO_TEST_COMMON_H
+#define GAIO_TEST_COMMON_H
+
+#include <gaio/gaio.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(cond)                                                                                   \
+    do {                                                                                              \
+        if (!(cond)) {                                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+                    gaio_last_error());                                                               \
+            exit(1);                                                                                  \
+        }                                                                                             \
+    } while (0)
+
+/* The call must return GAIO_OK. */
+#define OK(call)                                                                                              \
+    do {                                                                                                      \
+        gaio_status st_ = (call);                                                                             \
+        if (st_ != GAIO_OK) {                                                                                 \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #call, gaio_status_string(st_), \
+                    gaio_last_error());                                                                       \
+            exit(1);                                                                                          \
+        }                                                                                                     \
+    } while (0)
+
+/* The call must fail with `want` and leave a message naming the function. */
+#define FAILS(want, call, fn_name)                                                                            \
+    do {                                                                                                      \
+        gaio_status st_ = (call);                                                                             \
+        if (st_ != (want)) {                                                                                  \
+            fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", __FILE__, __LINE__, #call,           \
+                    gaio_status_string(st_), gaio_status_string(want), gaio_last_error());                    \
+            exit(1);                                                                                          \
+        }                                                                                                     \
+        if (strstr(gaio_last_error(), fn_name) == NULL) {                                                     \
+            fprintf(stderr, "%s:%d: %s: message does not name %s: '%s'\n", __FILE__, __LINE__, #call, fn_name, \
+                    gaio_last_error());                                                                       \
+            exit(1);                                                                                          \
+        }                                                                                                     \
+    } while (0)
+
+/* xorshift64*: test inputs reproducible from the printed seed. */
+static inline uint64_t test_rand(uint64_t *s) {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* A seed from GAIO_TEST_SEED or the clock, printed so a failure can be replayed. */
+static inline uint64_t test_seed(void) {
+    const char *env = getenv("GAIO_TEST_SEED");
+    uint64_t s = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u + (uint64_t)clock();
+    if (s == 0) s = 1;
+    printf("seed %" PRIu64 " (set GAIO_TEST_SEED to replay)\n", s);
+    return s;
+}
+
+static inline void test_sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Releases everything, then checks that gaio shut down cleanly: every context
+ * went away once its work finished (nothing leaked a reference). */
+static inline void test_shutdown(void) {
+    for (int i = 0; i < 5000; i++) {
+        if (gaio_shutdown() == GAIO_OK) return;
+        test_sleep_ms(1);
+    }
+    fprintf(stderr, "gaio_shutdown still fails after 5 s: %s\n", gaio_last_error());
+    exit(1);
+}
+
+static void run(int device);
+
+int main(int argc, char **argv) {
+    int gpu = argc > 1 && strcmp(argv[1], "--gpu") == 0;
+    int count = 0;
+    OK(gaio_device_count(&count));
+    int ran = 0;
+    for (int d = 0; d < count; d++) {
+        gaio_device_props p;
+        OK(gaio_device_get_props(d, &p));
+        if ((p.kind == GAIO_DEVICE_CUDA) != gpu) continue;
+        printf("== device %d: %s\n", d, p.name);
+        fflush(stdout);
+        run(d);
+        ran++;
+    }
+    if (!ran) {
+        printf("SKIPPED: no CUDA device in this process\n");
+        return 0;
+    }
+    test_shutdown();
+    printf("PASS\n");
+    return 0;
+}
+
+#endif
