@@ -41,11 +41,17 @@ typedef struct gaio_config {
 gaio_status gaio_configure(const gaio_config *config);
 
 /* Stops gaio's threads and frees its process-wide state. Optional (for leak
- * checkers and plug-ins that unload); fails with GAIO_ERR_STATE while any context
- * is alive. gaio starts again on the next context creation. */
+ * checkers and plug-ins that unload). Waits up to 1 s for work in flight to drop
+ * the last references to contexts, then fails with GAIO_ERR_STATE if any context
+ * is still alive. gaio starts again on the next context creation. */
 gaio_status gaio_shutdown(void);
 
 gaio_status gaio_device_count(int *count);
+
+/* Whether the backend of a device kind works in this process, in words: GAIO_OK and
+ * e.g. "driver 13.0, 1 device"; GAIO_ERR_NOT_SUPPORTED when this build lacks the
+ * backend; GAIO_ERR_DRIVER with the reason (no libcuda.so.1, cuInit failed, ...). */
+gaio_status gaio_backend_status(gaio_device_kind kind, const char **description);
 gaio_status gaio_device_get_props(int device, gaio_device_props *props);
 
 #ifdef __cplusplus

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/op.h"
@@ -33,14 +34,18 @@ void gaio__buffer_unref(gaio_buffer *b) {
     gaio__context_unref(ctx);
 }
 
-static gaio_status buffer_new(gaio_context *ctx, gaio_mem_kind kind, size_t size, size_t pitch, gaio_buffer **out) {
+/* Failures name fn, the public function that asked. */
+static gaio_status buffer_new(const char *fn, gaio_context *ctx, gaio_mem_kind kind, size_t size, size_t pitch,
+                              gaio_buffer **out) {
     gaio_buffer *b = calloc(1, sizeof *b);
-    if (!b) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the buffer");
+    if (!b) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the buffer");
     void *ptr;
     gaio_status st = gaio__pool_alloc(&ctx->pools[kind], size, &ptr, &b->capacity);
     if (st != GAIO_OK) {
         free(b);
-        return st;
+        char why[GAIO_MSG_MAX]; /* the backend's message, which names the backend's function */
+        snprintf(why, sizeof why, "%s", gaio_last_error());
+        return gaio__fail(st, fn, "cannot allocate %zu bytes of %s memory (%s)", size, kind_name(kind), why);
     }
     gaio__ref_init(&b->ref);
     b->ctx = ctx;
@@ -60,7 +65,7 @@ gaio_status gaio_buffer_alloc(gaio_context *ctx, gaio_mem_kind kind, size_t size
     REQUIRE_KIND(kind);
     GAIO_REQUIRE(size > 0, "size is 0; a buffer holds at least one byte");
     GAIO_REQUIRE(size <= MAX_BUFFER_BYTES, "size %zu is larger than any device can hold", size);
-    return buffer_new(ctx, kind, size, size, out);
+    return buffer_new(__func__, ctx, kind, size, size, out);
 }
 
 gaio_status gaio_buffer_alloc_async(gaio_stream *stream, gaio_mem_kind kind, size_t size, gaio_buffer **out) {
@@ -72,7 +77,7 @@ gaio_status gaio_buffer_alloc_async(gaio_stream *stream, gaio_mem_kind kind, siz
     GAIO_REQUIRE(size <= MAX_BUFFER_BYTES, "size %zu is larger than any device can hold", size);
     /* The host pool hands out memory no op uses any more, so it is ready for the
      * stream at once; the CUDA backend orders it on the stream instead. */
-    return buffer_new(stream->ctx, kind, size, size, out);
+    return buffer_new(__func__, stream->ctx, kind, size, size, out);
 }
 
 gaio_status gaio_buffer_alloc_2d(gaio_context *ctx, gaio_mem_kind kind, size_t width_bytes, size_t height,
@@ -90,7 +95,7 @@ gaio_status gaio_buffer_alloc_2d(gaio_context *ctx, gaio_mem_kind kind, size_t w
     size_t pitch = (width_bytes + align - 1) / align * align, size;
     GAIO_REQUIRE(gaio__mul_ok(pitch, height, &size) && size <= MAX_BUFFER_BYTES,
                  "pitch %zu x height %zu overflows or is larger than any device can hold", pitch, height);
-    return buffer_new(ctx, kind, size, pitch, out);
+    return buffer_new(__func__, ctx, kind, size, pitch, out);
 }
 
 gaio_status gaio_buffer_wrap(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_t size, gaio_deleter deleter,

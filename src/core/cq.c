@@ -147,6 +147,9 @@ gaio_status gaio_cq_pop(gaio_cq *cq, gaio_cq_entry *entries, size_t max, size_t 
 gaio_status gaio_cq_wait(gaio_cq *cq, gaio_cq_entry *entries, size_t max, size_t *count, int64_t timeout_ns) {
     GAIO_REQUIRE_PTR(count);
     *count = 0;
+    GAIO_REQUIRE_PTR(cq);
+    GAIO_REQUIRE_PTR(entries);
+    GAIO_REQUIRE(max > 0, "max is 0; pass the capacity of entries");
     GAIO_REQUIRE(timeout_ns >= 0, "timeout_ns is %lld; it must be >= 0", (long long)timeout_ns);
     uint64_t deadline = timeout_ns == GAIO_INFINITE ? UINT64_MAX : gaio__now_ns() + (uint64_t)timeout_ns;
     for (;;) {

@@ -103,6 +103,7 @@ gaio_status gaio_event_query(gaio_event *event) {
     gaio_future *p = event_point(event);
     if (!p) return GAIO_OK;
     gaio_status st = gaio_future_poll(p);
+    if (st != GAIO_OK && st != GAIO_ERR_NOT_READY) st = GAIO_FAIL(st, "%s", gaio_future_message(p));
     gaio__future_unref(p);
     return st;
 }
@@ -112,6 +113,7 @@ gaio_status gaio_event_synchronize(gaio_event *event) {
     gaio_future *p = event_point(event);
     if (!p) return GAIO_OK;
     gaio_status st = gaio_future_wait(p, GAIO_INFINITE);
+    if (st != GAIO_OK) st = GAIO_FAIL(st, "%s", gaio_future_message(p));
     gaio__future_unref(p);
     return st;
 }
@@ -145,6 +147,8 @@ gaio_status gaio_event_elapsed_ms(gaio_event *start, gaio_event *end, float *ms)
     else if (a->status != GAIO_OK || b->status != GAIO_OK)
         st = GAIO_FAIL(a->status != GAIO_OK ? a->status : b->status, "the stream of %s failed",
                        a->status != GAIO_OK ? "start" : "end");
+    else if (a->be_elapsed && b->be_elapsed == a->be_elapsed)
+        st = a->be_elapsed(a, b, ms); /* the device's own clock */
     else
         *ms = (float)((double)((int64_t)(b->t_ns - a->t_ns)) / 1e6);
     if (a) gaio__future_unref(a);

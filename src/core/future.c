@@ -15,6 +15,7 @@ gaio_future *gaio__future_new(void) {
     pthread_cond_init(&f->cond, &attr);
     pthread_condattr_destroy(&attr);
     atomic_init(&f->done, 0);
+    atomic_init(&f->be_recorded, false);
     f->cbs_tail = &f->cbs;
     return f;
 }
@@ -30,11 +31,15 @@ void gaio__future_unref(gaio_future *f) {
         free(c);
         c = next;
     }
+    if (f->be_event_free) f->be_event_free(f->be_event);
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
     free(f->msg);
     free(f);
 }
+
+/* How many futures this thread is running the callbacks of (nested completions). */
+static _Thread_local int tl_dispatching;
 
 void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) {
     /* Callbacks may drop the last outside reference: hold one until we are done. */
@@ -47,18 +52,26 @@ void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) 
     }
     f->status = status;
     if (status != GAIO_OK) f->msg = strdup(msg && *msg ? msg : gaio_status_string(status));
-    gaio_callback *cbs = f->cbs;
-    f->cbs = NULL;
-    f->cbs_tail = &f->cbs;
+    /* Callbacks are added in order while these run (see future_add_callback), so
+     * every callback runs after those added before it. */
+    f->dispatching = true;
     atomic_store_explicit(&f->done, 1, memory_order_release);
     if (f->waiters) pthread_cond_broadcast(&f->cond);
-    pthread_mutex_unlock(&f->lock);
-    while (cbs) {
-        gaio_callback *next = cbs->next;
-        cbs->fn(f, status, cbs->user);
-        free(cbs);
-        cbs = next;
+    tl_dispatching++;
+    for (;;) {
+        gaio_callback *c = f->cbs;
+        if (!c) break;
+        f->cbs = c->next;
+        if (!f->cbs) f->cbs_tail = &f->cbs;
+        pthread_mutex_unlock(&f->lock);
+        c->fn(f, status, c->user);
+        free(c);
+        pthread_mutex_lock(&f->lock);
     }
+    tl_dispatching--;
+    f->dispatching = false;
+    if (f->waiters) pthread_cond_broadcast(&f->cond); /* callers of then waiting for us */
+    pthread_mutex_unlock(&f->lock);
     gaio__future_unref(f);
 }
 
@@ -111,7 +124,12 @@ const char *gaio_future_message(gaio_future *fut) {
     return fut->msg;
 }
 
-/* Adds a callback; runs it at once (outside the lock) when f is complete. */
+/* Adds a callback; runs it at once (outside the lock) when f is complete. If the
+ * completing thread is still running earlier callbacks, waits for them first
+ * (they must not block), so that callbacks run in the order they were added.
+ * A callback that adds one while callbacks run on its own thread must not wait
+ * (it could wait on itself, or on another thread waiting for it): its callback
+ * joins the list and the completing thread runs it after the earlier ones. */
 static gaio_status future_add_callback(gaio_future *f, gaio_future_fn fn, void *user) {
     gaio_callback *c = malloc(sizeof *c);
     if (!c) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the callback");
@@ -119,7 +137,12 @@ static gaio_status future_add_callback(gaio_future *f, gaio_future_fn fn, void *
     c->fn = fn;
     c->user = user;
     pthread_mutex_lock(&f->lock);
-    if (!atomic_load_explicit(&f->done, memory_order_relaxed)) {
+    if (f->dispatching && tl_dispatching == 0) {
+        f->waiters++;
+        while (f->dispatching) pthread_cond_wait(&f->cond, &f->lock);
+        f->waiters--;
+    }
+    if (!atomic_load_explicit(&f->done, memory_order_relaxed) || f->dispatching) {
         *f->cbs_tail = c;
         f->cbs_tail = &c->next;
         pthread_mutex_unlock(&f->lock);

@@ -36,10 +36,11 @@ static reg_entry *reg_find(const char *name) {
     return NULL;
 }
 
-/* Adds under reg_lock. */
+/* Adds under reg_lock. Failures name gaio_kernel_register, the only caller that reports them. */
 static gaio_status reg_add(const char *name, gaio_host_kernel fn, size_t nargs, const size_t *arg_sizes,
                            gaio_kernel **out) {
-    if (reg_find(name)) return GAIO_FAIL(GAIO_ERR_STATE, "a kernel named '%s' is registered already", name);
+    if (reg_find(name))
+        return gaio__fail(GAIO_ERR_STATE, "gaio_kernel_register", "a kernel named '%s' is registered already", name);
     gaio_kernel *k = calloc(1, sizeof *k);
     reg_entry *e = malloc(sizeof *e);
     char *copy = strdup(name);
@@ -49,7 +50,7 @@ static gaio_status reg_add(const char *name, gaio_host_kernel fn, size_t nargs, 
         free(e);
         free(copy);
         free(sizes);
-        return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the kernel");
+        return gaio__fail(GAIO_ERR_NO_MEMORY, "gaio_kernel_register", "out of host memory for the kernel");
     }
     if (nargs) memcpy(sizes, arg_sizes, nargs * sizeof *sizes);
     gaio__ref_init(&k->ref);

@@ -76,6 +76,13 @@ struct gaio_future {
     char *msg;     /* set once on failure */
     uint64_t t_ns; /* when the point was reached (record ops) */
     bool timed;
+    bool dispatching; /* the completing thread still runs callbacks: later ones queue behind */
+    /* A point recorded on a device stream carries the backend's own marker (CUDA: a
+     * CUevent), set before the record op is submitted and freed with the future. */
+    void *be_event;
+    atomic_bool be_recorded; /* the marker was enqueued: streams may wait on it */
+    void (*be_event_free)(void *be_event);
+    gaio_status (*be_elapsed)(gaio_future *start, gaio_future *end, float *ms);
     gaio_callback *cbs, **cbs_tail;
 };
 
@@ -85,6 +92,7 @@ struct gaio_kernel {
     gaio_host_kernel host_fn;
     size_t nargs;
     size_t *arg_sizes;
+    _Atomic(void *) cu_kernel; /* the CUkernel, once resolved (context-independent) */
 };
 
 /* Retain/release used inside the library: no argument checks, no messages. */
@@ -118,8 +126,10 @@ static inline gaio_status gaio__stream_status(gaio_stream *s) {
 /* Copies the failure message into out (size GAIO_MSG_MAX). */
 void gaio__stream_fail_msg(gaio_stream *s, char *out);
 
-/* Device table. */
-gaio_status gaio__device_backend(int device, const gaio_backend **be, int *ordinal);
+/* Device table. A missing device fails with a message naming fn; the macro passes
+ * the calling function's name. */
+gaio_status gaio__device_backend_for(const char *fn, int device, const gaio_backend **be, int *ordinal);
+#define gaio__device_backend(device, be, ordinal) gaio__device_backend_for(__func__, (device), (be), (ordinal))
 
 /* The process-wide runtime (worker threads), started with the first context. */
 gaio_status gaio__runtime_enter(void);

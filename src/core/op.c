@@ -52,8 +52,14 @@ gaio_status gaio__submit(gaio_op *op) {
     return st;
 }
 
-void gaio__op_retire(gaio_op *op) {
+void gaio__op_count_done(gaio_op *op) {
+    if (op->counted) return;
+    op->counted = true;
     atomic_fetch_add_explicit(&op->stream->retired, 1, memory_order_release);
+}
+
+void gaio__op_retire(gaio_op *op) {
+    gaio__op_count_done(op);
     op_release_refs(op);
 }
 
@@ -62,7 +68,10 @@ void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg) {
     char buf[GAIO_MSG_MAX];
     gaio__stream_fail_msg(op->stream, buf);
     gaio_status st = gaio__stream_status(op->stream);
-    if (op->kind == GAIO_OP_RECORD) gaio__future_complete(op->u.point.fut, st, buf);
+    if (op->kind == GAIO_OP_RECORD) {
+        gaio__op_count_done(op);
+        gaio__future_complete(op->u.point.fut, st, buf);
+    }
     if (op->kind == GAIO_OP_HOST_FN) (void)op->u.host.fn(st, op->u.host.user);
     gaio__op_retire(op);
 }

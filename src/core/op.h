@@ -20,6 +20,8 @@ struct gaio_op {
     struct gaio_op *_Atomic next; /* queue link (the deferred queue links atomically) */
     gaio_op_kind kind;
     gaio_stream *stream;
+    bool counted; /* already counted in stream->retired (gaio__op_count_done) */
+    atomic_int claimed; /* host functions on CUDA: set by whoever calls fn (the driver's thread or a fault) */
     size_t nbufs;
     gaio_buffer **bufs;
     union {
@@ -60,7 +62,12 @@ void gaio__op_discard(gaio_op *op);
  * deferred-submission thread. On failure the op is discarded. */
 gaio_status gaio__submit(gaio_op *op);
 
-/* The stream has passed the op: count it and drop its references. */
+/* Counts the op as finished for gaio_stream_query (once). A RECORD op calls this
+ * before it completes its future, so that whoever wakes on that future (e.g.
+ * gaio_stream_synchronize) already sees every op up to it finished. */
+void gaio__op_count_done(gaio_op *op);
+
+/* The stream has passed the op: count it (if not yet) and drop its references. */
 void gaio__op_retire(gaio_op *op);
 
 /* The op cannot run (its submission failed, or the stream failed earlier): fail

@@ -42,9 +42,9 @@ gaio_status gaio__pool_alloc(gaio_pool *pool, size_t size, void **ptr, size_t *r
     size_t idx = class_index(size, &cs);
     if (idx >= GAIO_POOL_CLASSES) cs = size;
     pthread_mutex_lock(&pool->lock);
-    pool->stats.allocations++;
     if (idx < GAIO_POOL_CLASSES && pool->classes[idx].len) {
         *ptr = pool->classes[idx].ptrs[--pool->classes[idx].len];
+        pool->stats.allocations++;
         pool->stats.reuses++;
         pool->stats.bytes_cached -= cs;
         pool->stats.bytes_in_use += cs;
@@ -61,6 +61,7 @@ gaio_status gaio__pool_alloc(gaio_pool *pool, size_t size, void **ptr, size_t *r
         if (st != GAIO_OK) return st;
     }
     pthread_mutex_lock(&pool->lock);
+    pool->stats.allocations++; /* counted once served: a failed request is not an allocation */
     pool->stats.bytes_in_use += cs;
     pthread_mutex_unlock(&pool->lock);
     *rounded = cs;

@@ -69,7 +69,9 @@ gaio_status gaio_rng_uniform_f32(gaio_stream *stream, gaio_buffer *dst, size_t o
                                  float high) {
     GAIO_REQUIRE(isfinite(low) && isfinite(high) && low < high, "[low, high) = [%g, %g) is not a finite, non-empty "
                  "interval", (double)low, (double)high);
-    uint64_t seed, offset;
+    GAIO_REQUIRE(isfinite(high - low), "[low, high) = [%g, %g) is wider than the largest float", (double)low,
+                 (double)high);
+    uint64_t seed = 0, offset = 0;
     gaio_status st = rng_prepare(__func__, stream, dst, offset_bytes, count, &seed, &offset);
     if (st != GAIO_OK) return st;
     const float p[2] = {low, high};
@@ -80,7 +82,7 @@ gaio_status gaio_rng_normal_f32(gaio_stream *stream, gaio_buffer *dst, size_t of
                                 float stddev) {
     GAIO_REQUIRE(isfinite(mean) && isfinite(stddev) && stddev >= 0, "mean %g, stddev %g: both must be finite and "
                  "stddev >= 0", (double)mean, (double)stddev);
-    uint64_t seed, offset;
+    uint64_t seed = 0, offset = 0;
     gaio_status st = rng_prepare(__func__, stream, dst, offset_bytes, count, &seed, &offset);
     if (st != GAIO_OK) return st;
     const float p[2] = {mean, stddev};
@@ -88,7 +90,7 @@ gaio_status gaio_rng_normal_f32(gaio_stream *stream, gaio_buffer *dst, size_t of
 }
 
 gaio_status gaio_rng_bits_u32(gaio_stream *stream, gaio_buffer *dst, size_t offset_bytes, size_t count) {
-    uint64_t seed, offset;
+    uint64_t seed = 0, offset = 0;
     gaio_status st = rng_prepare(__func__, stream, dst, offset_bytes, count, &seed, &offset);
     if (st != GAIO_OK) return st;
     return rng_launch(stream, "gaio_philox_bits_u32", dst, offset_bytes, count, seed, offset, NULL, 0);

@@ -1,15 +1,20 @@
 /* Process-wide state: configuration, the count of live contexts, and start/stop
  * of the threads every backend shares. */
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/object.h"
 #include "core/submitter.h"
 #include "cpu/workers.h"
+#ifdef GAIO_HAVE_CUDA
+void gaio__cuda_engine_stop(void);
+#endif
 
 _Thread_local bool gaio__on_gaio_thread;
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rt_idle = PTHREAD_COND_INITIALIZER;
 static gaio_config rt_config;
 static int rt_contexts;
 static bool rt_running;
@@ -64,7 +69,7 @@ gaio_status gaio__runtime_enter(void) {
 
 void gaio__runtime_leave(void) {
     pthread_mutex_lock(&rt_lock);
-    rt_contexts--;
+    if (--rt_contexts == 0) pthread_cond_broadcast(&rt_idle);
     pthread_mutex_unlock(&rt_lock);
 }
 
@@ -80,6 +85,13 @@ gaio_status gaio_shutdown(void) {
         return GAIO_FAIL(GAIO_ERR_STATE, "called from a gaio thread (a callback, host function or host kernel); "
                                          "it would wait for itself");
     pthread_mutex_lock(&rt_lock);
+    /* Work that just finished may still be dropping the last references (a fence's
+     * future completes before its op lets go of the stream): give it a moment. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    while (rt_contexts > 0)
+        if (pthread_cond_timedwait(&rt_idle, &rt_lock, &until) != 0) break;
     if (rt_contexts > 0) {
         int n = rt_contexts;
         pthread_mutex_unlock(&rt_lock);
@@ -91,6 +103,9 @@ gaio_status gaio_shutdown(void) {
     if (rt_running) {
         gaio__submitters_stop();
         gaio__cpu_workers_stop();
+#ifdef GAIO_HAVE_CUDA
+        gaio__cuda_engine_stop();
+#endif
         rt_running = false;
     }
     pthread_mutex_unlock(&rt_lock);

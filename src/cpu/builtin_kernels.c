@@ -47,7 +47,7 @@ static gaio_status philox_uniform_f32(const gaio_launch_info *info, void *const 
     float low = f32_arg(args, 4), high = f32_arg(args, 5), span = high - low;
     float *out = a.dst;
     FOR_EACH_BLOCK(a, w, {
-        for (uint64_t j = 0; j < n; j++) out[i + j] = low + span * gaio__u32_to_unit(w[j]);
+        for (uint64_t j = 0; j < n; j++) out[i + j] = gaio__u32_to_uniform(w[j], low, span, high);
     })
     return GAIO_OK;
 }

@@ -59,6 +59,7 @@ static void exec_op(gaio_op *op) {
     case GAIO_OP_RECORD: {
         gaio_future *f = op->u.point.fut;
         f->t_ns = gaio__now_ns();
+        gaio__op_count_done(op); /* before waking anyone: the stream has passed this point */
         if (!failed) {
             gaio__future_complete(f, GAIO_OK, NULL);
         } else {

@@ -12,11 +12,14 @@
  * starts without a futex wake-up, and an idle process still costs no CPU. */
 #define SPIN_NS 20000
 
+#define TASK_BIT (1u << 31)
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     cpu_stream *head[LEVELS], *tail[LEVELS];
-    atomic_uint ready_mask; /* bit l: level l is non-empty */
+    atomic_uint ready_mask; /* bit l: level l is non-empty; TASK_BIT: tasks wait */
+    gaio_task *task_head, *task_tail;
     int sleeping;
     bool stop;
     pthread_t *threads;
@@ -35,13 +38,36 @@ void gaio__cpu_rq_push(cpu_stream *cs) {
     pthread_mutex_unlock(&rq.lock);
 }
 
+void gaio__cpu_task_push(gaio_task *task) {
+    pthread_mutex_lock(&rq.lock);
+    task->next = NULL;
+    if (rq.task_tail) rq.task_tail->next = task;
+    else rq.task_head = task;
+    rq.task_tail = task;
+    atomic_fetch_or_explicit(&rq.ready_mask, TASK_BIT, memory_order_release);
+    if (rq.sleeping) pthread_cond_signal(&rq.cond);
+    pthread_mutex_unlock(&rq.lock);
+}
+
+/* Under rq.lock: the oldest task, or NULL. */
+static gaio_task *task_take(void) {
+    gaio_task *t = rq.task_head;
+    if (!t) return NULL;
+    rq.task_head = t->next;
+    if (!rq.task_head) {
+        rq.task_tail = NULL;
+        atomic_fetch_and_explicit(&rq.ready_mask, ~TASK_BIT, memory_order_relaxed);
+    }
+    return t;
+}
+
 bool gaio__cpu_rq_more_urgent(int level) {
     return (atomic_load_explicit(&rq.ready_mask, memory_order_relaxed) >> (level + 1)) != 0;
 }
 
 /* Under rq.lock: the most urgent ready stream, or NULL. */
 static cpu_stream *rq_take(void) {
-    unsigned mask = atomic_load_explicit(&rq.ready_mask, memory_order_relaxed);
+    unsigned mask = atomic_load_explicit(&rq.ready_mask, memory_order_relaxed) & ~TASK_BIT;
     if (!mask) return NULL;
     int l = 31 - __builtin_clz(mask);
     cpu_stream *cs = rq.head[l];
@@ -59,6 +85,13 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&rq.lock);
     for (;;) {
         if (rq.stop) break;
+        gaio_task *task = task_take();
+        if (task) {
+            pthread_mutex_unlock(&rq.lock);
+            task->fn(task);
+            pthread_mutex_lock(&rq.lock);
+            continue;
+        }
         cpu_stream *cs = rq_take();
         if (cs) {
             pthread_mutex_unlock(&rq.lock);

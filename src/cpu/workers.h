@@ -31,6 +31,14 @@ typedef struct cpu_stream {
     int level;
 } cpu_stream;
 
+/* A unit of host work for the pool, run ahead of any stream: the CUDA backend runs
+ * host functions here so that a slow one holds up only its own stream. */
+typedef struct gaio_task {
+    struct gaio_task *next;
+    void (*fn)(struct gaio_task *task);
+} gaio_task;
+void gaio__cpu_task_push(gaio_task *task);
+
 gaio_status gaio__cpu_workers_start(int count);
 void gaio__cpu_workers_stop(void);
 

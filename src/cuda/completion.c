@@ -1,0 +1,255 @@
+/* The completion engine: one thread watches the completion slot of every CUDA
+ * stream with ops in flight, retires ops whose ticket the GPU has written, and
+ * completes their futures. Reading a slot costs a load, not a driver call, so
+ * no stream's completion waits behind another's. While work is outstanding the
+ * thread spins for a short window after the last submission or progress, then
+ * backs off to short sleeps; with nothing outstanding it blocks on a condition
+ * variable and costs no CPU. Every FAULT_CHECK_NS without progress it asks the
+ * driver whether a stream's context faulted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "cuda/cuda_internal.h"
+
+#define SPIN_NS 50000u
+#define MAX_SLEEP_NS 200000u
+#define FAULT_CHECK_NS 2000000u
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool started;
+    bool stop;
+    int sleeping;
+    cuda_stream *incoming; /* newly active streams, linked by incoming_next */
+    atomic_ullong last_submit_ns;
+    pthread_t thread;
+} eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p) {
+    p->next = NULL;
+    p->cs = cs;
+    p->dispatched = false;
+    atomic_init(&p->host_done, false);
+    p->ticket = ticket;
+    p->op = op;
+    /* Under cs->lock (the caller holds it). */
+    if (cs->tail) cs->tail->next = p;
+    else cs->head = p;
+    cs->tail = p;
+    atomic_store_explicit(&eng.last_submit_ns, gaio__now_ns(), memory_order_relaxed);
+    if (cs->active) return;
+    cs->active = true;
+    gaio__stream_ref(cs->stream); /* the engine's, dropped when the stream goes idle */
+    pthread_mutex_lock(&eng.lock);
+    cs->incoming_next = eng.incoming;
+    eng.incoming = cs;
+    if (eng.sleeping) pthread_cond_signal(&eng.cond);
+    pthread_mutex_unlock(&eng.lock);
+}
+
+static void run_host_op(cuda_pending *p) {
+    gaio_op *op = p->op;
+    gaio_stream *s = op->stream;
+    gaio_status st = gaio__stream_status(s);
+    if (op->kind == GAIO_OP_HOST_FN) {
+        gaio_status r = op->u.host.fn(st, op->u.host.user);
+        if (r != GAIO_OK && st == GAIO_OK) gaio__stream_fail(s, r, "a host function returned %s", gaio_status_string(r));
+    } else if (st == GAIO_OK) {
+        for (size_t r = 0; r < op->u.fill.height; r++)
+            memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the work is visible before the gate opens */
+    *p->cs->gate = p->ticket;
+}
+
+/* A pool worker runs host work so that a slow host function holds up only its stream. */
+static void host_task(gaio_task *t) {
+    cuda_pending *p = (cuda_pending *)t;
+    run_host_op(p);
+    atomic_store_explicit(&eng.last_submit_ns, gaio__now_ns(), memory_order_relaxed); /* keep the engine alert */
+    atomic_store_explicit(&p->host_done, true, memory_order_release);
+}
+
+/* What the stream's passing an op means on the host. */
+static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg) {
+    gaio_op *op = p->op;
+    gaio_stream *s = op->stream;
+    if (fault) gaio__stream_fail(s, fault, "%s", fault_msg);
+    gaio_status st = gaio__stream_status(s);
+    if (gaio__cuda_is_host_op(op) && !atomic_load_explicit(&p->host_done, memory_order_acquire))
+        run_host_op(p); /* after a fault, never dispatched: run it here, once, with the failure */
+    switch (op->kind) {
+    case GAIO_OP_RECORD: {
+        gaio__op_count_done(op);
+        if (st == GAIO_OK) {
+            gaio__future_complete(op->u.point.fut, GAIO_OK, NULL);
+        } else {
+            char msg[GAIO_MSG_MAX];
+            gaio__stream_fail_msg(s, msg);
+            gaio__future_complete(op->u.point.fut, st, msg);
+        }
+        break;
+    }
+    case GAIO_OP_WAIT: {
+        gaio_future *f = op->u.point.fut;
+        if (gaio__future_is_done(f) && f->status != GAIO_OK)
+            gaio__stream_fail(s, f->status, "waited on an event whose stream failed: %s", f->msg ? f->msg : "");
+        break;
+    }
+    default:
+        break;
+    }
+    gaio__op_retire(op);
+}
+
+/* Retires what the slot (or a fault) lets go; returns true if the stream went idle. */
+static bool poll_stream(cuda_stream *cs, bool *progress) {
+    gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
+    uint64_t seen = *cs->slot;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the GPU's writes before the ticket are visible */
+    cuda_pending *done = NULL, **tail = &done, *dispatch = NULL;
+    pthread_mutex_lock(&cs->lock);
+    while (cs->head) {
+        cuda_pending *p = cs->head;
+        if (!fault && p->ticket > seen) break;
+        if (gaio__cuda_is_host_op(p->op) && !atomic_load_explicit(&p->host_done, memory_order_acquire)) {
+            if (!p->dispatched && !fault) {
+                p->dispatched = true;
+                dispatch = p;
+            }
+            if (p->dispatched) break; /* its task is running; later tickets come after its gate */
+        }
+        cs->head = p->next;
+        p->next = NULL;
+        *tail = p;
+        tail = &p->next;
+    }
+    if (!cs->head) cs->tail = NULL;
+    bool idle = cs->head == NULL;
+    if (idle) cs->active = false;
+    pthread_mutex_unlock(&cs->lock);
+    if (dispatch) {
+        dispatch->task.fn = host_task;
+        gaio__cpu_task_push(&dispatch->task);
+        *progress = true;
+    }
+    if (done) *progress = true;
+    while (done) {
+        cuda_pending *next = done->next;
+        finish_op(done, fault, fault ? cs->dev->fault_msg : NULL);
+        free(done);
+        done = next;
+    }
+    return idle;
+}
+
+void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg) {
+    int expected = GAIO_OK;
+    pthread_mutex_lock(&d->lock);
+    if (atomic_load(&d->fault) == GAIO_OK) snprintf(d->fault_msg, sizeof d->fault_msg, "%s", msg);
+    pthread_mutex_unlock(&d->lock);
+    atomic_compare_exchange_strong(&d->fault, &expected, (int)st);
+}
+
+/* Asks the driver whether the stream's context faulted (a kernel's illegal address
+ * stops every later ticket from being written). */
+static void check_fault(cuda_stream *cs) {
+    if (atomic_load(&cs->dev->fault) != GAIO_OK) return;
+    cuda_scope sc;
+    if (gaio__cuda_enter("gaio completion engine", cs->dev, &sc) != GAIO_OK) return;
+    CUresult r = gaio__cu()->cuStreamQuery(cs->cu);
+    gaio__cuda_exit(&sc);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return;
+    gaio_status st = gaio__cu_fail("the GPU", "a kernel or copy", r);
+    gaio__cuda_device_fault(cs->dev, st == GAIO_ERR_DEVICE ? st : GAIO_ERR_DEVICE, gaio_last_error());
+}
+
+static void *engine_main(void *arg) {
+    (void)arg;
+    gaio__on_gaio_thread = true;
+    cuda_stream *active = NULL; /* this thread's list, linked by active_next */
+    uint64_t last_progress = gaio__now_ns(), last_check = last_progress, sleep_ns = 1000;
+    for (;;) {
+        pthread_mutex_lock(&eng.lock);
+        while (!active && !eng.incoming) {
+            if (eng.stop) {
+                pthread_mutex_unlock(&eng.lock);
+                return NULL;
+            }
+            eng.sleeping++;
+            pthread_cond_wait(&eng.cond, &eng.lock);
+            eng.sleeping--;
+        }
+        while (eng.incoming) {
+            cuda_stream *cs = eng.incoming;
+            eng.incoming = cs->incoming_next;
+            cs->active_next = active;
+            active = cs;
+        }
+        pthread_mutex_unlock(&eng.lock);
+
+        bool progress = false;
+        for (cuda_stream **pp = &active; *pp;) {
+            cuda_stream *cs = *pp;
+            if (poll_stream(cs, &progress)) {
+                *pp = cs->active_next;
+                gaio__stream_unref(cs->stream);
+            } else {
+                pp = &cs->active_next;
+            }
+        }
+        uint64_t now = gaio__now_ns();
+        if (progress) {
+            last_progress = now;
+            last_check = now;
+            sleep_ns = 1000;
+            continue;
+        }
+        if (active && now - last_check > FAULT_CHECK_NS) {
+            last_check = now;
+            for (cuda_stream *cs = active; cs; cs = cs->active_next) check_fault(cs);
+        }
+        uint64_t last = atomic_load_explicit(&eng.last_submit_ns, memory_order_relaxed);
+        if (last < last_progress) last = last_progress;
+        if (now - last < SPIN_NS) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        struct timespec ts = {0, (long)sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
+    }
+    return NULL;
+}
+
+/* At gaio_shutdown: no context is alive, so no stream is active. */
+void gaio__cuda_engine_stop(void) {
+    pthread_mutex_lock(&eng.lock);
+    bool started = eng.started;
+    eng.stop = true;
+    pthread_cond_broadcast(&eng.cond);
+    pthread_mutex_unlock(&eng.lock);
+    if (started) pthread_join(eng.thread, NULL);
+    pthread_mutex_lock(&eng.lock);
+    eng.started = false;
+    eng.stop = false;
+    pthread_mutex_unlock(&eng.lock);
+}
+
+gaio_status gaio__cuda_engine_start(void) {
+    pthread_mutex_lock(&eng.lock);
+    gaio_status st = GAIO_OK;
+    if (!eng.started) {
+        int rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
+        if (rc != 0) st = GAIO_FAIL(GAIO_ERR_SYSTEM, "pthread_create for the completion thread failed (error %d)", rc);
+        else eng.started = true;
+    }
+    pthread_mutex_unlock(&eng.lock);
+    return st;
+}

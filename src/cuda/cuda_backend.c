@@ -1,0 +1,320 @@
+/* The CUDA backend: devices 1..n, each on its primary context. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.h"
+
+static cuda_device devices[GAIO_CUDA_MAX_DEVICES];
+static int device_total = -1;
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+static void devices_init(void) {
+    const gaio_cu_table *cu = gaio__cu();
+    device_total = 0;
+    if (!cu) return;
+    int n = 0;
+    if (cu->cuDeviceGetCount(&n) != CUDA_SUCCESS) return;
+    if (n > GAIO_CUDA_MAX_DEVICES) n = GAIO_CUDA_MAX_DEVICES;
+    for (int i = 0; i < n; i++) {
+        cuda_device *d = &devices[i];
+        pthread_mutex_init(&d->lock, NULL);
+        atomic_init(&d->fault, GAIO_OK);
+        if (cu->cuDeviceGet(&d->dev, i) != CUDA_SUCCESS) return;
+        int memops = 0;
+        cu->cuDeviceGetAttribute(&memops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, d->dev);
+        d->memops = memops != 0;
+        device_total = i + 1;
+    }
+}
+
+static int cuda_device_count(void) {
+    pthread_once(&devices_once, devices_init);
+    return device_total;
+}
+
+cuda_device *gaio__cuda_device(int ordinal) {
+    pthread_once(&devices_once, devices_init);
+    return ordinal >= 0 && ordinal < device_total ? &devices[ordinal] : NULL;
+}
+
+gaio_status gaio__cuda_enter(const char *fn, cuda_device *d, cuda_scope *sc) {
+    const gaio_cu_table *cu = gaio__cu();
+    sc->saved = NULL;
+    sc->switched = false;
+    cu->cuCtxGetCurrent(&sc->saved);
+    if (sc->saved == d->primary) return GAIO_OK;
+    CUresult r = cu->cuCtxSetCurrent(d->primary);
+    if (r != CUDA_SUCCESS) return gaio__cu_fail(fn, "cuCtxSetCurrent", r);
+    sc->switched = true;
+    return GAIO_OK;
+}
+
+void gaio__cuda_exit(cuda_scope *sc) {
+    if (sc->switched) gaio__cu()->cuCtxSetCurrent(sc->saved);
+}
+
+static int attr(cuda_device *d, CUdevice_attribute a) {
+    int v = 0;
+    gaio__cu()->cuDeviceGetAttribute(&v, a, d->dev);
+    return v;
+}
+
+/* Retains the primary context and sets up what every context of the device shares. */
+static gaio_status device_enter(cuda_device *d) {
+    const gaio_cu_table *cu = gaio__cu();
+    pthread_mutex_lock(&d->lock);
+    gaio_status st = GAIO_OK;
+    if (d->users == 0) {
+        CUresult r = cu->cuDevicePrimaryCtxRetain(&d->primary, d->dev);
+        if (r != CUDA_SUCCESS) {
+            st = gaio__cu_fail("gaio_context_create", "cuDevicePrimaryCtxRetain", r);
+            goto out;
+        }
+        CUcontext saved = NULL;
+        cu->cuCtxGetCurrent(&saved);
+        cu->cuCtxSetCurrent(d->primary);
+        r = cu->cuCtxGetStreamPriorityRange(&d->least_priority, &d->greatest_priority);
+        if (r == CUDA_SUCCESS) r = cu->cuStreamCreateWithPriority(&d->aux, CU_STREAM_NON_BLOCKING, 0);
+        const char *what = r == CUDA_SUCCESS ? NULL : "cuStreamCreateWithPriority";
+        if (r == CUDA_SUCCESS) {
+            r = cu->cuDeviceGetDefaultMemPool(&d->pool, d->dev);
+            what = "cuDeviceGetDefaultMemPool";
+        }
+        if (r == CUDA_SUCCESS) {
+            /* Keep freed device memory in the driver's pool up to 256 MiB across syncs. */
+            cuuint64_t threshold = (cuuint64_t)256 << 20;
+            r = cu->cuMemPoolSetAttribute(d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+            what = "cuMemPoolSetAttribute";
+        }
+        cu->cuCtxSetCurrent(saved);
+        if (r != CUDA_SUCCESS) {
+            st = gaio__cu_fail("gaio_context_create", what, r);
+            cu->cuDevicePrimaryCtxRelease(d->dev);
+            d->primary = NULL;
+            goto out;
+        }
+    }
+    d->users++;
+out:
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static void device_leave(cuda_device *d) {
+    const gaio_cu_table *cu = gaio__cu();
+    pthread_mutex_lock(&d->lock);
+    if (--d->users == 0) {
+        CUcontext saved = NULL;
+        cu->cuCtxGetCurrent(&saved);
+        cu->cuCtxSetCurrent(d->primary);
+        cu->cuStreamSynchronize(d->aux);
+        cu->cuStreamDestroy(d->aux);
+        cu->cuCtxSetCurrent(saved == d->primary ? NULL : saved);
+        cu->cuDevicePrimaryCtxRelease(d->dev);
+        d->primary = NULL;
+        d->aux = NULL;
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+static gaio_status cuda_device_props(int ordinal, gaio_device_props *p) {
+    cuda_device *d = gaio__cuda_device(ordinal);
+    if (!d) return GAIO_FAIL(GAIO_ERR_NOT_FOUND, "CUDA device %d does not exist", ordinal);
+    const gaio_cu_table *cu = gaio__cu();
+    p->kind = GAIO_DEVICE_CUDA;
+    p->ordinal = ordinal;
+    if (cu->cuDeviceGetName(p->name, (int)sizeof p->name, d->dev) != CUDA_SUCCESS)
+        snprintf(p->name, sizeof p->name, "CUDA device %d", ordinal);
+    size_t mem = 0;
+    cu->cuDeviceTotalMem(&mem, d->dev);
+    p->total_memory = mem;
+    p->compute_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    p->compute_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    p->processor_count = attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    /* The priority range is a property of the device's contexts; every current GPU
+     * has 0 (least) .. -5 (greatest). Read it from a live context when there is one. */
+    pthread_mutex_lock(&d->lock);
+    int range = d->users ? d->least_priority - d->greatest_priority : 5;
+    pthread_mutex_unlock(&d->lock);
+    p->max_priority = range;
+    size_t align = (size_t)attr(d, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
+    p->pitch_alignment = align > 256 ? align : 256;
+    return GAIO_OK;
+}
+
+static gaio_status cuda_context_init(gaio_context *ctx) {
+    int n = cuda_device_count();
+    cuda_device *d = gaio__cuda_device(ctx->device - 1);
+    if (!d) return GAIO_FAIL(GAIO_ERR_NOT_FOUND, "CUDA device %d of %d does not exist", ctx->device - 1, n);
+    if (!d->memops)
+        return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED,
+                         "device %d lacks 64-bit stream memory operations, which gaio's completion engine needs "
+                         "(the event-based fallback is not implemented yet)",
+                         ctx->device);
+    gaio_status st = device_enter(d);
+    if (st != GAIO_OK) return st;
+    st = gaio__cuda_engine_start();
+    if (st != GAIO_OK) {
+        device_leave(d);
+        return st;
+    }
+    ctx->be_data = d;
+    return GAIO_OK;
+}
+
+static void cuda_context_fini(gaio_context *ctx) { device_leave(ctx->be_data); }
+
+static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
+    cuda_device *d = s->ctx->be_data;
+    const gaio_cu_table *cu = gaio__cu();
+    cuda_stream *cs = calloc(1, sizeof *cs);
+    if (!cs) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the stream");
+    cs->stream = s;
+    cs->dev = d;
+    pthread_mutex_init(&cs->lock, NULL);
+    cuda_scope sc;
+    gaio_status st = gaio__cuda_enter("gaio_stream_create", d, &sc);
+    if (st != GAIO_OK) {
+        pthread_mutex_destroy(&cs->lock);
+        free(cs);
+        return st;
+    }
+    st = gaio__cuda_slot_alloc(d, &cs->slot, &cs->slot_dev);
+    if (st == GAIO_OK) st = gaio__cuda_slot_alloc(d, &cs->gate, &cs->gate_dev);
+    if (st == GAIO_OK) {
+        if (native) {
+            CUcontext sctx = NULL;
+            CUresult r = cu->cuStreamGetCtx((CUstream)native, &sctx);
+            if (r != CUDA_SUCCESS)
+                st = gaio__cu_fail("gaio_stream_wrap", "cuStreamGetCtx", r);
+            else if (sctx != d->primary)
+                st = gaio__fail(GAIO_ERR_INVALID_ARG, "gaio_stream_wrap",
+                                "native_stream belongs to another CUDA context than device %d's primary context",
+                                s->ctx->device);
+            cs->cu = (CUstream)native;
+            cs->foreign = true;
+        } else {
+            CUresult r = cu->cuStreamCreateWithPriority(&cs->cu, CU_STREAM_NON_BLOCKING,
+                                                        d->least_priority - s->priority);
+            if (r != CUDA_SUCCESS) st = gaio__cu_fail("gaio_stream_create", "cuStreamCreateWithPriority", r);
+        }
+    }
+    gaio__cuda_exit(&sc);
+    if (st != GAIO_OK) {
+        if (cs->slot) gaio__cuda_slot_free(cs->slot, cs->slot_dev);
+        if (cs->gate) gaio__cuda_slot_free(cs->gate, cs->gate_dev);
+        pthread_mutex_destroy(&cs->lock);
+        free(cs);
+        return st;
+    }
+    s->native = cs->cu;
+    s->be_data = cs;
+    return GAIO_OK;
+}
+
+static void cuda_stream_fini(gaio_stream *s) {
+    cuda_stream *cs = s->be_data;
+    cuda_scope sc;
+    if (!cs->foreign && gaio__cuda_enter("gaio_stream_release", cs->dev, &sc) == GAIO_OK) {
+        gaio__cu()->cuStreamDestroy(cs->cu);
+        gaio__cuda_exit(&sc);
+    }
+    gaio__cuda_slot_free(cs->slot, cs->slot_dev);
+    gaio__cuda_slot_free(cs->gate, cs->gate_dev);
+    pthread_mutex_destroy(&cs->lock);
+    free(cs);
+}
+
+static gaio_status cuda_mem_alloc(gaio_context *ctx, gaio_mem_kind kind, size_t size, void **ptr) {
+    cuda_device *d = ctx->be_data;
+    const gaio_cu_table *cu = gaio__cu();
+    if (kind == GAIO_MEM_HOST) {
+        *ptr = aligned_alloc(256, (size + 255) & ~(size_t)255);
+        return *ptr ? GAIO_OK : GAIO_FAIL(GAIO_ERR_NO_MEMORY, "aligned_alloc of %zu bytes failed", size);
+    }
+    cuda_scope sc;
+    gaio_status st = gaio__cuda_enter(__func__, d, &sc);
+    if (st != GAIO_OK) return st;
+    CUresult r;
+    const char *call = NULL;
+    switch (kind) {
+    case GAIO_MEM_DEVICE: {
+        /* The driver's stream-ordered pool; synchronizing gaio's own stream makes the
+         * block usable by every stream (only on a miss of gaio's size-class cache). */
+        CUdeviceptr p = 0;
+        call = "cuMemAllocFromPoolAsync";
+        r = cu->cuMemAllocFromPoolAsync(&p, size, d->pool, d->aux);
+        if (r == CUDA_SUCCESS) {
+            call = "cuStreamSynchronize";
+            r = cu->cuStreamSynchronize(d->aux);
+        }
+        *ptr = (void *)(uintptr_t)p;
+        break;
+    }
+    case GAIO_MEM_PINNED:
+        call = "cuMemHostAlloc";
+        r = cu->cuMemHostAlloc(ptr, size, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+        break;
+    default: {
+        CUdeviceptr p = 0;
+        call = "cuMemAllocManaged";
+        r = cu->cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL);
+        *ptr = (void *)(uintptr_t)p;
+        break;
+    }
+    }
+    gaio__cuda_exit(&sc);
+    return r == CUDA_SUCCESS ? GAIO_OK : gaio__cu_fail(__func__, call, r);
+}
+
+static void cuda_mem_free(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_t size) {
+    (void)size;
+    cuda_device *d = ctx->be_data;
+    const gaio_cu_table *cu = gaio__cu();
+    if (kind == GAIO_MEM_HOST) {
+        free(ptr);
+        return;
+    }
+    cuda_scope sc;
+    if (gaio__cuda_enter(__func__, d, &sc) != GAIO_OK) return;
+    /* Every op that used the block has retired (the host saw it finish), so it can
+     * go back in any stream's order. */
+    if (kind == GAIO_MEM_DEVICE) cu->cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, d->aux);
+    else if (kind == GAIO_MEM_PINNED) cu->cuMemFreeHost(ptr);
+    else cu->cuMemFree((CUdeviceptr)(uintptr_t)ptr);
+    gaio__cuda_exit(&sc);
+}
+
+gaio_status gaio__cuda_describe(const char **description);
+gaio_status gaio__cuda_describe(const char **description) {
+    static char text[320];
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!gaio__cu()) {
+        *description = gaio__cu_unavailable_reason();
+        return GAIO_ERR_DRIVER;
+    }
+    int n = cuda_device_count(), v = gaio__cu_driver_version();
+    (void)once;
+    snprintf(text, sizeof text, "ready: driver API %d.%d, %d device%s", v / 1000, v % 1000 / 10, n,
+             n == 1 ? "" : "s");
+    *description = text;
+    return GAIO_OK;
+}
+
+static const gaio_backend cuda_backend = {
+    .name = "cuda",
+    .kind = GAIO_DEVICE_CUDA,
+    .device_count = cuda_device_count,
+    .device_props = cuda_device_props,
+    .context_init = cuda_context_init,
+    .context_fini = cuda_context_fini,
+    .stream_init = cuda_stream_init,
+    .stream_fini = cuda_stream_fini,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .submit = gaio__cuda_submit,
+};
+
+const gaio_backend *gaio__cuda_backend_table(void);
+const gaio_backend *gaio__cuda_backend_table(void) { return &cuda_backend; }

@@ -1,0 +1,92 @@
+/* The CUDA backend's own state. */
+#ifndef GAIO_CUDA_INTERNAL_H
+#define GAIO_CUDA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/op.h"
+#include "cpu/workers.h"
+#include "cuda/driver.h"
+
+#define GAIO_CUDA_MAX_DEVICES 64
+
+typedef struct cuda_device {
+    CUdevice dev;
+    pthread_mutex_t lock;
+    int users;          /* contexts holding the primary context */
+    CUcontext primary;  /* retained while users > 0 */
+    CUstream aux;       /* gaio's own stream: synchronous allocations and frees */
+    CUmemoryPool pool;  /* the device's default stream-ordered pool */
+    int least_priority, greatest_priority; /* CUDA's numbers: greatest is the most negative */
+    bool memops;        /* cuStreamWriteValue64 on host memory works */
+    atomic_int fault;   /* a gaio_status once the device context faulted (sticky) */
+    char fault_msg[GAIO_MSG_MAX];
+} cuda_device;
+
+/* A pending op: retired once the stream's completion slot reaches its ticket. */
+typedef struct cuda_pending {
+    gaio_task task; /* host work (host functions, fills of pageable memory) runs as a pool task */
+    struct cuda_pending *next;
+    struct cuda_stream *cs;
+    uint64_t ticket;
+    gaio_op *op;
+    bool dispatched;      /* engine only */
+    atomic_bool host_done; /* the task ran and opened the gate */
+} cuda_pending;
+
+typedef struct cuda_stream {
+    gaio_stream *stream;
+    cuda_device *dev;
+    CUstream cu;
+    bool foreign;
+    volatile uint64_t *slot; /* pinned, mapped host memory the GPU writes tickets into */
+    CUdeviceptr slot_dev;
+    volatile uint64_t *gate; /* the host writes a host function's ticket here when it has run; */
+    CUdeviceptr gate_dev;    /* the stream waits for it (cuStreamWaitValue64) */
+    pthread_mutex_t lock;    /* submission order, tickets, pending list */
+    uint64_t next_ticket;
+    cuda_pending *head, *tail;
+    struct cuda_stream *active_next;   /* in the completion engine's own list while it has pending ops */
+    struct cuda_stream *incoming_next; /* in the engine's incoming list (a separate link: a stream can
+                                          be re-queued while the engine still walks its own list) */
+    bool active;
+    uint64_t last_progress_ns;
+} cuda_stream;
+
+cuda_device *gaio__cuda_device(int ordinal);
+/* Makes the device's primary context current on this thread for the span of a gaio
+ * call; exit puts back whatever the caller had current (PyTorch and the CUDA
+ * runtime read the current context as "the current device"). */
+typedef struct cuda_scope {
+    CUcontext saved;
+    bool switched;
+} cuda_scope;
+gaio_status gaio__cuda_enter(const char *fn, cuda_device *d, cuda_scope *sc);
+void gaio__cuda_exit(cuda_scope *sc);
+
+/* Completion slots: 8-byte words in pinned, device-mapped host memory. */
+gaio_status gaio__cuda_slot_alloc(cuda_device *d, volatile uint64_t **host, CUdeviceptr *dev);
+void gaio__cuda_slot_free(volatile uint64_t *host, CUdeviceptr dev);
+
+/* The completion engine (completion.c). */
+gaio_status gaio__cuda_engine_start(void);
+/* Puts a submitted op under watch (call under cs->lock; p is the caller's
+ * allocation, owned by the engine from here): it retires when the slot passes `ticket`. */
+void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p);
+void gaio__cuda_engine_stop(void);
+/* Fails every op of every stream of the device (a fault); later submissions fail too. */
+void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg);
+
+/* Kernels (cuda_kernels.c): the CUkernel of a gaio kernel, loading gaio's fatbin on demand. */
+gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out);
+
+gaio_status gaio__cuda_submit(gaio_op *op);
+
+/* Ops the host performs in stream order: the stream writes the op's ticket and waits
+ * at its gate; a pool worker does the work and opens the gate (completion.c). */
+static inline bool gaio__cuda_is_host_op(const gaio_op *op) {
+    return op->kind == GAIO_OP_HOST_FN || (op->kind == GAIO_OP_FILL && op->bufs[0]->kind == GAIO_MEM_HOST);
+}
+
+#endif

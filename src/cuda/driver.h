@@ -1,0 +1,54 @@
+/* The CUDA driver, opened at run time: libcuda.so.1 through dlopen, every entry
+ * point through cuGetProcAddress at the ABI version of the prototypes in cuda.h
+ * (12.0), so libgaio links neither libcuda nor libcudart. */
+#ifndef GAIO_CUDA_DRIVER_H
+#define GAIO_CUDA_DRIVER_H
+
+#include <cuda.h>
+#include <stdbool.h>
+
+#include "gaio/status.h"
+
+/* X(name): every driver function gaio calls. The name is the base symbol; cuda.h's
+ * macros give the prototype of the versioned one. */
+#define GAIO_CU_FUNCTIONS(X)                                                                                  \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
+    X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)                   \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)            \
+    X(cuCtxGetStreamPriorityRange) X(cuCtxEnablePeerAccess) X(cuStreamCreateWithPriority) X(cuStreamDestroy)  \
+    X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuStreamWriteValue64) X(cuStreamWaitValue64)   \
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)                 \
+    X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocManaged) X(cuMemHostAlloc) X(cuMemFreeHost)  \
+    X(cuMemHostGetDevicePointer) X(cuMemcpyAsync) X(cuMemcpy2DAsync) X(cuMemsetD8Async) X(cuMemsetD2D8Async)  \
+    X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync)       \
+    X(cuMemFreeAsync) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuLibraryLoadData) X(cuLibraryLoadFromFile)     \
+    X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetManaged) X(cuLibraryGetGlobal)                     \
+    X(cuKernelGetFunction) X(cuPointerGetAttribute)
+
+typedef struct gaio_cu_table {
+#define GAIO_CU_FIELD(name) __typeof__(&name) name;
+    GAIO_CU_FUNCTIONS(GAIO_CU_FIELD)
+#undef GAIO_CU_FIELD
+} gaio_cu_table;
+
+/* The loaded table, or NULL when no usable driver is present (the reason is in
+ * gaio__cu_unavailable_reason). Loads once, on first use. */
+const gaio_cu_table *gaio__cu(void);
+const char *gaio__cu_unavailable_reason(void);
+int gaio__cu_driver_version(void);
+
+/* Turns a failed driver call into a status with a message naming fn and the call:
+ * "fn: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)". Faults that
+ * poison the context (illegal address, launch failure, ...) become GAIO_ERR_DEVICE. */
+gaio_status gaio__cu_fail(const char *fn, const char *call, CUresult r);
+bool gaio__cu_is_fault(CUresult r);
+
+/* Calls a driver function through the table; on failure returns its status from
+ * the enclosing function. */
+#define GAIO_CU_TRY(call_expr, name)                                    \
+    do {                                                                \
+        CUresult r_ = (call_expr);                                      \
+        if (r_ != CUDA_SUCCESS) return gaio__cu_fail(__func__, name, r_); \
+    } while (0)
+
+#endif

@@ -1,0 +1,68 @@
+/* Completion slots: 64-byte-apart words in slabs of pinned, device-mapped host
+ * memory (PORTABLE: every context of every device can write them). */
+#include <stdlib.h>
+
+#include "cuda/cuda_internal.h"
+
+#define SLAB_BYTES 65536
+#define STRIDE 64 /* one cache line each: no slot's writes disturb a neighbour's reader */
+
+typedef struct free_slot {
+    struct free_slot *next;
+    volatile uint64_t *host;
+    CUdeviceptr dev;
+} free_slot;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static free_slot *free_list;
+
+static gaio_status grow(void) {
+    const gaio_cu_table *cu = gaio__cu();
+    void *slab = NULL;
+    CUresult r = cu->cuMemHostAlloc(&slab, SLAB_BYTES, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r != CUDA_SUCCESS) return gaio__cu_fail("gaio_stream_create", "cuMemHostAlloc", r);
+    CUdeviceptr base = 0;
+    r = cu->cuMemHostGetDevicePointer(&base, slab, 0);
+    if (r != CUDA_SUCCESS) {
+        cu->cuMemFreeHost(slab);
+        return gaio__cu_fail("gaio_stream_create", "cuMemHostGetDevicePointer", r);
+    }
+    /* Slabs live as long as the process: streams come and go, their slots are reused. */
+    for (size_t off = 0; off < SLAB_BYTES; off += STRIDE) {
+        free_slot *f = malloc(sizeof *f);
+        if (!f) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for completion slots");
+        f->host = (volatile uint64_t *)((char *)slab + off);
+        f->dev = base + off;
+        f->next = free_list;
+        free_list = f;
+    }
+    return GAIO_OK;
+}
+
+gaio_status gaio__cuda_slot_alloc(cuda_device *d, volatile uint64_t **host, CUdeviceptr *dev) {
+    (void)d;
+    pthread_mutex_lock(&lock);
+    gaio_status st = free_list ? GAIO_OK : grow();
+    if (st == GAIO_OK) {
+        free_slot *f = free_list;
+        free_list = f->next;
+        *host = f->host;
+        *dev = f->dev;
+        free(f);
+        /* The previous owner retired every ticket it wrote: no write to this word is pending. */
+        **host = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+void gaio__cuda_slot_free(volatile uint64_t *host, CUdeviceptr dev) {
+    free_slot *f = malloc(sizeof *f);
+    if (!f) return; /* leaks one word of a slab; nothing else to do */
+    pthread_mutex_lock(&lock);
+    f->host = host;
+    f->dev = dev;
+    f->next = free_list;
+    free_list = f;
+    pthread_mutex_unlock(&lock);
+}
