@@ -19,5 +19,6 @@
 #include "gaio/cq.h"
 #include "gaio/kernel.h"
 #include "gaio/rng.h"
+#include "gaio/library.h"
 
 #endif

@@ -62,8 +62,7 @@ static void run_host_op(cuda_pending *p) {
         for (size_t r = 0; r < op->u.fill.height; r++)
             memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
     }
-    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the work is visible before the gate opens */
-    *p->cs->gate = p->ticket;
+    __atomic_store_n(p->cs->gate, p->ticket, __ATOMIC_SEQ_CST); /* the work is visible before the gate opens */
 }
 
 /* A pool worker runs host work so that a slow host function holds up only its stream. */
@@ -109,8 +108,7 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg)
 /* Retires what the slot (or a fault) lets go; returns true if the stream went idle. */
 static bool poll_stream(cuda_stream *cs, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
-    uint64_t seen = *cs->slot;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the GPU's writes before the ticket are visible */
+    uint64_t seen = __atomic_load_n(cs->slot, __ATOMIC_ACQUIRE); /* and the GPU's writes before it */
     cuda_pending *done = NULL, **tail = &done, *dispatch = NULL;
     pthread_mutex_lock(&cs->lock);
     while (cs->head) {

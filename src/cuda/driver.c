@@ -41,6 +41,15 @@ static void load(void) {
     }
     GAIO_CU_FUNCTIONS(GAIO_CU_LOAD)
 #undef GAIO_CU_LOAD
+#define GAIO_CU_LOAD_OPTIONAL(name, version)                                                            \
+    {                                                                                                   \
+        CUdriverProcAddressQueryResult q;                                                               \
+        void *p = NULL;                                                                                 \
+        if (get_proc(#name, &p, version, CU_GET_PROC_ADDRESS_DEFAULT, &q) == CUDA_SUCCESS && p)         \
+            memcpy(&table.name, &p, sizeof p);                                                          \
+    }
+    GAIO_CU_OPTIONAL(GAIO_CU_LOAD_OPTIONAL)
+#undef GAIO_CU_LOAD_OPTIONAL
     CUresult r = table.cuInit(0);
     if (r != CUDA_SUCCESS) {
         const char *name = NULL;

@@ -25,10 +25,16 @@
     X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetManaged) X(cuLibraryGetGlobal)                     \
     X(cuKernelGetFunction) X(cuPointerGetAttribute)
 
+/* Newer entry points gaio uses when the driver has them (NULL otherwise). */
+#define GAIO_CU_OPTIONAL(X) X(cuKernelGetParamInfo, 12040)
+
 typedef struct gaio_cu_table {
 #define GAIO_CU_FIELD(name) __typeof__(&name) name;
+#define GAIO_CU_FIELD_V(name, version) __typeof__(&name) name;
     GAIO_CU_FUNCTIONS(GAIO_CU_FIELD)
+    GAIO_CU_OPTIONAL(GAIO_CU_FIELD_V)
 #undef GAIO_CU_FIELD
+#undef GAIO_CU_FIELD_V
 } gaio_cu_table;
 
 /* The loaded table, or NULL when no usable driver is present (the reason is in
