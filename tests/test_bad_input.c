@@ -4,7 +4,10 @@
  * anything wrongly enqueued would still be waiting when it is looked for: the
  * buffers they name must go back to the pool at once when released, events stay
  * unrecorded, the generator's offset stays put; after the gate opens the stream is
- * healthy and every byte of the destinations is as it was. */
+ * healthy and every byte of the destinations is as it was. HOST (pageable) memory
+ * is refused as a kernel argument and as a random fill's destination on every
+ * backend (copies and fills take it). The test kernels have CUDA twins (test_kernel
+ * in common.h), so the same calls run on every backend. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -41,11 +44,49 @@ static gaio_status gate_fn(gaio_status st, void *user) {
 
 static atomic_int kernel_runs, host_fn_runs, deleter_runs;
 
+/* (uint32_t *p, uint32_t v): p[0] += v, so a run shows in the buffer on every
+ * backend; the host version also counts its runs. */
 static gaio_status count_kernel(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    unsigned char *p;
+    uint32_t v, w;
+    memcpy(&p, args[0], sizeof p);
+    memcpy(&v, args[1], sizeof v);
+    memcpy(&w, p, sizeof w);
+    w += v;
+    memcpy(p, &w, sizeof w);
+    atomic_fetch_add(&kernel_runs, 1);
+    return GAIO_OK;
+}
+
+/* No arguments: the host version counts its runs. */
+static gaio_status count0_kernel(const gaio_launch_info *info, void *const *args) {
     (void)info;
     (void)args;
     atomic_fetch_add(&kernel_runs, 1);
     return GAIO_OK;
+}
+
+static const char *const COUNT_SRC =
+    "extern \"C\" __global__ void bad_input_count(unsigned int *p, unsigned int v) {\n"
+    "    if (blockIdx.x == 0 && threadIdx.x == 0) p[0] += v;\n"
+    "}\n";
+static const char *const COUNT0_SRC = "extern \"C\" __global__ void bad_input_count0() {}\n";
+
+static bool on_host(gaio_context *ctx) {
+    int device;
+    OK(gaio_context_device(ctx, &device));
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    return props.kind == GAIO_DEVICE_HOST;
+}
+
+/* The last failure was a refusal of HOST (pageable) memory. */
+static void expect_pageable_refused(void) {
+    if (strstr(gaio_last_error(), "HOST (pageable)") == NULL) {
+        fprintf(stderr, "expected a refusal of HOST (pageable) memory, got: %s\n", gaio_last_error());
+        exit(1);
+    }
 }
 
 static gaio_status count_host_fn(gaio_status st, void *user) {
@@ -567,7 +608,9 @@ static void test_kernel_registry_calls(void) {
     const char *names[] = {"gaio_x", "bad.fn", "bad.sizes", "bad.zero", "bad.huge", "bad.many", "bad.max", long_name};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         FAILS(GAIO_ERR_NOT_FOUND, gaio_kernel_find(names[i], &k), "gaio_kernel_find");
-    /* The limits themselves are fine: 255 characters, 64 arguments of 4096 bytes. */
+    /* The limits themselves are fine: 255 characters, 64 arguments of 4096 bytes.
+     * Registered for the host only and never launched: no CUDA kernel takes 64
+     * arguments of 4096 bytes (CUDA's parameter space is at most 32 KiB). */
     long_name[255] = '\0';
     size_t limit_sizes[64];
     for (int i = 0; i < 64; i++) limit_sizes[i] = 4096;
@@ -588,12 +631,15 @@ static void test_kernel_registry_calls(void) {
 
 /* ---- calls that would enqueue: bad ones on a held stream ---- */
 
-#define KNAME "bad_input.count"
-#define KNAME0 "bad_input.count0"
+#define KNAME "bad_input_count"
+#define KNAME0 "bad_input_count0"
 
-/* Every bad stream-ordered call against dst/src (both BUF_SIZE bytes), kernel k
- * taking (buffer, uint32_t), event e. */
-static void bad_stream_ops(gaio_stream *s, gaio_buffer *dst, gaio_buffer *src, gaio_kernel *k, gaio_event *e) {
+/* Every bad stream-ordered call against dst/src (both BUF_SIZE bytes, any kinds:
+ * copies and fills), kbuf (BUF_SIZE bytes of DEVICE, PINNED or MANAGED memory:
+ * kernel arguments and random fills), pageable (a HOST buffer, refused by those),
+ * kernel k taking (buffer, uint32_t), event e. */
+static void bad_stream_ops(gaio_stream *s, gaio_buffer *dst, gaio_buffer *src, gaio_buffer *kbuf,
+                           gaio_buffer *pageable, gaio_kernel *k, gaio_event *e) {
     const size_t N = BUF_SIZE;
     /* 1D copies */
     FAILS(GAIO_ERR_INVALID_ARG, gaio_memcpy_async(NULL, dst, 0, src, 0, 16), "gaio_memcpy_async");
@@ -672,7 +718,7 @@ static void bad_stream_ops(gaio_stream *s, gaio_buffer *dst, gaio_buffer *src, g
     uint32_t v32 = 7;
     uint64_t v64 = 7;
     const gaio_dim3 g1 = {1, 1, 1}, b1 = {32, 1, 1};
-    gaio_arg good[2] = {GAIO_ARG_BUFFER(dst), GAIO_ARG(v32)};
+    gaio_arg good[2] = {GAIO_ARG_BUFFER(kbuf), GAIO_ARG(v32)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(NULL, k, g1, b1, 0, good, 2), "gaio_launch");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, NULL, g1, b1, 0, good, 2), "gaio_launch");
     const gaio_dim3 bad_grids[] = {{0, 1, 1}, {1, 0, 1}, {1, 1, 0}, {0x80000000u, 1, 1}, {1, 65536, 1},
@@ -689,57 +735,79 @@ static void bad_stream_ops(gaio_stream *s, gaio_buffer *dst, gaio_buffer *src, g
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, good, 1), "gaio_launch");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, good, 0), "gaio_launch");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, good, SIZE_MAX), "gaio_launch");
-    gaio_arg three[3] = {GAIO_ARG_BUFFER(dst), GAIO_ARG(v32), GAIO_ARG(v32)};
+    gaio_arg three[3] = {GAIO_ARG_BUFFER(kbuf), GAIO_ARG(v32), GAIO_ARG(v32)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, three, 3), "gaio_launch");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, NULL, 2), "gaio_launch");
-    gaio_arg wrong_size[2] = {GAIO_ARG_BUFFER(dst), GAIO_ARG(v64)};
+    gaio_arg wrong_size[2] = {GAIO_ARG_BUFFER(kbuf), GAIO_ARG(v64)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, wrong_size, 2), "gaio_launch");
-    gaio_arg no_value[2] = {GAIO_ARG_BUFFER(dst), {NULL, sizeof v32, NULL, 0}};
+    gaio_arg no_value[2] = {GAIO_ARG_BUFFER(kbuf), {NULL, sizeof v32, NULL, 0}};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, no_value, 2), "gaio_launch");
     gaio_arg value_for_ptr[2] = {GAIO_ARG(v32), GAIO_ARG(v32)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, value_for_ptr, 2), "gaio_launch");
-    gaio_arg buffer_for_value[2] = {GAIO_ARG_BUFFER(dst), GAIO_ARG_BUFFER(src)};
+    gaio_arg buffer_for_value[2] = {GAIO_ARG_BUFFER(kbuf), GAIO_ARG_BUFFER(src)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, buffer_for_value, 2), "gaio_launch");
-    gaio_arg past_end[2] = {GAIO_ARG_BUFFER_AT(dst, N + 1), GAIO_ARG(v32)};
+    gaio_arg past_end[2] = {GAIO_ARG_BUFFER_AT(kbuf, N + 1), GAIO_ARG(v32)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, past_end, 2), "gaio_launch");
-    gaio_arg way_past_end[2] = {GAIO_ARG_BUFFER_AT(src, SIZE_MAX), GAIO_ARG(v32)};
+    gaio_arg way_past_end[2] = {GAIO_ARG_BUFFER_AT(kbuf, SIZE_MAX), GAIO_ARG(v32)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, way_past_end, 2), "gaio_launch");
+    /* HOST (pageable) memory is no kernel argument, on any backend, at any offset; nor
+     * for gaio's own kernels launched directly. */
+    gaio_arg pageable_arg[2] = {GAIO_ARG_BUFFER(pageable), GAIO_ARG(v32)};
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, pageable_arg, 2), "gaio_launch");
+    expect_pageable_refused();
+    gaio_arg pageable_at[2] = {GAIO_ARG_BUFFER_AT(pageable, 64), GAIO_ARG(v32)};
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k, g1, b1, 0, pageable_at, 2), "gaio_launch");
+    expect_pageable_refused();
+    gaio_kernel *bits;
+    OK(gaio_kernel_find("gaio_philox_bits_u32", &bits));
+    uint64_t count = 16, seed = 1, offset = 0;
+    gaio_arg bits_args[4] = {GAIO_ARG_BUFFER(pageable), GAIO_ARG(count), GAIO_ARG(seed), GAIO_ARG(offset)};
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, bits, g1, b1, 0, bits_args, 4), "gaio_launch");
+    expect_pageable_refused();
+    OK(gaio_kernel_release(bits));
 
     /* random fills into a buffer of N bytes = N/4 elements */
     const size_t E = N / 4;
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(NULL, dst, 0, 16), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(NULL, kbuf, 0, 16), "gaio_rng_bits_u32");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, NULL, 0, 16), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, 0, 0), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, 2, 16), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, 0, E + 1), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, 4, E), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, N, 1), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, 0, SIZE_MAX), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, 0, SIZE_MAX / 4 + 1), "gaio_rng_bits_u32"); /* *4 wraps */
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, dst, SIZE_MAX - 3, 1), "gaio_rng_bits_u32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(NULL, dst, 0, 16, 0.0f, 1.0f), "gaio_rng_uniform_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, 0, 0), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, 2, 16), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, 0, E + 1), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, 4, E), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, N, 1), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, 0, SIZE_MAX), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, 0, SIZE_MAX / 4 + 1), "gaio_rng_bits_u32"); /* *4 wraps */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, kbuf, SIZE_MAX - 3, 1), "gaio_rng_bits_u32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(NULL, kbuf, 0, 16, 0.0f, 1.0f), "gaio_rng_uniform_f32");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, NULL, 0, 16, 0.0f, 1.0f), "gaio_rng_uniform_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, dst, 0, 0, 0.0f, 1.0f), "gaio_rng_uniform_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, dst, 1, 16, 0.0f, 1.0f), "gaio_rng_uniform_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, dst, 0, E + 1, 0.0f, 1.0f), "gaio_rng_uniform_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, dst, 0, SIZE_MAX / 4 + 1, 0.0f, 1.0f), "gaio_rng_uniform_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, kbuf, 0, 0, 0.0f, 1.0f), "gaio_rng_uniform_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, kbuf, 1, 16, 0.0f, 1.0f), "gaio_rng_uniform_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, kbuf, 0, E + 1, 0.0f, 1.0f), "gaio_rng_uniform_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, kbuf, 0, SIZE_MAX / 4 + 1, 0.0f, 1.0f), "gaio_rng_uniform_f32");
     const float bad_intervals[][2] = {{1.0f, 1.0f},          {2.0f, 1.0f},          {NAN, 1.0f},
                                       {0.0f, NAN},           {-INFINITY, 0.0f},     {0.0f, INFINITY},
                                       {-INFINITY, INFINITY}, {-FLT_MAX, FLT_MAX} /* high - low is inf */};
     for (size_t i = 0; i < sizeof bad_intervals / sizeof bad_intervals[0]; i++)
-        FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, dst, 0, 16, bad_intervals[i][0], bad_intervals[i][1]),
+        FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, kbuf, 0, 16, bad_intervals[i][0], bad_intervals[i][1]),
               "gaio_rng_uniform_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(NULL, dst, 0, 16, 0.0f, 1.0f), "gaio_rng_normal_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(NULL, kbuf, 0, 16, 0.0f, 1.0f), "gaio_rng_normal_f32");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, NULL, 0, 16, 0.0f, 1.0f), "gaio_rng_normal_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, dst, 0, 0, 0.0f, 1.0f), "gaio_rng_normal_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, dst, 3, 16, 0.0f, 1.0f), "gaio_rng_normal_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, dst, 0, E + 1, 0.0f, 1.0f), "gaio_rng_normal_f32");
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, dst, N - 4, 2, 0.0f, 1.0f), "gaio_rng_normal_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, kbuf, 0, 0, 0.0f, 1.0f), "gaio_rng_normal_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, kbuf, 3, 16, 0.0f, 1.0f), "gaio_rng_normal_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, kbuf, 0, E + 1, 0.0f, 1.0f), "gaio_rng_normal_f32");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, kbuf, N - 4, 2, 0.0f, 1.0f), "gaio_rng_normal_f32");
     const float bad_normals[][2] = {{0.0f, -1.0f}, {0.0f, -FLT_MIN}, {NAN, 1.0f}, {0.0f, NAN}, {INFINITY, 1.0f},
                                     {0.0f, INFINITY}};
     for (size_t i = 0; i < sizeof bad_normals / sizeof bad_normals[0]; i++)
-        FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, dst, 0, 16, bad_normals[i][0], bad_normals[i][1]),
+        FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, kbuf, 0, 16, bad_normals[i][0], bad_normals[i][1]),
               "gaio_rng_normal_f32");
+    /* HOST (pageable) memory is no random fill's destination, on any backend. */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, pageable, 0, 16), "gaio_rng_bits_u32");
+    expect_pageable_refused();
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_uniform_f32(s, pageable, 4, 16, 0.0f, 1.0f), "gaio_rng_uniform_f32");
+    expect_pageable_refused();
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_normal_f32(s, pageable, 0, N / 4, 0.0f, 1.0f), "gaio_rng_normal_f32");
+    expect_pageable_refused();
 
     /* stream-ordered free: on failure the caller keeps its reference */
     FAILS(GAIO_ERR_INVALID_ARG, gaio_buffer_free_async(NULL, s), "gaio_buffer_free_async");
@@ -775,33 +843,47 @@ static void exact_fits(gaio_context *ctx, gaio_stream *s) {
     OK(gaio_memset_2d_async(s, a, N - 100, 1, 0x44, 100, 1)); /* height 1: the row may be wider than the pitch */
     OK(gaio_stream_synchronize(s));
     CHECK(pa[0] == 0x33 && pa[N - 101] == 0x33 && pa[N - 100] == 0x44 && pa[N - 1] == 0x44);
-    OK(gaio_rng_bits_u32(s, a, N - 4, 1));
+    /* The last element of a random fill's destination (MANAGED: device code reaches
+     * it on every backend; HOST memory takes no random fills). */
+    uint64_t seed, offset;
+    OK(gaio_rng_get_state(ctx, &seed, &offset));
+    OK(gaio_rng_bits_u32(s, b, N - 4, 1));
     OK(gaio_stream_synchronize(s));
+    const uint32_t ctr[4] = {(uint32_t)offset, (uint32_t)(offset >> 32), 0, 0};
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    uint32_t want[4], got;
+    gaio_philox4x32_10(ctr, key, want);
+    memcpy(&got, pb + N - 4, 4);
+    CHECK(got == want[0] && pb[N - 5] == 0x33);
     OK(gaio_buffer_release(a));
     OK(gaio_buffer_release(b));
 }
 
 static void test_nothing_enqueued(gaio_context *ctx, gaio_stream *s) {
     static const size_t sizes[2] = {sizeof(void *), sizeof(uint32_t)};
-    gaio_kernel *k;
-    OK(gaio_kernel_register(KNAME, count_kernel, 2, sizes, &k));
+    const bool host = on_host(ctx);
+    gaio_kernel *k = test_kernel(KNAME, count_kernel, 2, sizes, COUNT_SRC);
     gaio_event *e;
     OK(gaio_event_create(ctx, 0, &e));
     atomic_store(&kernel_runs, 0);
     atomic_store(&host_fn_runs, 0);
 
-    /* A host-visible pair whose bytes are checked afterwards, and a DEVICE pair
-     * released while the stream is still held (nothing may hold them). */
-    gaio_buffer *dst, *src, *pdst, *psrc;
+    /* A host-visible pair whose bytes are checked afterwards (src, PINNED, also takes
+     * the launches and random fills), a DEVICE pair and a HOST buffer that bad kernel
+     * arguments and fills name, released while the stream is still held (nothing may
+     * hold them). */
+    gaio_buffer *dst, *src, *pdst, *psrc, *pageable;
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, BUF_SIZE, &dst));
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, BUF_SIZE, &src));
     memset(host_ptr(dst), PATTERN, BUF_SIZE);
     memset(host_ptr(src), PATTERN ^ 0xFF, BUF_SIZE);
-    gaio_pool_stats dev0 = stats_of(ctx, GAIO_MEM_DEVICE);
+    gaio_pool_stats dev0 = stats_of(ctx, GAIO_MEM_DEVICE), host0 = stats_of(ctx, GAIO_MEM_HOST);
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, BUF_SIZE, &pdst));
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, BUF_SIZE, &psrc));
-    gaio_pool_stats dev1 = stats_of(ctx, GAIO_MEM_DEVICE);
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, BUF_SIZE, &pageable));
+    gaio_pool_stats dev1 = stats_of(ctx, GAIO_MEM_DEVICE), host1 = stats_of(ctx, GAIO_MEM_HOST);
     CHECK(dev1.bytes_in_use >= dev0.bytes_in_use + 2 * BUF_SIZE);
+    CHECK(host1.bytes_in_use >= host0.bytes_in_use + BUF_SIZE);
 
     uint64_t seed0, off0;
     OK(gaio_rng_get_state(ctx, &seed0, &off0));
@@ -809,8 +891,8 @@ static void test_nothing_enqueued(gaio_context *ctx, gaio_stream *s) {
     gate g;
     atomic_init(&g.open, 0);
     OK(gaio_launch_host_func(s, gate_fn, &g));
-    bad_stream_ops(s, dst, src, k, e);
-    bad_stream_ops(s, pdst, psrc, k, e);
+    bad_stream_ops(s, dst, src, src, pageable, k, e);
+    bad_stream_ops(s, pdst, psrc, pdst, pageable, k, e);
 
     /* While the stream is still held: */
     CHECK(gaio_stream_query(s) == GAIO_ERR_NOT_READY); /* the gate itself */
@@ -820,8 +902,10 @@ static void test_nothing_enqueued(gaio_context *ctx, gaio_stream *s) {
     CHECK(seed1 == seed0 && off1 == off0); /* no fill reserved counters */
     OK(gaio_buffer_release(pdst));
     OK(gaio_buffer_release(psrc));
-    gaio_pool_stats dev2 = stats_of(ctx, GAIO_MEM_DEVICE);
-    CHECK(dev2.bytes_in_use == dev0.bytes_in_use); /* no op held them */
+    OK(gaio_buffer_release(pageable));
+    gaio_pool_stats dev2 = stats_of(ctx, GAIO_MEM_DEVICE), host2 = stats_of(ctx, GAIO_MEM_HOST);
+    CHECK(dev2.bytes_in_use == dev0.bytes_in_use);   /* no op held them */
+    CHECK(host2.bytes_in_use == host0.bytes_in_use); /* nor the HOST buffer */
 
     atomic_store(&g.open, 1);
     OK(gaio_stream_synchronize(s));
@@ -831,26 +915,32 @@ static void test_nothing_enqueued(gaio_context *ctx, gaio_stream *s) {
     const unsigned char *pd = host_ptr(dst), *ps = host_ptr(src);
     for (size_t i = 0; i < BUF_SIZE; i++) CHECK(pd[i] == PATTERN && ps[i] == (PATTERN ^ 0xFF));
 
-    /* The stream is healthy: valid work runs. */
-    uint32_t v = 5;
-    gaio_arg args[2] = {GAIO_ARG_BUFFER(dst), GAIO_ARG(v)};
+    /* The stream is healthy: valid work runs, once (the kernel adds v to src's first
+     * word; kernel_runs counts runs of its host version, which a CUDA stream never
+     * calls). */
+    uint32_t v = 5, w0;
+    memcpy(&w0, ps, sizeof w0);
+    gaio_arg args[2] = {GAIO_ARG_BUFFER(src), GAIO_ARG(v)};
     OK(gaio_launch(s, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1024, 1, 1}, 0, args, 2));
     OK(gaio_launch_host_func(s, count_host_fn, NULL));
     OK(gaio_memcpy_async(s, dst, 0, src, 0, BUF_SIZE));
     OK(gaio_stream_synchronize(s));
-    CHECK(atomic_load(&kernel_runs) == 1);
+    CHECK(atomic_load(&kernel_runs) == (host ? 1 : 0));
     CHECK(atomic_load(&host_fn_runs) == 1);
-    for (size_t i = 0; i < BUF_SIZE; i++) CHECK(pd[i] == (PATTERN ^ 0xFF));
+    uint32_t w1;
+    memcpy(&w1, pd, sizeof w1);
+    CHECK(w1 == w0 + v);
+    for (size_t i = 4; i < BUF_SIZE; i++) CHECK(pd[i] == (PATTERN ^ 0xFF));
+    CHECK(memcmp(pd, ps, BUF_SIZE) == 0);
 
     /* A kernel of no arguments takes args NULL and nargs 0. */
-    gaio_kernel *k0;
-    OK(gaio_kernel_register(KNAME0, count_kernel, 0, NULL, &k0));
+    gaio_kernel *k0 = test_kernel(KNAME0, count0_kernel, 0, NULL, COUNT0_SRC);
     OK(gaio_launch(s, k0, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
     gaio_arg one[1] = {GAIO_ARG(v)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s, k0, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, one, 1),
           "gaio_launch");
     OK(gaio_stream_synchronize(s));
-    CHECK(atomic_load(&kernel_runs) == 2);
+    CHECK(atomic_load(&kernel_runs) == (host ? 2 : 0));
     OK(gaio_kernel_release(k0));
     OK(gaio_kernel_unregister(KNAME0));
 
@@ -868,7 +958,8 @@ static void test_nothing_enqueued(gaio_context *ctx, gaio_stream *s) {
 /* Needs a second device, so it runs only when gaio_device_count > 1 (on a CPU-only
  * machine there is nothing to mismatch). DEVICE memory of one device is rejected
  * by fills, launches and random fills on another device's stream, and by copies
- * when the devices are of different kinds; events do not cross device kinds. */
+ * when the devices are of different kinds; HOST memory by launches and random fills
+ * anywhere; events do not cross device kinds. */
 static void test_mismatched_devices(void) {
     int count;
     OK(gaio_device_count(&count));
@@ -896,6 +987,13 @@ static void test_mismatched_devices(void) {
     gaio_arg args[4] = {GAIO_ARG_BUFFER(db), GAIO_ARG(n), GAIO_ARG(seed), GAIO_ARG(off)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(sa, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 4),
           "gaio_launch");
+    /* HOST memory, of whichever context, reaches no device code. */
+    args[0] = GAIO_ARG_BUFFER(ha);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(sb, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 4),
+          "gaio_launch");
+    expect_pageable_refused();
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(sb, ha, 0, 16), "gaio_rng_bits_u32");
+    expect_pageable_refused();
     OK(gaio_kernel_release(k));
     gaio_event *ea;
     OK(gaio_event_create(ca, 0, &ea));

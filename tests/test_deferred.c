@@ -561,7 +561,6 @@ static void run(int device) {
     test_mixed_events(ctx, &seed);
     test_failures_same(ctx, &seed);
     test_validation(ctx);
-    OK(gaio_context_synchronize(ctx));
     OK(gaio_context_release(ctx));
     OK(gaio_kernel_unregister("deferred_affine"));
     OK(gaio_kernel_unregister("deferred_fail"));

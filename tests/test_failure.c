@@ -54,9 +54,11 @@ static uint32_t *host_words(gaio_buffer *b) {
     return p;
 }
 
+/* PINNED: the host reads it, and kernels may write it (pageable HOST memory is
+ * refused as a kernel argument). */
 static gaio_buffer *host_buf(gaio_context *ctx, uint32_t pattern) {
     gaio_buffer *b;
-    OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, NW * 4, &b));
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, NW * 4, &b));
     uint32_t *h = host_words(b);
     for (int i = 0; i < NW; i++) h[i] = pattern;
     return b;

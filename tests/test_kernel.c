@@ -1,15 +1,64 @@
-/* The kernel registry and gaio_launch with host kernels: arguments by value and
- * by buffer, copies made at launch, launch geometry, shared memory, and kernels
- * that outlive their registration. */
+/* The kernel registry and gaio_launch: arguments by value and by buffer, copies
+ * made at launch, launch geometry, shared memory, and kernels that outlive their
+ * registration. Each test kernel has a host version and a CUDA twin of the same name
+ * and arguments (test_kernel in common.h), so the same calls run on every backend.
+ * Kernel arguments are DEVICE, PINNED or MANAGED memory: HOST (pageable) memory is
+ * refused on every backend. */
 #include <stdatomic.h>
 #include <stdbool.h>
 
 #include "common.h"
 
-#define SAXPY_NAME "test_kernel.saxpy"
-#define PROBE_NAME "test_kernel.probe"
-#define BLOB_NAME "test_kernel.blob"
-#define FAIL_NAME "test_kernel.fail"
+#define SAXPY_NAME "test_kernel_saxpy"
+#define PROBE_NAME "test_kernel_probe"
+#define BLOB_NAME "test_kernel_blob"
+#define FAIL_NAME "test_kernel_fail"
+
+/* The CUDA twins, compiled with NVRTC where CUDA devices exist. Their parameters have
+ * the sizes the host versions are registered with (the driver reports them and gaio
+ * compares). */
+static const char *const SAXPY_SRC =
+    "extern \"C\" __global__ void test_kernel_saxpy(float a, const float *x, float *y, unsigned int n) {\n"
+    "    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    /* a * x rounded, then + y rounded, as the host computes it: no fused multiply-add */\n"
+    "    if (i < n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), y[i]);\n"
+    "}\n";
+
+/* The last thread of the last block reports, so the whole grid ran. Dynamic shared
+ * memory is filled by the block's threads and summed by the reporter. CUDA has no
+ * NULL shared memory: shared_null is the host's notion and reads 0 here. */
+static const char *const PROBE_SRC =
+    "struct probe_report {\n"
+    "    unsigned int grid[3], block[3];\n"
+    "    unsigned long long shared_bytes, shared_null, shared_sum, tag;\n"
+    "};\n"
+    "extern \"C\" __global__ void test_kernel_probe(probe_report *r, unsigned long long tag) {\n"
+    "    extern __shared__ unsigned char sm[];\n"
+    "    if (blockIdx.x != gridDim.x - 1 || blockIdx.y != gridDim.y - 1 || blockIdx.z != gridDim.z - 1) return;\n"
+    "    unsigned int bytes;\n"
+    "    asm volatile(\"mov.u32 %0, %%dynamic_smem_size;\" : \"=r\"(bytes));\n"
+    "    unsigned int nthreads = blockDim.x * blockDim.y * blockDim.z;\n"
+    "    unsigned int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+    "    for (unsigned int i = t; i < bytes; i += nthreads) sm[i] = (unsigned char)(i * 7ull + tag);\n"
+    "    __syncthreads();\n"
+    "    if (t != nthreads - 1) return;\n"
+    "    unsigned long long sum = 0;\n"
+    "    for (unsigned int i = 0; i < bytes; i++) sum += sm[i];\n"
+    "    r->grid[0] = gridDim.x, r->grid[1] = gridDim.y, r->grid[2] = gridDim.z;\n"
+    "    r->block[0] = blockDim.x, r->block[1] = blockDim.y, r->block[2] = blockDim.z;\n"
+    "    r->shared_bytes = bytes;\n"
+    "    r->shared_null = 0;\n"
+    "    r->shared_sum = sum;\n"
+    "    r->tag = tag;\n"
+    "}\n";
+
+static const char *const BLOB_SRC =
+    "struct blob { unsigned char bytes[37]; };\n"
+    "extern \"C\" __global__ void test_kernel_blob(unsigned char *out, blob b, unsigned short extra) {\n"
+    "    for (int i = 0; i < 37; i++) out[i] = b.bytes[i];\n"
+    "    out[37] = (unsigned char)extra; /* little-endian, like the host's memcpy */\n"
+    "    out[38] = (unsigned char)(extra >> 8);\n"
+    "}\n";
 
 static size_t rand_range(uint64_t *rng, size_t lo, size_t hi) { /* [lo, hi] */
     return lo + (size_t)(test_rand(rng) % (uint64_t)(hi - lo + 1));
@@ -124,11 +173,43 @@ static void *host_ptr(gaio_buffer *b) {
     return p;
 }
 
+static bool on_host(int device) {
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    return props.kind == GAIO_DEVICE_HOST;
+}
+
+/* saxpy_runs counts runs of the host version only: a launch on a CUDA stream runs
+ * the twin on the GPU and leaves it as it was. */
+static int expected_runs(int device, int before, int launches) { return before + (on_host(device) ? launches : 0); }
+
+/* Where CUDA devices exist: compiles the twin of a kernel registered for the host
+ * already and checks that it joins that registration (test_kernel does both steps;
+ * this is the second alone, for a registration made without a handle). */
+static void join_cuda_twin(const char *name, const char *source) {
+    if (!test_have_cuda()) return;
+    static const char *const opts[] = {"-std=c++17"};
+    char log[8192];
+    gaio_library *lib = NULL;
+    gaio_status st = gaio_library_compile(source, name, opts, 1, log, sizeof log, &lib);
+    if (st != GAIO_OK) {
+        fprintf(stderr, "CUDA twin of kernel '%s' did not compile (%s):\n%s\n", name, gaio_status_string(st), log);
+        exit(1);
+    }
+    gaio_kernel *registered, *joined;
+    OK(gaio_kernel_find(name, &registered));
+    OK(gaio_library_get_kernel(lib, name, &joined));
+    CHECK(joined == registered);
+    OK(gaio_kernel_release(joined));
+    OK(gaio_kernel_release(registered));
+    OK(gaio_library_release(lib)); /* the kernel keeps it loaded */
+}
+
 static void test_registry(uint64_t *rng) {
     (void)rng;
     gaio_kernel *k, *k2;
     FAILS(GAIO_ERR_NOT_FOUND, gaio_kernel_find(SAXPY_NAME, &k), "gaio_kernel_find");
-    OK(gaio_kernel_register(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, &k));
+    k = test_kernel(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, SAXPY_SRC);
     CHECK(k != NULL);
     CHECK(strcmp(gaio_kernel_name(k), SAXPY_NAME) == 0);
     OK(gaio_kernel_find(SAXPY_NAME, &k2));
@@ -159,15 +240,18 @@ static void test_registry(uint64_t *rng) {
     FAILS(GAIO_ERR_NOT_FOUND, gaio_kernel_unregister(SAXPY_NAME), "gaio_kernel_unregister");
     CHECK(strcmp(gaio_kernel_name(k), SAXPY_NAME) == 0);
     /* The name is free again: a new kernel, not the old handle. */
-    OK(gaio_kernel_register(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, NULL));
+    gaio_kernel *k3 = test_kernel(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, SAXPY_SRC);
     OK(gaio_kernel_find(SAXPY_NAME, &k2));
+    CHECK(k2 == k3 && k2 != k);
     CHECK(strcmp(gaio_kernel_name(k2), SAXPY_NAME) == 0);
     OK(gaio_kernel_release(k2));
+    OK(gaio_kernel_release(k3));
     OK(gaio_kernel_unregister(SAXPY_NAME));
     OK(gaio_kernel_release(k));
 
-    /* Registering without asking for a handle. */
+    /* Registering without asking for a handle (then the CUDA twin joins it). */
     OK(gaio_kernel_register(PROBE_NAME, probe_kernel, 2, probe_sizes, NULL));
+    join_cuda_twin(PROBE_NAME, PROBE_SRC);
     OK(gaio_kernel_find(PROBE_NAME, &k));
     CHECK(strcmp(gaio_kernel_name(k), PROBE_NAME) == 0);
     OK(gaio_kernel_release(k));
@@ -175,9 +259,8 @@ static void test_registry(uint64_t *rng) {
 }
 
 /* saxpy over n elements at element offsets xo, yo of two device buffers. */
-static void test_saxpy(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
-    gaio_kernel *k;
-    OK(gaio_kernel_register(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, &k));
+static void test_saxpy(gaio_context *ctx, gaio_stream *s, int device, uint64_t *rng) {
+    gaio_kernel *k = test_kernel(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, SAXPY_SRC);
     for (int iter = 0; iter < 6; iter++) {
         uint32_t n = (uint32_t)rand_range(rng, 1, 50000);
         size_t xo = rand_range(rng, 0, 100), yo = rand_range(rng, 0, 100);
@@ -209,7 +292,7 @@ static void test_saxpy(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
         OK(gaio_launch(s, k, grid, blk, 0, args, 4));
         OK(gaio_memcpy_async(s, stage, 0, dy, 0, ys));
         OK(gaio_stream_synchronize(s));
-        CHECK(atomic_load(&saxpy_runs) == runs + 1);
+        CHECK(atomic_load(&saxpy_runs) == expected_runs(device, runs, 1));
         const float *got = host_ptr(stage);
         for (size_t i = 0; i < ys / sizeof(float); i++) {
             if (memcmp(&got[i], &want[i], sizeof(float)) != 0) {
@@ -232,17 +315,18 @@ static void test_saxpy(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
 /* Values are copied when gaio_launch returns: later changes to the caller's
  * variables (and to the gaio_arg array) do not reach the kernel. */
 static void test_args_copied(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
-    gaio_kernel *k;
-    OK(gaio_kernel_register(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, &k));
-    OK(gaio_kernel_register(BLOB_NAME, blob_kernel, 3, blob_sizes, NULL));
+    gaio_kernel *k = test_kernel(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, SAXPY_SRC);
+    gaio_kernel *kb0 = test_kernel(BLOB_NAME, blob_kernel, 3, blob_sizes, BLOB_SRC);
     gaio_kernel *kb;
     OK(gaio_kernel_find(BLOB_NAME, &kb));
+    CHECK(kb == kb0);
+    OK(gaio_kernel_release(kb0));
 
     uint32_t n = (uint32_t)rand_range(rng, 100, 4000);
     gaio_buffer *x, *y, *out;
-    OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, n * sizeof(float), &x));
-    OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, n * sizeof(float), &y));
-    OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, sizeof(blob) + 2, &out));
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, n * sizeof(float), &x));
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, n * sizeof(float), &y));
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_MANAGED, sizeof(blob) + 2, &out));
     float *hx = host_ptr(x), *hy = host_ptr(y);
     float *want = malloc(n * sizeof(float));
     CHECK(want != NULL);
@@ -296,9 +380,9 @@ static void test_args_copied(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
 }
 
 /* Grid and block dimensions and shared memory arrive as given. */
-static void test_geometry(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
-    gaio_kernel *k;
-    OK(gaio_kernel_register(PROBE_NAME, probe_kernel, 2, probe_sizes, &k));
+static void test_geometry(gaio_context *ctx, gaio_stream *s, int device, uint64_t *rng) {
+    const bool host = on_host(device);
+    gaio_kernel *k = test_kernel(PROBE_NAME, probe_kernel, 2, probe_sizes, PROBE_SRC);
     enum { N = 24 };
     gaio_buffer *rep;
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_MANAGED, N * sizeof(probe_report), &rep));
@@ -306,8 +390,17 @@ static void test_geometry(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
     gaio_dim3 grids[N], blocks[N];
     size_t shared[N];
     for (int i = 0; i < N; i++) {
-        grids[i] = (gaio_dim3){(uint32_t)rand_range(rng, 1, 100000), (uint32_t)rand_range(rng, 1, 65535),
-                               (uint32_t)rand_range(rng, 1, 65535)};
+        if (host) {
+            grids[i] = (gaio_dim3){(uint32_t)rand_range(rng, 1, 100000), (uint32_t)rand_range(rng, 1, 65535),
+                                   (uint32_t)rand_range(rng, 1, 65535)};
+        } else {
+            /* A GPU runs every block of the grid (the host version is one call for the
+             * whole grid): at most 2^16 blocks in all, any shape. */
+            uint32_t gx = (uint32_t)rand_range(rng, 1, (size_t)1 << rand_range(rng, 0, 16));
+            uint32_t gy = (uint32_t)rand_range(rng, 1, 65536 / gx < 65535 ? 65536 / gx : 65535);
+            uint32_t gz = (uint32_t)rand_range(rng, 1, 65536 / (gx * gy) < 65535 ? 65536 / (gx * gy) : 65535);
+            grids[i] = (gaio_dim3){gx, gy, gz};
+        }
         /* Blocks up to the limit of 1024 threads (z <= 64). */
         uint32_t bx = (uint32_t)rand_range(rng, 1, 1024);
         uint32_t by = (uint32_t)rand_range(rng, 1, 1024 / bx);
@@ -320,7 +413,12 @@ static void test_geometry(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
         default: shared[i] = rand_range(rng, 2, (size_t)100 << 10); break;
         }
         if (i == 0) grids[i] = (gaio_dim3){1, 1, 1}, blocks[i] = (gaio_dim3){1024, 1, 1};
-        if (i == 1) grids[i] = (gaio_dim3){0x7fffffffu, 65535, 65535}, blocks[i] = (gaio_dim3){1, 1, 64};
+        /* Every grid limit at once: 9.2e18 blocks, one call of the host version. On a
+         * GPU, which runs each block, each limit alone, with the other two small. */
+        if (i == 1 && host) grids[i] = (gaio_dim3){0x7fffffffu, 65535, 65535}, blocks[i] = (gaio_dim3){1, 1, 64};
+        if (i == 1 && !host) grids[i] = (gaio_dim3){3, 65535, 1}, blocks[i] = (gaio_dim3){1, 1, 64};
+        if (i == 2 && !host) grids[i] = (gaio_dim3){2, 1, 65535}, blocks[i] = (gaio_dim3){32, 2, 1};
+        if (i == 3 && !host) grids[i] = (gaio_dim3){(1u << 20) + 1, 1, 1}, blocks[i] = (gaio_dim3){64, 1, 1};
         uint64_t tag = test_rand(rng) | 1;
         gaio_arg args[2] = {GAIO_ARG_BUFFER_AT(rep, (size_t)i * sizeof(probe_report)), GAIO_ARG(tag)};
         OK(gaio_launch(s, k, grids[i], blocks[i], shared[i], args, 2));
@@ -330,7 +428,10 @@ static void test_geometry(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
         CHECK(r->grid[0] == grids[i].x && r->grid[1] == grids[i].y && r->grid[2] == grids[i].z);
         CHECK(r->block[0] == blocks[i].x && r->block[1] == blocks[i].y && r->block[2] == blocks[i].z);
         CHECK(r->shared_bytes == shared[i]);
-        CHECK(r->shared_null == (shared[i] == 0));
+        /* The host hands a kernel a scratch pointer, NULL when it asked for no shared
+         * memory; CUDA shared memory has no such pointer (its twin reports 0). */
+        if (host) CHECK(r->shared_null == (shared[i] == 0));
+        else CHECK(r->shared_null == 0);
         uint64_t sum = 0;
         for (size_t j = 0; j < shared[i]; j++) sum += (unsigned char)(j * 7 + tag);
         CHECK(r->shared_sum == sum);
@@ -342,9 +443,8 @@ static void test_geometry(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
 
 /* Unregistering and releasing a kernel while launches of it wait in a stream:
  * they still run, with the right results. */
-static void test_unregister_in_flight(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
-    gaio_kernel *k;
-    OK(gaio_kernel_register(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, &k));
+static void test_unregister_in_flight(gaio_context *ctx, gaio_stream *s, int device, uint64_t *rng) {
+    gaio_kernel *k = test_kernel(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, SAXPY_SRC);
     uint32_t n = (uint32_t)rand_range(rng, 10, 3000);
     gaio_buffer *x, *y;
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, n * sizeof(float), &x));
@@ -372,20 +472,23 @@ static void test_unregister_in_flight(gaio_context *ctx, gaio_stream *s, uint64_
     FAILS(GAIO_ERR_NOT_FOUND, gaio_kernel_find(SAXPY_NAME, &gone), "gaio_kernel_find");
     gate_open(&g);
     OK(gaio_stream_synchronize(s));
-    CHECK(atomic_load(&saxpy_runs) == runs + 2);
+    CHECK(atomic_load(&saxpy_runs) == expected_runs(device, runs, 2));
     for (uint32_t i = 0; i < n; i++) CHECK(memcmp(&hy[i], &want[i], sizeof(float)) == 0);
     OK(gaio_buffer_release(y));
     free(want);
 }
 
-/* A host kernel that reports failure fails its stream; other streams go on. */
-static void test_kernel_failure(gaio_context *ctx) {
+/* A host kernel that reports failure fails its stream; other streams go on.
+ * Host only: a CUDA kernel has no status to return, so fail_kernel has no CUDA twin
+ * (a real GPU fault, which poisons the device, is tested in test_cuda_fault.c). */
+static void test_kernel_failure(gaio_context *ctx, int device) {
+    if (!on_host(device)) return;
     gaio_kernel *k;
     OK(gaio_kernel_register(FAIL_NAME, fail_kernel, 0, NULL, &k));
     gaio_stream *bad, *good;
     OK(gaio_stream_create(ctx, 0, 0, &bad));
     OK(gaio_stream_create(ctx, 0, 0, &good));
-    gaio_buffer *buf;
+    gaio_buffer *buf; /* HOST: fills reach pageable memory (kernels do not) */
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, 64, &buf));
     memset(host_ptr(buf), 0x33, 64);
     OK(gaio_launch(bad, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
@@ -405,8 +508,7 @@ static void test_kernel_failure(gaio_context *ctx) {
 
 /* Launches of one kernel from several streams at once. */
 static void test_many_streams(gaio_context *ctx, uint64_t *rng) {
-    gaio_kernel *k;
-    OK(gaio_kernel_register(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, &k));
+    gaio_kernel *k = test_kernel(SAXPY_NAME, saxpy_kernel, 4, saxpy_sizes, SAXPY_SRC);
     enum { NS = 4, REPS = 25 };
     gaio_stream *st[NS];
     gaio_buffer *x[NS], *y[NS];
@@ -414,8 +516,8 @@ static void test_many_streams(gaio_context *ctx, uint64_t *rng) {
     uint32_t n = (uint32_t)rand_range(rng, 100, 2000);
     for (int i = 0; i < NS; i++) {
         OK(gaio_stream_create(ctx, i % 2, 0, &st[i]));
-        OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, n * sizeof(float), &x[i]));
-        OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, n * sizeof(float), &y[i]));
+        OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, n * sizeof(float), &x[i]));
+        OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, n * sizeof(float), &y[i]));
         float *hx = host_ptr(x[i]), *hy = host_ptr(y[i]);
         want[i] = malloc(n * sizeof(float));
         CHECK(want[i] != NULL);
@@ -452,11 +554,11 @@ static void run(int device) {
     OK(gaio_stream_create(ctx, 0, 0, &s));
 
     test_registry(&rng);
-    test_saxpy(ctx, s, &rng);
+    test_saxpy(ctx, s, device, &rng);
     test_args_copied(ctx, s, &rng);
-    test_geometry(ctx, s, &rng);
-    test_unregister_in_flight(ctx, s, &rng);
-    test_kernel_failure(ctx);
+    test_geometry(ctx, s, device, &rng);
+    test_unregister_in_flight(ctx, s, device, &rng);
+    test_kernel_failure(ctx, device);
     test_many_streams(ctx, &rng);
 
     /* The built-in kernels are registered and cannot be taken away. */

@@ -1,6 +1,7 @@
 /* Buffers of every kind, copies and fills in stream order, wrapped memory and the
  * context pools. Every result is checked byte for byte against a host mirror that
- * applies the same operations with plain memcpy/memset. */
+ * applies the same operations with plain memcpy/memset. Copies and fills take every
+ * kind, HOST (pageable) memory included, on every backend. */
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -366,13 +367,67 @@ static void log_deleter(void *ptr, void *user) {
     atomic_fetch_add(&log->calls, 1);
 }
 
-static void test_wrap(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
+/* Memory to wrap as a given kind. On the host backend it is plain malloc() memory
+ * for every kind: the host is the device, so any host memory is its DEVICE, PINNED
+ * and MANAGED memory too. A CUDA backend asks the driver what a wrapped pointer is,
+ * so there DEVICE, PINNED and MANAGED memory comes from a gaio buffer of that kind
+ * (its gaio_buffer_device_ptr), and only HOST memory is malloc()'s. */
+typedef struct wrap_mem {
+    unsigned char *ptr;  /* what gets wrapped */
+    gaio_buffer *owner;  /* the gaio buffer ptr belongs to, or NULL for malloc() memory */
+    bool host_access;    /* the host may read and write ptr directly */
+} wrap_mem;
+
+static void wrap_mem_get(gaio_context *ctx, int device, gaio_mem_kind kind, size_t size, wrap_mem *m) {
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    m->owner = NULL;
+    m->host_access = true;
+    if (props.kind == GAIO_DEVICE_HOST || kind == GAIO_MEM_HOST) {
+        m->ptr = malloc(size);
+        CHECK(m->ptr != NULL);
+        return;
+    }
+    OK(gaio_buffer_alloc(ctx, kind, size, &m->owner));
+    void *p;
+    OK(gaio_buffer_device_ptr(m->owner, &p));
+    m->ptr = p;
+    m->host_access = host_visible(kind);
+}
+
+static void wrap_mem_write(gaio_context *ctx, gaio_stream *s, const wrap_mem *m, const unsigned char *data,
+                           size_t size) {
+    if (m->host_access) {
+        OK(gaio_stream_synchronize(s));
+        memcpy(m->ptr, data, size);
+    } else {
+        write_to(ctx, s, m->owner, data, size);
+    }
+}
+
+static void wrap_mem_read(gaio_context *ctx, gaio_stream *s, const wrap_mem *m, unsigned char *out, size_t size) {
+    if (m->host_access) {
+        OK(gaio_stream_synchronize(s));
+        memcpy(out, m->ptr, size);
+    } else {
+        read_back(ctx, s, m->owner, size, out);
+    }
+}
+
+static void wrap_mem_free(wrap_mem *m) {
+    if (m->owner) OK(gaio_buffer_release(m->owner));
+    else free(m->ptr);
+}
+
+static void test_wrap(gaio_context *ctx, gaio_stream *s, int device, uint64_t *rng) {
     for (int k = 0; k < GAIO_MEM_KIND_COUNT; k++) {
         size_t size = rand_range(rng, 64, 5000);
-        unsigned char *mem = malloc(size), *want = malloc(size);
-        CHECK(mem && want);
-        fill_random(rng, mem, size);
-        memcpy(want, mem, size);
+        wrap_mem m;
+        wrap_mem_get(ctx, device, KINDS[k], size, &m);
+        unsigned char *mem = m.ptr, *want = malloc(size), *now = malloc(size);
+        CHECK(want && now);
+        fill_random(rng, want, size);
+        wrap_mem_write(ctx, s, &m, want, size);
         deleter_log log;
         atomic_init(&log.calls, 0);
         atomic_init(&log.ptr, NULL);
@@ -388,7 +443,7 @@ static void test_wrap(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
         OK(gaio_buffer_device_ptr(w, &dptr));
         CHECK(got_size == size);
         CHECK(got_kind == KINDS[k]);
-        CHECK(dptr == mem); /* the host is this device: the device address is the wrapped pointer */
+        CHECK(dptr == mem); /* the device address is the wrapped pointer */
         if (host_visible(KINDS[k])) {
             void *hptr;
             OK(gaio_buffer_host_ptr(w, &hptr));
@@ -428,7 +483,8 @@ static void test_wrap(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
         CHECK(atomic_load(&log.calls) == 1);
         CHECK(atomic_load(&log.ptr) == mem);
         CHECK(atomic_load(&log.user) == &log);
-        expect_bytes(mem, want, size, "memset on wrapped memory"); /* the deleter did not free it */
+        wrap_mem_read(ctx, s, &m, now, size);
+        expect_bytes(now, want, size, "memset on wrapped memory"); /* the deleter did not free it */
         OK(gaio_buffer_release(other));
         test_sleep_ms(2);
         CHECK(atomic_load(&log.calls) == 1); /* exactly once */
@@ -438,9 +494,11 @@ static void test_wrap(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
         OK(gaio_memset_async(s, w, 0, 0x11, size));
         OK(gaio_buffer_release(w));
         OK(gaio_stream_synchronize(s));
-        for (size_t i = 0; i < size; i++) CHECK(mem[i] == 0x11);
-        free(mem);
+        wrap_mem_read(ctx, s, &m, now, size);
+        for (size_t i = 0; i < size; i++) CHECK(now[i] == 0x11);
+        wrap_mem_free(&m);
         free(want);
+        free(now);
     }
 }
 
@@ -587,7 +645,7 @@ static void run(int device) {
     test_copy_1d(ctx, s, &rng);
     test_copy_2d(ctx, s, device, &rng);
     test_memset(ctx, s, &rng);
-    test_wrap(ctx, s, &rng);
+    test_wrap(ctx, s, device, &rng);
 
     /* The default stream serves the same operations. */
     gaio_stream *ds;

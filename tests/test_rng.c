@@ -1,7 +1,9 @@
 /* Philox4x32-10 against the published known answers, and the context's random
  * fills: raw bits equal the generator evaluated directly at counter offset + i/4
  * under key = seed; uniform and normal numbers have the right distribution; the
- * numbers depend only on (seed, offset, i). */
+ * numbers depend only on (seed, offset, i), and every backend gives the host's
+ * numbers. Fills write DEVICE, PINNED or MANAGED memory: HOST (pageable) memory is
+ * refused on every backend. */
 #include <float.h>
 #include <math.h>
 
@@ -80,6 +82,9 @@ static uint32_t ref_word(uint64_t seed, uint64_t offset, uint64_t i) {
 
 static uint64_t ceil4(uint64_t n) { return n / 4 + (n % 4 != 0); }
 
+/* The kinds a fill may write (device code reaches them on every backend). */
+static const gaio_mem_kind FILL_KINDS[3] = {GAIO_MEM_DEVICE, GAIO_MEM_PINNED, GAIO_MEM_MANAGED};
+
 static void *host_ptr(gaio_buffer *b) {
     void *p;
     OK(gaio_buffer_host_ptr(b, &p));
@@ -124,6 +129,17 @@ static void test_bits(int device, uint64_t *rng) {
     OK(gaio_stream_create(ctx, 0, 0, &s));
     expect_state(ctx, seed, 0);
 
+    /* HOST (pageable) memory is no fill destination, on any backend: refused before
+     * any counter is reserved. (test_bad_input covers every fill.) */
+    {
+        gaio_buffer *pageable;
+        OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, 64, &pageable));
+        FAILS(GAIO_ERR_INVALID_ARG, gaio_rng_bits_u32(s, pageable, 0, 16), "gaio_rng_bits_u32");
+        CHECK(strstr(gaio_last_error(), "HOST (pageable)") != NULL);
+        expect_state(ctx, seed, 0);
+        OK(gaio_buffer_release(pageable));
+    }
+
     for (int iter = 0; iter < 12; iter++) {
         /* Offsets where the counter's low word carries into its high word mid-fill,
          * and offsets anywhere in 64 bits. */
@@ -133,7 +149,7 @@ static void test_bits(int device, uint64_t *rng) {
         if (iter < 4) count = (size_t)iter + 1; /* shorter than one block */
         size_t pad = 4 * rand_range(rng, 0, 16);
         size_t size = pad + count * 4 + 64;
-        gaio_mem_kind kind = (gaio_mem_kind)(iter % GAIO_MEM_KIND_COUNT);
+        gaio_mem_kind kind = FILL_KINDS[iter % 3];
         gaio_buffer *dst;
         OK(gaio_buffer_alloc(ctx, kind, size, &dst));
         OK(gaio_memset_async(s, dst, 0, 0xC3, size));
@@ -166,7 +182,7 @@ static void test_bits(int device, uint64_t *rng) {
         uint64_t offset = rand_u64_both_halves(rng);
         size_t n1 = 4 * rand_range(rng, 1, 200) + rand_range(rng, 1, 3), n2 = rand_range(rng, 1, 500);
         gaio_buffer *dst;
-        OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, (n1 + n2) * 4, &dst));
+        OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, (n1 + n2) * 4, &dst));
         OK(gaio_rng_set_state(ctx, seed, offset));
         OK(gaio_rng_bits_u32(s, dst, 0, n1));
         OK(gaio_rng_bits_u32(s, dst, n1 * 4, n2));
@@ -223,7 +239,7 @@ static void test_bits(int device, uint64_t *rng) {
         uint64_t offset = UINT64_MAX - 1;
         gaio_buffer *dst;
         size_t count = 16;
-        OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, count * 4, &dst));
+        OK(gaio_buffer_alloc(ctx, GAIO_MEM_MANAGED, count * 4, &dst));
         OK(gaio_rng_set_state(ctx, seed, offset));
         OK(gaio_rng_bits_u32(s, dst, 0, count));
         expect_state(ctx, seed, offset + 4); /* = 2 */
@@ -275,7 +291,7 @@ static void test_reproducible(int device, uint64_t *rng) {
             gaio_buffer *a, *b, *c;
             OK(gaio_buffer_alloc(c1, GAIO_MEM_DEVICE, count * 4, &a));
             OK(gaio_buffer_alloc(c2, GAIO_MEM_DEVICE, count * 4, &b));
-            OK(gaio_buffer_alloc(c1, GAIO_MEM_HOST, count * 4, &c));
+            OK(gaio_buffer_alloc(c1, GAIO_MEM_PINNED, count * 4, &c));
             OK(gaio_rng_set_state(c1, seed, offset));
             OK(gaio_rng_set_state(c2, seed, offset));
             fill(s1, fk, a, 0, count, p0, p1);
@@ -317,6 +333,119 @@ static void test_reproducible(int device, uint64_t *rng) {
     OK(gaio_stream_release(s2));
     OK(gaio_context_release(c1));
     OK(gaio_context_release(c2));
+}
+
+/* ---- every backend gives the host's numbers ---- */
+
+/* Parameters for fill kind fk, iteration iter: ordinary intervals, intervals a few
+ * floats wide (where low + span * u rounds up to high and takes the float below),
+ * and intervals near the largest floats; normal numbers around various means. */
+static void fill_params(fill_kind fk, int iter, uint64_t *rng, float *p0, float *p1) {
+    *p0 = *p1 = 0.0f;
+    if (fk == FILL_UNIFORM) {
+        switch (iter % 4) {
+        case 0:
+            *p0 = (float)((double)(int64_t)(test_rand(rng) % 2000001 - 1000000) / 1000.0);
+            *p1 = *p0 + (float)(0.5 + (double)(test_rand(rng) % 100000) / 1000.0);
+            break;
+        case 1: {
+            *p0 = ldexpf(1.0f, (int)(test_rand(rng) % 60) - 30);
+            if (test_rand(rng) % 2) *p0 = -*p0;
+            *p1 = *p0;
+            for (int u = 0, n = 1 + (int)(test_rand(rng) % 3); u < n; u++) *p1 = nextafterf(*p1, INFINITY);
+            break;
+        }
+        case 2: *p0 = -1.0e38f, *p1 = 1.5e38f; break;
+        default: *p0 = -3.5f, *p1 = 7.0f; break;
+        }
+    } else if (fk == FILL_NORMAL) {
+        *p0 = (float)((double)(int64_t)(test_rand(rng) % 20001 - 10000) / 100.0);
+        *p1 = (float)(0.1 + (double)(test_rand(rng) % 1000) / 100.0);
+        if (iter % 4 == 0) *p0 = 0.0f, *p1 = 1.0f;
+        if (iter % 4 == 3) *p1 = 0.0f; /* every number is the mean */
+    }
+}
+
+/* The fills of `device` against those of the host backend (device 0) at the same
+ * (seed, offset): raw bits and uniform numbers bit for bit; normal numbers within
+ * a small relative tolerance, since a GPU's logf, sinf and cosf differ from the
+ * host's by a few ulp (and it may fuse mean + stddev * z into one fma). On the host
+ * this compares two host contexts, which agree exactly. */
+static void test_matches_host(int device, uint64_t *rng) {
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    gaio_context *dc, *hc;
+    OK(gaio_context_create(device, NULL, &dc));
+    OK(gaio_context_create(0, NULL, &hc));
+    gaio_stream *ds, *hs;
+    OK(gaio_stream_create(dc, 0, 0, &ds));
+    OK(gaio_context_default_stream(hc, &hs));
+    double worst_normal = 0.0; /* largest |device - host| / (|mean| + |host - mean|) seen */
+    for (int fk = FILL_BITS; fk <= FILL_NORMAL; fk++) {
+        for (int iter = 0; iter < 8; iter++) {
+            uint64_t seed = rand_u64_both_halves(rng), offset = rand_u64_both_halves(rng);
+            if (iter == 1) offset = 0xffffffffu - rand_range(rng, 0, 40); /* the counter's low word carries */
+            if (iter == 2) offset = UINT64_MAX - rand_range(rng, 0, 40);  /* the counter wraps */
+            size_t count = rand_range(rng, 8, 100000);
+            if (iter == 0) count = rand_range(rng, 1, 7);                   /* part of one block */
+            if (iter == 5) count = rand_range(rng, (size_t)1 << 20, (size_t)3 << 20); /* thousands of thread blocks */
+            size_t pad = 4 * rand_range(rng, 0, 8), size = pad + count * 4;
+            float p0, p1;
+            fill_params((fill_kind)fk, iter, rng, &p0, &p1);
+
+            gaio_buffer *dbuf, *hbuf;
+            OK(gaio_buffer_alloc(dc, FILL_KINDS[iter % 3], size, &dbuf));
+            OK(gaio_buffer_alloc(hc, GAIO_MEM_PINNED, size, &hbuf));
+            OK(gaio_rng_set_state(dc, seed, offset));
+            OK(gaio_rng_set_state(hc, seed, offset));
+            fill(ds, (fill_kind)fk, dbuf, pad, count, p0, p1);
+            fill(hs, (fill_kind)fk, hbuf, pad, count, p0, p1);
+            expect_state(dc, seed, offset + ceil4(count));
+            uint32_t *got = malloc(count * 4), *want = malloc(count * 4);
+            CHECK(got && want);
+            read_words(dc, ds, dbuf, pad, count, got);
+            read_words(hc, hs, hbuf, pad, count, want);
+            for (size_t i = 0; i < count; i++) {
+                if (fk == FILL_BITS) CHECK(want[i] == ref_word(seed, offset, i));
+                if (fk != FILL_NORMAL || p1 == 0.0f || props.kind == GAIO_DEVICE_HOST) {
+                    if (got[i] != want[i]) {
+                        float g, w;
+                        memcpy(&g, &got[i], 4);
+                        memcpy(&w, &want[i], 4);
+                        fprintf(stderr,
+                                "fill %d (%.9g, %.9g) seed 0x%016" PRIx64 " offset %" PRIu64 " element %zu of %zu: "
+                                "0x%08x (%.9g) on device %d, 0x%08x (%.9g) on the host\n",
+                                fk, (double)p0, (double)p1, seed, offset, i, count, got[i], (double)g, device,
+                                want[i], (double)w);
+                        exit(1);
+                    }
+                    continue;
+                }
+                float g, w;
+                memcpy(&g, &got[i], 4);
+                memcpy(&w, &want[i], 4);
+                CHECK(isfinite(g));
+                double scale = fabs((double)p0) + fabs((double)w - p0), err = fabs((double)g - w);
+                double tol = 1e-5 * scale + 1e-6 * p1;
+                if (scale > 0 && err / scale > worst_normal) worst_normal = err / scale;
+                if (err > tol) {
+                    fprintf(stderr,
+                            "normal (%.9g, %.9g) seed 0x%016" PRIx64 " offset %" PRIu64 " element %zu of %zu: "
+                            "%.9g on device %d, %.9g on the host (tolerance %.3g)\n",
+                            (double)p0, (double)p1, seed, offset, i, count, (double)g, device, (double)w, tol);
+                    exit(1);
+                }
+            }
+            free(got);
+            free(want);
+            OK(gaio_buffer_release(dbuf));
+            OK(gaio_buffer_release(hbuf));
+        }
+    }
+    printf("normal fills: largest relative difference from the host %.3g\n", worst_normal);
+    OK(gaio_stream_release(ds));
+    OK(gaio_context_release(dc));
+    OK(gaio_context_release(hc));
 }
 
 /* ---- distributions ---- */
@@ -370,7 +499,7 @@ static void test_uniform(gaio_context *ctx, gaio_stream *s, uint64_t *rng) {
     /* Intervals a few floats wide: every number stays below high. [x, next(x)) holds one float, x. */
     gaio_buffer *small;
     const size_t count = 4096;
-    OK(gaio_buffer_alloc(ctx, GAIO_MEM_HOST, count * 4, &small));
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, count * 4, &small));
     for (int iter = 0; iter < 40; iter++) {
         float low = (float)((double)(int64_t)(test_rand(rng) % 2000001 - 1000000) / 1000.0);
         if (iter % 4 == 0) low = ldexpf(1.0f, (int)(test_rand(rng) % 60) - 30); /* a power of two */
@@ -435,6 +564,7 @@ static void run(int device) {
     test_known_answers();
     test_bits(device, &rng);
     test_reproducible(device, &rng);
+    test_matches_host(device, &rng);
 
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));

@@ -20,6 +20,8 @@ typedef struct gaio_backend {
     void (*stream_fini)(gaio_stream *stream);
     gaio_status (*mem_alloc)(gaio_context *ctx, gaio_mem_kind kind, size_t size, void **ptr);
     void (*mem_free)(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_t size);
+    /* Checks that memory a user wraps is of the kind claimed (NULL: anything goes). */
+    gaio_status (*wrap_check)(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_t size);
     /* Takes ownership of op on GAIO_OK; on failure the caller still owns it. */
     gaio_status (*submit)(gaio_op *op);
 } gaio_backend;

@@ -108,6 +108,10 @@ gaio_status gaio_buffer_wrap(gaio_context *ctx, gaio_mem_kind kind, void *ptr, s
     GAIO_REQUIRE(size > 0, "size is 0; a buffer holds at least one byte");
     GAIO_REQUIRE(size <= MAX_BUFFER_BYTES, "size %zu is larger than any device can hold", size);
     GAIO_REQUIRE((uintptr_t)ptr <= UINTPTR_MAX - size, "ptr %p + size %zu overflows the address space", ptr, size);
+    if (ctx->be->wrap_check) {
+        gaio_status st = ctx->be->wrap_check(ctx, kind, ptr, size);
+        if (st != GAIO_OK) return st;
+    }
     gaio_buffer *b = calloc(1, sizeof *b);
     if (!b) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the buffer");
     gaio__ref_init(&b->ref);

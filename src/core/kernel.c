@@ -27,7 +27,9 @@ void gaio__kernel_unref(gaio_kernel *k) {
     if (!gaio__ref_dec(&k->ref)) return;
     free(k->name);
     free(k->arg_sizes);
+    gaio_library *lib = k->lib;
     free(k);
+    if (lib) gaio__library_unref(lib);
 }
 
 static reg_entry *reg_find(const char *name) {
@@ -36,11 +38,43 @@ static reg_entry *reg_find(const char *name) {
     return NULL;
 }
 
-/* Adds under reg_lock. Failures name gaio_kernel_register, the only caller that reports them. */
-static gaio_status reg_add(const char *name, gaio_host_kernel fn, size_t nargs, const size_t *arg_sizes,
-                           gaio_kernel **out) {
-    if (reg_find(name))
-        return gaio__fail(GAIO_ERR_STATE, "gaio_kernel_register", "a kernel named '%s' is registered already", name);
+static bool same_signature(const gaio_kernel *k, size_t nargs, const size_t *sizes) {
+    if (k->nargs != nargs) return false;
+    for (size_t i = 0; i < nargs; i++)
+        if (k->arg_sizes[i] != sizes[i]) return false;
+    return true;
+}
+
+/* Under reg_lock: registers `name`, or joins the other half (host function or CUDA
+ * kernel) to a kernel of that name registered already. fn names the public caller. */
+static gaio_status reg_join(const char *fn, const char *name, gaio_host_kernel host_fn, void *cu_kernel,
+                            gaio_library *lib, size_t nargs, const size_t *arg_sizes, gaio_kernel **out) {
+    reg_entry *found = reg_find(name);
+    if (found) {
+        gaio_kernel *k = found->kernel;
+        if (host_fn && k->host_fn)
+            return gaio__fail(GAIO_ERR_STATE, fn, "a kernel named '%s' is registered already", name);
+        void *bound = atomic_load(&k->cu_kernel);
+        if (cu_kernel && bound && bound != cu_kernel)
+            return gaio__fail(GAIO_ERR_STATE, fn, "kernel '%s' is bound to a CUDA kernel of another library already",
+                              name);
+        if (!same_signature(k, nargs, arg_sizes))
+            return gaio__fail(GAIO_ERR_INVALID_ARG, fn,
+                              "kernel '%s' is registered with %zu arguments of other sizes than the %zu given here; "
+                              "the host and CUDA versions must take the same arguments",
+                              name, k->nargs, nargs);
+        if (host_fn) k->host_fn = host_fn;
+        if (cu_kernel && !bound) {
+            atomic_store(&k->cu_kernel, cu_kernel);
+            k->lib = lib;
+            gaio__library_ref(lib);
+        }
+        if (out) {
+            gaio__kernel_ref(k);
+            *out = k;
+        }
+        return GAIO_OK;
+    }
     gaio_kernel *k = calloc(1, sizeof *k);
     reg_entry *e = malloc(sizeof *e);
     char *copy = strdup(name);
@@ -50,14 +84,19 @@ static gaio_status reg_add(const char *name, gaio_host_kernel fn, size_t nargs, 
         free(e);
         free(copy);
         free(sizes);
-        return gaio__fail(GAIO_ERR_NO_MEMORY, "gaio_kernel_register", "out of host memory for the kernel");
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the kernel");
     }
     if (nargs) memcpy(sizes, arg_sizes, nargs * sizeof *sizes);
     gaio__ref_init(&k->ref);
     k->name = copy;
-    k->host_fn = fn;
+    k->host_fn = host_fn;
     k->nargs = nargs;
     k->arg_sizes = sizes;
+    atomic_init(&k->cu_kernel, cu_kernel);
+    if (cu_kernel) {
+        k->lib = lib;
+        gaio__library_ref(lib);
+    }
     e->kernel = k;
     e->next = reg_head;
     reg_head = e;
@@ -72,7 +111,16 @@ static void reg_ensure_builtins(void) {
     if (reg_builtins_done) return;
     reg_builtins_done = true;
     for (const gaio_builtin_kernel *b = gaio__builtin_kernels(); b->name; b++)
-        (void)reg_add(b->name, b->fn, b->nargs, b->arg_sizes, NULL);
+        (void)reg_join("gaio", b->name, b->fn, NULL, NULL, b->nargs, b->arg_sizes, NULL);
+}
+
+gaio_status gaio__kernel_bind_cuda(const char *fn, const char *name, void *cu_kernel, gaio_library *lib, size_t nargs,
+                                   const size_t *arg_sizes, gaio_kernel **out) {
+    pthread_mutex_lock(&reg_lock);
+    reg_ensure_builtins();
+    gaio_status st = reg_join(fn, name, NULL, cu_kernel, lib, nargs, arg_sizes, out);
+    pthread_mutex_unlock(&reg_lock);
+    return st;
 }
 
 gaio_status gaio__kernel_builtin(const char *name, gaio_kernel **out) {
@@ -101,7 +149,7 @@ gaio_status gaio_kernel_register(const char *name, gaio_host_kernel fn, size_t n
                      arg_sizes[i], MAX_ARG_BYTES);
     pthread_mutex_lock(&reg_lock);
     reg_ensure_builtins();
-    gaio_status st = reg_add(name, fn, nargs, arg_sizes, out);
+    gaio_status st = reg_join(__func__, name, fn, NULL, NULL, nargs, arg_sizes, out);
     pthread_mutex_unlock(&reg_lock);
     return st;
 }
@@ -177,7 +225,7 @@ gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid
                          a->offset, a->buffer->size);
             char what[32];
             snprintf(what, sizeof what, "args[%zu]", i);
-            gaio_status st = gaio__check_reach(__func__, what, a->buffer, stream, false);
+            gaio_status st = gaio__check_reach(__func__, what, a->buffer, stream, 0);
             if (st != GAIO_OK) return st;
             nbufs++;
         } else {

@@ -1,7 +1,13 @@
 #include "core/op.h"
 
 gaio_status gaio__check_reach(const char *fn, const char *what, const gaio_buffer *b, const gaio_stream *s,
-                               bool allow_peer) {
+                               unsigned how) {
+    bool allow_peer = how & GAIO_REACH_PEER;
+    if (b->kind == GAIO_MEM_HOST && !(how & GAIO_REACH_PAGEABLE))
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn,
+                          "%s is HOST (pageable) memory, which device code cannot reach; use DEVICE, PINNED or MANAGED "
+                          "memory (refused on every backend, so that programs stay portable)",
+                          what);
     if (b->kind != GAIO_MEM_DEVICE || b->ctx->device == s->ctx->device) return GAIO_OK;
     if (allow_peer && b->ctx->be == s->ctx->be) return GAIO_OK;
     return gaio__fail(GAIO_ERR_INVALID_ARG, fn,
@@ -33,8 +39,8 @@ static gaio_status copy_2d(const char *fn, gaio_stream *stream, gaio_buffer *dst
     if (width == 0 || height == 0)
         return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "the copy is empty (%zu bytes x %zu rows)", width, height);
     gaio_status st;
-    if ((st = gaio__check_reach(fn, "dst", dst, stream, true)) != GAIO_OK) return st;
-    if ((st = gaio__check_reach(fn, "src", src, stream, true)) != GAIO_OK) return st;
+    if ((st = gaio__check_reach(fn, "dst", dst, stream, GAIO_REACH_PEER | GAIO_REACH_PAGEABLE)) != GAIO_OK) return st;
+    if ((st = gaio__check_reach(fn, "src", src, stream, GAIO_REACH_PEER | GAIO_REACH_PAGEABLE)) != GAIO_OK) return st;
     if ((st = check_rect(fn, "dst", dst, dst_offset, dst_pitch, width, height)) != GAIO_OK) return st;
     if ((st = check_rect(fn, "src", src, src_offset, src_pitch, width, height)) != GAIO_OK) return st;
     gaio_op *op = gaio__op_new(GAIO_OP_COPY, stream, 2, 0, NULL);
@@ -47,7 +53,7 @@ static gaio_status copy_2d(const char *fn, gaio_stream *stream, gaio_buffer *dst
     op->u.copy.spitch = src_pitch;
     op->u.copy.width = width;
     op->u.copy.height = height;
-    return gaio__submit(op);
+    return gaio__submit_from(fn, op);
 }
 
 gaio_status gaio_memcpy_async(gaio_stream *stream, gaio_buffer *dst, size_t dst_offset, gaio_buffer *src,
@@ -70,7 +76,7 @@ static gaio_status fill_2d(const char *fn, gaio_stream *stream, gaio_buffer *dst
     if (width == 0 || height == 0)
         return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "the fill is empty (%zu bytes x %zu rows)", width, height);
     gaio_status st;
-    if ((st = gaio__check_reach(fn, "dst", dst, stream, false)) != GAIO_OK) return st;
+    if ((st = gaio__check_reach(fn, "dst", dst, stream, GAIO_REACH_PAGEABLE)) != GAIO_OK) return st;
     if ((st = check_rect(fn, "dst", dst, offset, pitch, width, height)) != GAIO_OK) return st;
     gaio_op *op = gaio__op_new(GAIO_OP_FILL, stream, 1, 0, NULL);
     if (!op) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the op");
@@ -80,7 +86,7 @@ static gaio_status fill_2d(const char *fn, gaio_stream *stream, gaio_buffer *dst
     op->u.fill.width = width;
     op->u.fill.height = height;
     op->u.fill.value = value;
-    return gaio__submit(op);
+    return gaio__submit_from(fn, op);
 }
 
 gaio_status gaio_memset_async(gaio_stream *stream, gaio_buffer *dst, size_t offset, int value, size_t bytes) {

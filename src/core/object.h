@@ -93,7 +93,19 @@ struct gaio_kernel {
     size_t nargs;
     size_t *arg_sizes;
     _Atomic(void *) cu_kernel; /* the CUkernel, once resolved (context-independent) */
+    gaio_library *lib;         /* the library cu_kernel comes from (a reference), or NULL */
 };
+
+struct gaio_library {
+    gaio_ref ref;
+    void *handle; /* CUlibrary */
+};
+
+void gaio__library_ref(gaio_library *lib);
+void gaio__library_unref(gaio_library *lib);
+/* Registers (or joins) a CUDA kernel under name; arg sizes from the driver. */
+gaio_status gaio__kernel_bind_cuda(const char *fn, const char *name, void *cu_kernel, gaio_library *lib, size_t nargs,
+                                   const size_t *arg_sizes, gaio_kernel **out);
 
 /* Retain/release used inside the library: no argument checks, no messages. */
 void gaio__context_ref(gaio_context *ctx);

@@ -37,8 +37,11 @@ static void op_release_refs(gaio_op *op) {
 
 void gaio__op_discard(gaio_op *op) { op_release_refs(op); }
 
-gaio_status gaio__submit(gaio_op *op) {
+_Thread_local const char *gaio__submitting_fn = "gaio_submit";
+
+gaio_status gaio__submit_from(const char *fn, gaio_op *op) {
     gaio_stream *s = op->stream;
+    gaio__submitting_fn = fn;
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
     gaio_status st = (s->flags & GAIO_STREAM_DEFERRED) ? gaio__submitter_push(s->ctx->device, op)
                                                        : s->ctx->be->submit(op);

@@ -60,7 +60,10 @@ void gaio__op_discard(gaio_op *op);
 
 /* Hands the op to the stream's backend, directly or through the device's
  * deferred-submission thread. On failure the op is discarded. */
-gaio_status gaio__submit(gaio_op *op);
+gaio_status gaio__submit_from(const char *fn, gaio_op *op);
+#define gaio__submit(op) gaio__submit_from(__func__, (op))
+/* The public function submitting on this thread, for backends' messages. */
+extern _Thread_local const char *gaio__submitting_fn;
 
 /* Counts the op as finished for gaio_stream_query (once). A RECORD op calls this
  * before it completes its future, so that whoever wakes on that future (e.g.
@@ -75,9 +78,12 @@ void gaio__op_retire(gaio_op *op);
  * host function with it, then retire. */
 void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg);
 
-/* DEVICE memory must be reachable from the stream's device: its own, or (when
- * allow_peer) another device of the same kind. Host kinds reach every device. */
+/* May ops on stream s touch buffer b? DEVICE memory must be the stream's device's,
+ * or (GAIO_REACH_PEER: copies) another device of the same kind. HOST (pageable)
+ * memory only where the host does the work or the driver stages it
+ * (GAIO_REACH_PAGEABLE: copies and fills), never in kernels. */
+enum { GAIO_REACH_PEER = 1u << 0, GAIO_REACH_PAGEABLE = 1u << 1 };
 gaio_status gaio__check_reach(const char *fn, const char *what, const gaio_buffer *b, const gaio_stream *s,
-                              bool allow_peer);
+                              unsigned how);
 
 #endif

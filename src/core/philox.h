@@ -48,7 +48,13 @@ GAIO_PHILOX_FN float gaio__u32_to_unit(uint32_t x) { return (float)(x >> 8) * (1
  * round up to high when high's ulp is large next to span * 2^-24: such results take
  * the largest float below high instead. */
 GAIO_PHILOX_FN float gaio__u32_to_uniform(uint32_t x, float low, float span, float high) {
+#if defined(__CUDA_ARCH__)
+    /* Two roundings, as on the host: nvcc would fuse the product and sum into one fma
+     * (one rounding), which differs from the host in the last bit for many words. */
+    float v = __fadd_rn(low, __fmul_rn(span, gaio__u32_to_unit(x)));
+#else
     float v = low + span * gaio__u32_to_unit(x);
+#endif
     return v < high ? v : nextafterf(high, low);
 }
 /* (0, 1]: safe for log. */

@@ -40,7 +40,7 @@ static gaio_status rng_prepare(const char *fn, gaio_stream *stream, gaio_buffer 
                           count, offset_bytes, dst->size);
     if (offset_bytes % 4)
         return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "offset_bytes %zu is not a multiple of 4", offset_bytes);
-    gaio_status st = gaio__check_reach(fn, "dst", dst, stream, false);
+    gaio_status st = gaio__check_reach(fn, "dst", dst, stream, 0);
     if (st != GAIO_OK) return st;
     gaio_context *ctx = stream->ctx;
     pthread_mutex_lock(&ctx->lock);

@@ -63,6 +63,7 @@ static void *submitter_main(void *arg) {
     for (;;) {
         gaio_op *op = q_pop(q);
         if (op) {
+            gaio__submitting_fn = "gaio deferred submission";
             gaio_status st = op->stream->ctx->be->submit(op);
             if (st != GAIO_OK) gaio__op_abandon(op, st, gaio_last_error());
             continue;

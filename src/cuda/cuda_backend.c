@@ -61,14 +61,14 @@ static int attr(cuda_device *d, CUdevice_attribute a) {
 }
 
 /* Retains the primary context and sets up what every context of the device shares. */
-static gaio_status device_enter(cuda_device *d) {
+gaio_status gaio__cuda_device_enter(const char *fn, cuda_device *d) {
     const gaio_cu_table *cu = gaio__cu();
     pthread_mutex_lock(&d->lock);
     gaio_status st = GAIO_OK;
     if (d->users == 0) {
         CUresult r = cu->cuDevicePrimaryCtxRetain(&d->primary, d->dev);
         if (r != CUDA_SUCCESS) {
-            st = gaio__cu_fail("gaio_context_create", "cuDevicePrimaryCtxRetain", r);
+            st = gaio__cu_fail(fn, "cuDevicePrimaryCtxRetain", r);
             goto out;
         }
         CUcontext saved = NULL;
@@ -89,7 +89,7 @@ static gaio_status device_enter(cuda_device *d) {
         }
         cu->cuCtxSetCurrent(saved);
         if (r != CUDA_SUCCESS) {
-            st = gaio__cu_fail("gaio_context_create", what, r);
+            st = gaio__cu_fail(fn, what, r);
             cu->cuDevicePrimaryCtxRelease(d->dev);
             d->primary = NULL;
             goto out;
@@ -101,7 +101,7 @@ out:
     return st;
 }
 
-static void device_leave(cuda_device *d) {
+void gaio__cuda_device_leave(cuda_device *d) {
     const gaio_cu_table *cu = gaio__cu();
     pthread_mutex_lock(&d->lock);
     if (--d->users == 0) {
@@ -152,18 +152,18 @@ static gaio_status cuda_context_init(gaio_context *ctx) {
                          "device %d lacks 64-bit stream memory operations, which gaio's completion engine needs "
                          "(the event-based fallback is not implemented yet)",
                          ctx->device);
-    gaio_status st = device_enter(d);
+    gaio_status st = gaio__cuda_device_enter("gaio_context_create", d);
     if (st != GAIO_OK) return st;
     st = gaio__cuda_engine_start();
     if (st != GAIO_OK) {
-        device_leave(d);
+        gaio__cuda_device_leave(d);
         return st;
     }
     ctx->be_data = d;
     return GAIO_OK;
 }
 
-static void cuda_context_fini(gaio_context *ctx) { device_leave(ctx->be_data); }
+static void cuda_context_fini(gaio_context *ctx) { gaio__cuda_device_leave(ctx->be_data); }
 
 static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
     cuda_device *d = s->ctx->be_data;
@@ -302,6 +302,36 @@ gaio_status gaio__cuda_describe(const char **description) {
     return GAIO_OK;
 }
 
+static const char *kind_text(gaio_mem_kind k) {
+    return k == GAIO_MEM_DEVICE ? "DEVICE" : k == GAIO_MEM_PINNED ? "PINNED" : "MANAGED";
+}
+
+/* What the driver knows of the pointer must match the kind the user claims. */
+static gaio_status cuda_wrap_check(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_t size) {
+    (void)size;
+    if (kind == GAIO_MEM_HOST) return GAIO_OK;
+    const gaio_cu_table *cu = gaio__cu();
+    cuda_device *d = ctx->be_data;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+    unsigned type = 0;
+    int managed = 0, ordinal = -1;
+    CUresult r = cu->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+    if (r == CUDA_SUCCESS) r = cu->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p);
+    if (r == CUDA_SUCCESS) cu->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
+    bool ok = r == CUDA_SUCCESS &&
+              ((kind == GAIO_MEM_MANAGED && managed) ||
+               (kind == GAIO_MEM_PINNED && !managed && type == CU_MEMORYTYPE_HOST) ||
+               (kind == GAIO_MEM_DEVICE && !managed && type == CU_MEMORYTYPE_DEVICE && ordinal == (int)(d - gaio__cuda_device(0))));
+    if (ok) return GAIO_OK;
+    return gaio__fail(GAIO_ERR_INVALID_ARG, "gaio_buffer_wrap",
+                      "ptr %p is not %s memory of device %d (the driver %s); wrap plain host memory as HOST", ptr,
+                      kind_text(kind), ctx->device,
+                      r != CUDA_SUCCESS ? "does not know it"
+                      : managed         ? "says it is managed memory"
+                      : type == CU_MEMORYTYPE_HOST ? "says it is page-locked host memory"
+                                                   : "says it is device memory of another device");
+}
+
 static const gaio_backend cuda_backend = {
     .name = "cuda",
     .kind = GAIO_DEVICE_CUDA,
@@ -313,6 +343,7 @@ static const gaio_backend cuda_backend = {
     .stream_fini = cuda_stream_fini,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
+    .wrap_check = cuda_wrap_check,
     .submit = gaio__cuda_submit,
 };
 

@@ -55,6 +55,9 @@ typedef struct cuda_stream {
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);
+/* Retains the device's primary context and gaio's per-device state (refcounted). */
+gaio_status gaio__cuda_device_enter(const char *fn, cuda_device *d);
+void gaio__cuda_device_leave(cuda_device *d);
 /* Makes the device's primary context current on this thread for the span of a gaio
  * call; exit puts back whatever the caller had current (PyTorch and the CUDA
  * runtime read the current context as "the current device"). */

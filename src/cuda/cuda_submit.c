@@ -107,8 +107,8 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
     const gaio_cu_table *cu = gaio__cu();
     int fault = atomic_load_explicit(&d->fault, memory_order_acquire);
     if (fault != GAIO_OK)
-        return GAIO_FAIL((gaio_status)fault, "device %d faulted earlier and cannot run more work: %s",
-                         op->stream->ctx->device, d->fault_msg);
+        return gaio__fail((gaio_status)fault, gaio__submitting_fn, "device %d faulted earlier and cannot run more work: %s",
+                          op->stream->ctx->device, d->fault_msg);
     if (op->kind == GAIO_OP_LAUNCH) {
         CUkernel k;
         gaio_status st = gaio__cuda_kernel_handle("gaio_launch", op->u.launch.kernel, &k);
@@ -116,9 +116,9 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
     }
     if (op->kind == GAIO_OP_WAIT) await_recorded(op->u.point.fut);
     cuda_pending *p = malloc(sizeof *p);
-    if (!p) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the op");
+    if (!p) return gaio__fail(GAIO_ERR_NO_MEMORY, gaio__submitting_fn, "out of host memory for the op");
     cuda_scope sc;
-    gaio_status st = gaio__cuda_enter("gaio_submit", d, &sc);
+    gaio_status st = gaio__cuda_enter(gaio__submitting_fn, d, &sc);
     if (st != GAIO_OK) {
         free(p);
         return st;
@@ -130,7 +130,7 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
         pthread_mutex_unlock(&cs->lock);
         gaio__cuda_exit(&sc);
         free(p);
-        st = gaio__cu_fail("gaio_submit", call, r);
+        st = gaio__cu_fail(gaio__submitting_fn, call, r);
         if (st == GAIO_ERR_DEVICE) gaio__cuda_device_fault(d, st, gaio_last_error());
         return st;
     }
@@ -144,7 +144,7 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
     if (r != CUDA_SUCCESS) {
         /* The op is in the stream but its ticket is not: only a broken context does
          * this. Fail the device so the engine retires everything, this op included. */
-        gaio_status fst = gaio__cu_fail("gaio_submit", call, r);
+        gaio_status fst = gaio__cu_fail(gaio__submitting_fn, call, r);
         gaio__cuda_device_fault(d, GAIO_ERR_DEVICE, gaio_last_error());
         (void)fst;
     }

@@ -26,7 +26,7 @@
     X(cuKernelGetFunction) X(cuPointerGetAttribute)
 
 /* Newer entry points gaio uses when the driver has them (NULL otherwise). */
-#define GAIO_CU_OPTIONAL(X) X(cuKernelGetParamInfo, 12040)
+#define GAIO_CU_OPTIONAL(X) X(cuKernelGetParamInfo, 12040) X(cuFuncGetParamInfo, 12040)
 
 typedef struct gaio_cu_table {
 #define GAIO_CU_FIELD(name) __typeof__(&name) name;
