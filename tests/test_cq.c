@@ -2,7 +2,8 @@
  * (readable exactly while entries wait), pops in batches smaller than what
  * waits, user_data and status per entry (failed futures included), gaio_cq_wait
  * with a timeout, futures from several streams and threads into one queue, and
- * releasing the queue while futures are pending. */
+ * releasing the queue while futures are pending. The same source runs on every
+ * backend (see launch_fail for what fails a stream with GAIO_ERR_DEVICE). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -38,6 +39,22 @@ static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) 
 }
 
 static gaio_kernel *g_fail;
+static int g_cuda; /* the device under test is a GPU */
+
+static gaio_status fail_device_fn(gaio_status st, void *user) {
+    (void)user;
+    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
+}
+
+/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
+ * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
+ * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
+ * devices a host function returns the error instead, which fails the stream the same
+ * way at the same point. */
+static void launch_fail(gaio_stream *s) {
+    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
+    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+}
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -207,7 +224,7 @@ static void test_status(gaio_context *ctx) {
     OK(gaio_cq_add(cq, f, &tags[0]));
     want[0] = GAIO_OK;
     OK(gaio_future_release(f));
-    OK(gaio_launch(bad, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+    launch_fail(bad);
     for (int i = 1; i < 4; i++) {
         OK(gaio_future_fence(bad, &f));
         OK(gaio_cq_add(cq, f, &tags[i]));
@@ -320,15 +337,14 @@ typedef struct mt_arg {
     gaio_cq *cq;
     gaio_stream *s[MT_STREAMS_PER_THREAD];
     int base;
-    gaio_kernel *fail; /* thread 0 fails one of its streams half-way */
+    int fail; /* thread 0 fails one of its streams half-way */
 } mt_arg;
 
 static void *mt_producer(void *arg) {
     mt_arg *a = arg;
     for (int i = 0; i < MT_PER_THREAD; i++) {
         gaio_stream *s = a->s[i % MT_STREAMS_PER_THREAD];
-        if (a->fail && i == MT_PER_THREAD / 2)
-            OK(gaio_launch(a->s[1], a->fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+        if (a->fail && i == MT_PER_THREAD / 2) launch_fail(a->s[1]);
         gaio_future *f;
         OK(gaio_future_fence(s, &f));
         OK(gaio_cq_add(a->cq, f, (void *)(uintptr_t)(a->base + i + 1)));
@@ -348,7 +364,7 @@ static void test_many_producers(gaio_context *ctx) {
     for (int i = 0; i < MT_THREADS; i++) {
         a[i].cq = cq;
         a[i].base = i * MT_PER_THREAD;
-        a[i].fail = i == 0 ? g_fail : NULL;
+        a[i].fail = i == 0;
         for (int j = 0; j < MT_STREAMS_PER_THREAD; j++)
             OK(gaio_stream_create(ctx, j, (i == 3 && j == 0) ? GAIO_STREAM_DEFERRED : 0, &a[i].s[j]));
         CHECK(pthread_create(&t[i], NULL, mt_producer, &a[i]) == 0);
@@ -447,18 +463,14 @@ static void test_release_pending(gaio_context *ctx) {
 }
 
 static void run(int device) {
-    gaio_device_props props_;
-    OK(gaio_device_get_props(device, &props_));
-    if (props_.kind != GAIO_DEVICE_HOST) {
-        /* Fails streams with a host-registered kernel, which runs on the host backend only. */
-        printf("SKIPPED: launches host-registered kernels, which run on the host backend only\n");
-        return;
-    }
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     gaio_config cfg = {.cpu_workers = 4};
     gaio_status cst = gaio_configure(&cfg);
     CHECK(cst == GAIO_OK || cst == GAIO_ERR_STATE);
     uint64_t seed = test_seed();
-    OK(gaio_kernel_register("cq_fail", fail_kernel, 0, NULL, &g_fail));
+    g_fail = test_kernel("cq_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
     test_level_triggered(ctx, &seed);

@@ -163,7 +163,9 @@ static void run(int device) {
     int *m;
     OK(gaio_buffer_host_ptr(mvar, (void **)&m));
     CHECK(*m == 4 * 32 * 5);
-    FAILS(GAIO_ERR_NOT_FOUND, gaio_library_get_global(lib, ctx, "no_such_var", &gvar), "gaio_library_get_global");
+    gaio_buffer *none = NULL;
+    FAILS(GAIO_ERR_NOT_FOUND, gaio_library_get_global(lib, ctx, "no_such_var", &none), "gaio_library_get_global");
+    CHECK(none == NULL);
     FAILS(GAIO_ERR_NOT_FOUND, gaio_library_get_kernel(lib, "no_such_kernel", &k2), "gaio_library_get_kernel");
 
     printf("step: %s\n", "event timing on the de");

@@ -6,7 +6,9 @@
  *
  * The random programs are those of test_stream_order: non-commuting kernels,
  * fills, rotations and snapshots on a DEVICE state buffer, host functions that
- * log their index, checked against a host model. */
+ * log their index, checked against a host model. The same source runs on every
+ * backend: the affine kernel has a CUDA twin, and launch_fail says what fails a
+ * stream with GAIO_ERR_DEVICE on each. */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -55,7 +57,33 @@ static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) 
     return GAIO_ERR_DEVICE;
 }
 
+/* The CUDA twin of affine_kernel: a grid-stride loop covers n for any launch. */
+#define AFFINE_CU(name)                                                                                  \
+    "extern \"C\" __global__ void " name "(unsigned *x, unsigned n, unsigned mul, unsigned add) {\n"     \
+    "    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n" \
+    "        x[i] = x[i] * mul + add + i;\n"                                                             \
+    "}\n"
+
 static gaio_kernel *g_affine, *g_fail;
+static int g_cuda; /* the device under test is a GPU */
+
+static gaio_status fail_device_fn(gaio_status st, void *user) {
+    (void)user;
+    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
+}
+
+/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
+ * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
+ * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
+ * devices a host function returns the error instead, which fails the stream the same
+ * way at the same point. */
+static void launch_fail(gaio_stream *s) {
+    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
+    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+}
+
+/* What the failure's message names: the kernel, or the host function on CUDA. */
+static const char *fail_name(void) { return g_cuda ? "a host function returned GAIO_ERR_DEVICE" : "deferred_fail"; }
 
 /* ---- one stream's random program and its host model ---- */
 
@@ -453,7 +481,7 @@ static void fail_submit(fail_run *r, gaio_context *ctx, unsigned flags, uint64_t
     OK(gaio_memcpy_async(r->s, r->before, 0, r->src, 0, 4096));
     OK(gaio_launch_host_func(r->s, record_status_fn, &r->hf_status[0]));
     OK(gaio_future_fence(r->s, &r->f_before));
-    OK(gaio_launch(r->s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+    launch_fail(r->s);
     OK(gaio_memcpy_async(r->s, r->after, 0, r->src, 0, 4096));
     OK(gaio_memset_async(r->s, r->after, 0, 0x42, 64));
     OK(gaio_launch_host_func(r->s, record_status_fn, &r->hf_status[1]));
@@ -482,7 +510,7 @@ static void test_failures_same(gaio_context *ctx, uint64_t *seed) {
         CHECK(memcmp(host_words(r[k].before), host_words(r[k].src), 4096) == 0);
         uint32_t *ha = host_words(r[k].after);
         for (int i = 0; i < 1024; i++) CHECK(ha[i] == 0x77777777u); /* skipped */
-        CHECK(strstr(gaio_future_message(r[k].f_after), "deferred_fail") != NULL);
+        CHECK(strstr(gaio_future_message(r[k].f_after), fail_name()) != NULL);
     }
     /* The same message either way. */
     CHECK(strcmp(gaio_future_message(r[0].f_after), gaio_future_message(r[1].f_after)) == 0);
@@ -539,20 +567,16 @@ static void test_validation(gaio_context *ctx) {
 }
 
 static void run(int device) {
-    gaio_device_props props_;
-    OK(gaio_device_get_props(device, &props_));
-    if (props_.kind != GAIO_DEVICE_HOST) {
-        /* Launches host-registered kernels, which run on the host backend only. */
-        printf("SKIPPED: launches host-registered kernels, which run on the host backend only\n");
-        return;
-    }
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     gaio_config cfg = {.cpu_workers = 4};
     gaio_status cst = gaio_configure(&cfg);
     CHECK(cst == GAIO_OK || cst == GAIO_ERR_STATE);
     uint64_t seed = test_seed();
     size_t sizes[4] = {sizeof(void *), 4, 4, 4};
-    OK(gaio_kernel_register("deferred_affine", affine_kernel, 4, sizes, &g_affine));
-    OK(gaio_kernel_register("deferred_fail", fail_kernel, 0, NULL, &g_fail));
+    g_affine = test_kernel("deferred_affine", affine_kernel, 4, sizes, AFFINE_CU("deferred_affine"));
+    g_fail = test_kernel("deferred_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
     test_same_as_inline(ctx, &seed);

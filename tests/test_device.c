@@ -102,11 +102,10 @@ static void test_context(int device) {
     CHECK(prio == 0 && flags == 0 && owner == ctx);
     gaio_device_props props;
     OK(gaio_device_get_props(device, &props));
-    if (props.kind == GAIO_DEVICE_HOST) {
-        void *native = (void *)&native;
-        OK(gaio_stream_native(ds, &native));
-        CHECK(native == NULL);
-    }
+    void *native = (void *)&native;
+    OK(gaio_stream_native(ds, &native));
+    if (props.kind == GAIO_DEVICE_HOST) CHECK(native == NULL); /* the host has no native streams */
+    else CHECK(native != NULL && native != (void *)&native);   /* a CUstream of gaio's own */
     OK(gaio_stream_query(ds));
     OK(gaio_stream_synchronize(ds));
 

@@ -1,7 +1,10 @@
 /* Events: cross-stream ordering (gaio_event_record + gaio_stream_wait_event),
  * event query / synchronize, never-recorded events, re-recording (a wait
  * captures the point current at call time), elapsed time, DISABLE_TIMING, and
- * failure propagation from the recording stream to the waiting stream. */
+ * failure propagation from the recording stream to the waiting stream. The same
+ * source runs on every backend: the affine kernel has a CUDA twin, and the failure
+ * comes from a kernel on the host backend and from a host function on CUDA (see
+ * launch_fail). */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -55,7 +58,33 @@ static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) 
     return GAIO_ERR_DEVICE;
 }
 
+/* The CUDA twin of affine_kernel: a grid-stride loop covers n for any launch. */
+#define AFFINE_CU(name)                                                                                  \
+    "extern \"C\" __global__ void " name "(unsigned *x, unsigned n, unsigned mul, unsigned add) {\n"     \
+    "    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n" \
+    "        x[i] = x[i] * mul + add + i;\n"                                                             \
+    "}\n"
+
 static gaio_kernel *g_affine, *g_fail;
+static int g_cuda; /* the device under test is a GPU */
+
+static gaio_status fail_device_fn(gaio_status st, void *user) {
+    (void)user;
+    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
+}
+
+/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
+ * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
+ * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
+ * devices a host function returns the error instead, which fails the stream the same
+ * way at the same point. */
+static void launch_fail(gaio_stream *s) {
+    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
+    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+}
+
+/* What the failure's message names: the kernel, or the host function on CUDA. */
+static const char *fail_name(void) { return g_cuda ? "a host function returned GAIO_ERR_DEVICE" : "events_fail"; }
 
 static void launch_affine(gaio_stream *s, gaio_buffer *b, uint32_t n, uint32_t mul, uint32_t add) {
     gaio_arg args[4] = {GAIO_ARG_BUFFER(b), GAIO_ARG(n), GAIO_ARG(mul), GAIO_ARG(add)};
@@ -328,7 +357,7 @@ static void test_failure_propagation(gaio_context *ctx, uint64_t *seed) {
     atomic_int b_status = -1;
     OK(gaio_event_record(before, a));
     OK(gaio_launch_host_func(a, sleep_fn, &ms));
-    OK(gaio_launch(a, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+    launch_fail(a);
     OK(gaio_event_record(after, a));
     /* B waits on the point after the failure (not yet reached: A sleeps). */
     OK(gaio_stream_wait_event(b, after));
@@ -343,7 +372,7 @@ static void test_failure_propagation(gaio_context *ctx, uint64_t *seed) {
     OK(gaio_future_fence(c, &fc));
 
     CHECK(gaio_future_wait(fb, BIG_TIMEOUT_NS) == GAIO_ERR_DEVICE);
-    CHECK(strstr(gaio_future_message(fb), "events_fail") != NULL);
+    CHECK(strstr(gaio_future_message(fb), fail_name()) != NULL);
     CHECK(atomic_load(&b_status) == GAIO_ERR_DEVICE);
     for (int i = 0; i < NW; i++) CHECK(hb[i] == 0xA5A5A5A5u); /* B's copy was skipped */
     FAILS(GAIO_ERR_DEVICE, gaio_stream_query(b), "gaio_stream_query");
@@ -357,7 +386,7 @@ static void test_failure_propagation(gaio_context *ctx, uint64_t *seed) {
     gaio_future *fe;
     OK(gaio_future_from_event(after, &fe));
     CHECK(gaio_future_poll(fe) == GAIO_ERR_DEVICE);
-    CHECK(strstr(gaio_future_message(fe), "events_fail") != NULL);
+    CHECK(strstr(gaio_future_message(fe), fail_name()) != NULL);
     OK(gaio_future_release(fe));
 
     /* D waits on the failed point after the fact: fails too. */
@@ -389,13 +418,9 @@ static void test_failure_propagation(gaio_context *ctx, uint64_t *seed) {
 }
 
 static void run(int device) {
-    gaio_device_props props_;
-    OK(gaio_device_get_props(device, &props_));
-    if (props_.kind != GAIO_DEVICE_HOST) {
-        /* Launches host-registered kernels, which run on the host backend only. */
-        printf("SKIPPED: launches host-registered kernels, which run on the host backend only\n");
-        return;
-    }
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     /* Some checks hold one worker in a host function while another stream must
      * make progress: ask for enough workers (ignored if gaio already runs). */
     gaio_config cfg = {.cpu_workers = 4};
@@ -403,8 +428,8 @@ static void run(int device) {
     CHECK(cst == GAIO_OK || cst == GAIO_ERR_STATE);
     uint64_t seed = test_seed();
     size_t sizes[4] = {sizeof(void *), 4, 4, 4};
-    OK(gaio_kernel_register("events_affine", affine_kernel, 4, sizes, &g_affine));
-    OK(gaio_kernel_register("events_fail", fail_kernel, 0, NULL, &g_fail));
+    g_affine = test_kernel("events_affine", affine_kernel, 4, sizes, AFFINE_CU("events_affine"));
+    g_fail = test_kernel("events_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
     gaio_context *ctx, *ctx2;
     OK(gaio_context_create(device, NULL, &ctx));
     OK(gaio_context_create(device, NULL, &ctx2));

@@ -3,7 +3,13 @@
  * stay untouched), later futures and events complete with GAIO_ERR_DEVICE and a
  * message naming the kernel, gaio_stream_query and gaio_stream_synchronize
  * report it, the failure sticks, and other streams (of the same context and of
- * another one) keep working. */
+ * another one) keep working.
+ *
+ * The same source runs on every backend. The fill kernel has a CUDA twin. A GPU
+ * kernel cannot fail softly: a real fault poisons the CUDA context for the whole
+ * process (tests/test_cuda_fault.c checks that), so on CUDA devices the failing
+ * "kernels" are host functions returning the same status at the same point, and
+ * the messages name the host function instead (see launch_fault). */
 #include <stdatomic.h>
 
 #include "common.h"
@@ -37,7 +43,35 @@ static gaio_status user_fault_kernel(const gaio_launch_info *info, void *const *
     return GAIO_ERR_USER;
 }
 
+/* The CUDA twin of fill_kernel: a grid-stride loop covers n for any launch. */
+static const char *FILL_CU =
+    "extern \"C\" __global__ void failure_fill(unsigned *x, unsigned n, unsigned value) {\n"
+    "    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+    "        x[i] = value + i;\n"
+    "}\n";
+
 static gaio_kernel *g_fault, *g_fill, *g_user_fault;
+static int g_cuda; /* the device under test is a GPU */
+
+/* The CUDA stand-ins for fault_kernel and user_fault_kernel. On a failed stream they
+ * do nothing, as the skipped kernels would (host functions are called all the same). */
+static gaio_status fault_fn(gaio_status st, void *user) {
+    (void)user;
+    if (st != GAIO_OK) return GAIO_OK;
+    atomic_fetch_add(&g_fault_calls, 1);
+    return GAIO_ERR_DEVICE;
+}
+
+static gaio_status user_fault_fn(gaio_status st, void *user) {
+    (void)user;
+    return st == GAIO_OK ? GAIO_ERR_USER : GAIO_OK;
+}
+
+/* What a failure's message names: the kernel, or on CUDA the host function. */
+static const char *fault_name(void) { return g_cuda ? "a host function returned GAIO_ERR_DEVICE" : "failure_fault"; }
+static const char *user_fault_name(void) {
+    return g_cuda ? "a host function returned GAIO_ERR_USER" : "failure_user_fault";
+}
 
 static void launch_fill(gaio_stream *s, gaio_buffer *b, uint32_t n, uint32_t value) {
     gaio_arg args[3] = {GAIO_ARG_BUFFER(b), GAIO_ARG(n), GAIO_ARG(value)};
@@ -45,7 +79,13 @@ static void launch_fill(gaio_stream *s, gaio_buffer *b, uint32_t n, uint32_t val
 }
 
 static void launch_fault(gaio_stream *s) {
-    OK(gaio_launch(s, g_fault, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+    if (g_cuda) OK(gaio_launch_host_func(s, fault_fn, NULL));
+    else OK(gaio_launch(s, g_fault, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+}
+
+static void launch_user_fault(gaio_stream *s) {
+    if (g_cuda) OK(gaio_launch_host_func(s, user_fault_fn, NULL));
+    else OK(gaio_launch(s, g_user_fault, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
 }
 
 static uint32_t *host_words(gaio_buffer *b) {
@@ -116,7 +156,7 @@ static void test_failed_stream(gaio_context *ctx, uint64_t *seed) {
     OK(gaio_future_wait(f_before, BIG_TIMEOUT_NS));
     CHECK(gaio_future_wait(f_after, BIG_TIMEOUT_NS) == GAIO_ERR_DEVICE);
     const char *m = gaio_future_message(f_after);
-    CHECK(strstr(m, "failure_fault") != NULL && strstr(m, "GAIO_ERR_DEVICE") != NULL);
+    CHECK(strstr(m, fault_name()) != NULL && strstr(m, "GAIO_ERR_DEVICE") != NULL);
     CHECK(atomic_load(&g_fault_calls) == calls0 + 1);
     CHECK(atomic_load(&hf_status) == GAIO_ERR_DEVICE);
     CHECK(memcmp(host_words(dst1), hs, NW * 4) == 0); /* before the fault: done */
@@ -128,9 +168,9 @@ static void test_failed_stream(gaio_context *ctx, uint64_t *seed) {
     CHECK(gaio_event_query(ev_after) == GAIO_ERR_DEVICE);
     CHECK(gaio_event_synchronize(ev_after) == GAIO_ERR_DEVICE);
     FAILS(GAIO_ERR_DEVICE, gaio_stream_query(s), "gaio_stream_query");
-    CHECK(strstr(gaio_last_error(), "failure_fault") != NULL);
+    CHECK(strstr(gaio_last_error(), fault_name()) != NULL);
     FAILS(GAIO_ERR_DEVICE, gaio_stream_synchronize(s), "gaio_stream_synchronize");
-    CHECK(strstr(gaio_last_error(), "failure_fault") != NULL);
+    CHECK(strstr(gaio_last_error(), fault_name()) != NULL);
     float ms;
     CHECK(gaio_event_elapsed_ms(ev_before, ev_after, &ms) == GAIO_ERR_DEVICE);
 
@@ -228,30 +268,27 @@ static void test_concurrent(gaio_context *ctx, gaio_context *ctx2, uint64_t *see
 static void test_other_status(gaio_context *ctx) {
     gaio_stream *s;
     OK(gaio_stream_create(ctx, 0, 0, &s));
-    OK(gaio_launch(s, g_user_fault, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+    launch_user_fault(s);
     launch_fault(s); /* skipped: the first failure sticks */
     gaio_future *f;
     OK(gaio_future_fence(s, &f));
     CHECK(gaio_future_wait(f, BIG_TIMEOUT_NS) == GAIO_ERR_USER);
-    CHECK(strstr(gaio_future_message(f), "failure_user_fault") != NULL);
+    CHECK(strstr(gaio_future_message(f), user_fault_name()) != NULL);
     CHECK(gaio_stream_synchronize(s) == GAIO_ERR_USER);
     OK(gaio_future_release(f));
     OK(gaio_stream_release(s));
 }
 
 static void run(int device) {
-    gaio_device_props props_;
-    OK(gaio_device_get_props(device, &props_));
-    if (props_.kind != GAIO_DEVICE_HOST) {
-        /* Fails streams with host-registered kernels, which run on the host backend only. */
-        printf("SKIPPED: launches host-registered kernels, which run on the host backend only\n");
-        return;
-    }
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     uint64_t seed = test_seed();
     size_t fill_sizes[3] = {sizeof(void *), 4, 4};
-    OK(gaio_kernel_register("failure_fault", fault_kernel, 0, NULL, &g_fault));
-    OK(gaio_kernel_register("failure_fill", fill_kernel, 3, fill_sizes, &g_fill));
-    OK(gaio_kernel_register("failure_user_fault", user_fault_kernel, 0, NULL, &g_user_fault));
+    /* The failing kernels stay on the host backend: see launch_fault. */
+    g_fault = test_kernel("failure_fault", fault_kernel, 0, NULL, NULL);
+    g_fill = test_kernel("failure_fill", fill_kernel, 3, fill_sizes, FILL_CU);
+    g_user_fault = test_kernel("failure_user_fault", user_fault_kernel, 0, NULL, NULL);
     gaio_context *ctx, *ctx2;
     OK(gaio_context_create(device, NULL, &ctx));
     OK(gaio_context_create(device, NULL, &ctx2));

@@ -2,7 +2,8 @@
  * registration order, at once when already complete, may release the future),
  * join (after all; status of the first failed future in array order; empty join
  * at once), gaio_future_from_event, failure messages, and many threads waiting
- * on one future. */
+ * on one future. The same source runs on every backend (see launch_fail for the
+ * one difference: what fails a stream with GAIO_ERR_DEVICE). */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -46,6 +47,25 @@ static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) 
 }
 
 static gaio_kernel *g_fail;
+static int g_cuda; /* the device under test is a GPU */
+
+static gaio_status fail_device_fn(gaio_status st, void *user) {
+    (void)user;
+    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
+}
+
+/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
+ * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
+ * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
+ * devices a host function returns the error instead, which fails the stream the same
+ * way at the same point. */
+static void launch_fail(gaio_stream *s) {
+    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
+    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+}
+
+/* What the failure's message names: the kernel, or the host function on CUDA. */
+static const char *fail_name(void) { return g_cuda ? "a host function returned GAIO_ERR_DEVICE" : "join_fail"; }
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -443,7 +463,7 @@ static void test_join(gaio_context *ctx) {
     OK(gaio_launch_host_func(bad1, gate_fn, &g1));
     OK(gaio_launch_host_func(bad1, fail_user_fn, NULL));
     OK(gaio_future_fence(bad1, &f[1]));
-    OK(gaio_launch(bad2, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+    launch_fail(bad2);
     OK(gaio_future_fence(bad2, &f[2]));
     OK(gaio_future_join(f, 3, &j));
     CHECK(gaio_future_wait(f[2], BIG_TIMEOUT_NS) == GAIO_ERR_DEVICE);
@@ -458,7 +478,7 @@ static void test_join(gaio_context *ctx) {
     gaio_future *rev[3] = {f[2], f[1], f[0]};
     OK(gaio_future_join(rev, 3, &j));
     CHECK(gaio_future_poll(j) == GAIO_ERR_DEVICE); /* all complete: at once */
-    CHECK(strstr(gaio_future_message(j), "join_fail") != NULL);
+    CHECK(strstr(gaio_future_message(j), fail_name()) != NULL);
     OK(gaio_future_release(j));
     /* The same future twice, and a join of joins. */
     gaio_future *twice[2] = {f[0], f[0]};
@@ -545,7 +565,7 @@ static void test_messages(gaio_context *ctx) {
     OK(gaio_stream_create(ctx, 0, 0, &t));
     gaio_future *before, *after, *hf;
     OK(gaio_future_fence(s, &before));
-    OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+    launch_fail(s);
     OK(gaio_future_fence(s, &after));
     OK(gaio_launch_host_func(t, fail_user_fn, NULL));
     OK(gaio_future_fence(t, &hf));
@@ -553,9 +573,9 @@ static void test_messages(gaio_context *ctx) {
     CHECK(strcmp(gaio_future_message(before), "") == 0);
     CHECK(gaio_future_wait(after, BIG_TIMEOUT_NS) == GAIO_ERR_DEVICE);
     /* wait records the message as this thread's last error too */
-    CHECK(strstr(gaio_last_error(), "join_fail") != NULL);
+    CHECK(strstr(gaio_last_error(), fail_name()) != NULL);
     const char *m = gaio_future_message(after);
-    CHECK(strstr(m, "join_fail") != NULL && strstr(m, "GAIO_ERR_DEVICE") != NULL);
+    CHECK(strstr(m, fail_name()) != NULL && strstr(m, "GAIO_ERR_DEVICE") != NULL);
     CHECK(gaio_future_poll(after) == GAIO_ERR_DEVICE);
     CHECK(strstr(gaio_last_error(), "gaio_future_poll") != NULL);
     CHECK(gaio_future_message(after) == m); /* stable while the future lives */
@@ -631,18 +651,14 @@ static void test_many_waiters(gaio_context *ctx) {
 }
 
 static void run(int device) {
-    gaio_device_props props_;
-    OK(gaio_device_get_props(device, &props_));
-    if (props_.kind != GAIO_DEVICE_HOST) {
-        /* Fails streams with a host-registered kernel, which runs on the host backend only. */
-        printf("SKIPPED: launches host-registered kernels, which run on the host backend only\n");
-        return;
-    }
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     gaio_config cfg = {.cpu_workers = 4};
     gaio_status cst = gaio_configure(&cfg);
     CHECK(cst == GAIO_OK || cst == GAIO_ERR_STATE);
     (void)test_seed(); /* no random data here; printed for the record */
-    OK(gaio_kernel_register("join_fail", fail_kernel, 0, NULL, &g_fail));
+    g_fail = test_kernel("join_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
     test_wait_poll(ctx);

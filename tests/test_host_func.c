@@ -1,7 +1,9 @@
 /* Host functions: run in stream order, exactly once each, on a gaio thread,
  * with the stream's status; returning an error fails the stream (the first
  * failure sticks); later host functions still run, with the failure status,
- * so they can clean up (their frees would leak under ASan otherwise). */
+ * so they can clean up (their frees would leak under ASan otherwise). The same
+ * source runs on every backend (see launch_fail for what stands in for a device
+ * fault on each). */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -16,6 +18,22 @@ static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) 
 }
 
 static gaio_kernel *g_fail;
+static int g_cuda; /* the device under test is a GPU */
+
+static gaio_status fail_device_fn(gaio_status st, void *user) {
+    (void)user;
+    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
+}
+
+/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
+ * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
+ * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
+ * devices a host function returns the error instead, which fails the stream the same
+ * way at the same point. */
+static void launch_fail(gaio_stream *s) {
+    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
+    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+}
 
 static uint32_t *host_words(gaio_buffer *b) {
     void *p;
@@ -165,14 +183,15 @@ static void test_error_fails_stream(gaio_context *ctx, uint64_t *seed) {
     OK(gaio_future_release(f_before));
     OK(gaio_future_release(f_after));
 
-    /* A kernel's failure reaches host functions too, and deferred streams alike. */
+    /* A kernel's failure (on CUDA, another host function's: see launch_fail) reaches
+     * host functions too, and deferred streams alike. */
     for (int deferred = 0; deferred < 2; deferred++) {
         gaio_stream *k;
         OK(gaio_stream_create(ctx, 0, deferred ? GAIO_STREAM_DEFERRED : 0, &k));
         cleanup kc[2];
         cleanup_init(&kc[0], GAIO_OK);
         cleanup_init(&kc[1], GAIO_ERR_USER); /* ignored: the stream failed already */
-        OK(gaio_launch(k, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
+        launch_fail(k);
         OK(gaio_launch_host_func(k, cleanup_fn, &kc[0]));
         OK(gaio_launch_host_func(k, cleanup_fn, &kc[1]));
         CHECK(gaio_stream_synchronize(k) == GAIO_ERR_DEVICE);
@@ -250,15 +269,11 @@ static void test_submit_from_host_fn(gaio_context *ctx, uint64_t *seed) {
 }
 
 static void run(int device) {
-    gaio_device_props props_;
-    OK(gaio_device_get_props(device, &props_));
-    if (props_.kind != GAIO_DEVICE_HOST) {
-        /* Fails streams with a host-registered kernel, which runs on the host backend only. */
-        printf("SKIPPED: launches host-registered kernels, which run on the host backend only\n");
-        return;
-    }
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     uint64_t seed = test_seed();
-    OK(gaio_kernel_register("host_func_fail", fail_kernel, 0, NULL, &g_fail));
+    g_fail = test_kernel("host_func_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
     test_order(ctx);

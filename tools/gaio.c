@@ -1,7 +1,9 @@
 /* gaio: the command-line tool.
  *
  *   gaio info       devices and backends of this build on this machine
- *   gaio bench      the CPU-backend benchmark (the same as bench/gaio_bench_cpu)
+ *   gaio bench      the CPU-backend benchmark, then the CUDA-backend one (the same as
+ *                   bench/gaio_bench_cpu and bench/gaio_bench_cuda; the CUDA part says
+ *                   "skipped" where there is no GPU)
  *   gaio version    versions of the tool's headers and of the library
  *
  * Exit status: 0 on success (also on machines without a GPU), 1 when a gaio call
@@ -13,6 +15,7 @@
 
 #if GAIO_CLI_HAVE_BENCH
 #include "bench_cpu.h"
+#include "bench_cuda.h"
 #endif
 
 static int failed(gaio_status st, const char *what) {
@@ -26,7 +29,9 @@ static void usage(FILE *out) {
             "\n"
             "commands:\n"
             "  info       list the devices and the backends of this build\n"
-            "  bench      run the CPU-backend benchmark (submission, latency, throughput)\n"
+            "  bench      run the benchmarks: CPU backend (submission, latency, throughput),\n"
+            "             then CUDA backend against raw CUDA (launch, completion round trip,\n"
+            "             throughput, head-of-line blocking, pool); skipped without a GPU\n"
             "  version    print the version\n"
             "  help       print this help (also --help, -h)\n"
             "\n"
@@ -98,7 +103,11 @@ static int cmd_info(void) {
 
 static int cmd_bench(void) {
 #if GAIO_CLI_HAVE_BENCH
-    return gaio_bench_cpu_run(stdout) == 0 ? 0 : 1;
+    int cpu = gaio_bench_cpu_run(stdout);
+    printf("\n");
+    /* Runs even when the CPU part failed: each reports its own failures. */
+    int cuda = gaio_bench_cuda_run(stdout);
+    return cpu == 0 && cuda == 0 ? 0 : 1;
 #else
     fprintf(stderr, "gaio: the benchmark was not built (configure with -DGAIO_BUILD_BENCH=ON)\n");
     return 1;

@@ -30,10 +30,19 @@ typedef struct gaio_device_props {
     size_t pitch_alignment;   /* the row pitch of 2D buffers is a multiple of this */
 } gaio_device_props;
 
+/* How gaio's completion thread waits for device work (CUDA backend). */
+typedef enum gaio_wait_policy {
+    GAIO_WAIT_HYBRID = 0, /* default: spin briefly while work is outstanding, then back off to short
+                             sleeps; an idle process costs no CPU */
+    GAIO_WAIT_SPIN = 1,   /* spin while any work is outstanding: lowest latency, one core busy */
+    GAIO_WAIT_BLOCK = 2   /* sleep until the driver signals a completed future or event point */
+} gaio_wait_policy;
+
 /* Process-wide settings, read once when the first context is created. */
 typedef struct gaio_config {
     int cpu_workers; /* threads of the CPU backend's worker pool; 0: the number of online
                         cores, or the GAIO_CPU_WORKERS environment variable when set */
+    gaio_wait_policy wait_policy;
 } gaio_config;
 
 /* Sets the configuration. Call before the first context is created; afterwards it

@@ -11,9 +11,9 @@ static void context_destroy(gaio_context *ctx) {
     gaio__stream_destroy(ctx->default_stream);
     for (int k = 0; k < GAIO_MEM_KIND_COUNT; k++) gaio__pool_fini(&ctx->pools[k]);
     ctx->be->context_fini(ctx);
+    gaio__runtime_leave(ctx);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
-    gaio__runtime_leave();
 }
 
 void gaio__context_unref(gaio_context *ctx) {
@@ -29,15 +29,16 @@ gaio_status gaio_context_create(int device, const gaio_context_options *options,
     if (st != GAIO_OK) return st;
     gaio_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the context");
-    st = gaio__runtime_enter();
-    if (st != GAIO_OK) {
-        free(ctx);
-        return st;
-    }
     gaio__ref_init(&ctx->ref);
     ctx->device = device;
     ctx->be = be;
     pthread_mutex_init(&ctx->lock, NULL);
+    st = gaio__runtime_enter(ctx);
+    if (st != GAIO_OK) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return st;
+    }
     size_t threshold = options && options->pool_release_threshold ? options->pool_release_threshold
                                                                    : DEFAULT_POOL_THRESHOLD;
     for (int k = 0; k < GAIO_MEM_KIND_COUNT; k++) gaio__pool_init(&ctx->pools[k], ctx, (gaio_mem_kind)k, threshold);
@@ -49,9 +50,9 @@ gaio_status gaio_context_create(int device, const gaio_context_options *options,
     }
     if (st != GAIO_OK) {
         for (int k = 0; k < GAIO_MEM_KIND_COUNT; k++) gaio__pool_fini(&ctx->pools[k]);
+        gaio__runtime_leave(ctx);
         pthread_mutex_destroy(&ctx->lock);
         free(ctx);
-        gaio__runtime_leave();
         return st;
     }
     *out = ctx;

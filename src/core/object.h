@@ -21,6 +21,7 @@ struct gaio_context {
     pthread_mutex_t lock; /* guards streams and the generator */
     gaio_stream *streams; /* every live stream of the context, default included */
     uint64_t rng_seed, rng_offset;
+    gaio_context *rt_prev, *rt_next; /* the runtime's list of live contexts */
 };
 
 struct gaio_stream {
@@ -144,9 +145,10 @@ gaio_status gaio__device_backend_for(const char *fn, int device, const gaio_back
 #define gaio__device_backend(device, be, ordinal) gaio__device_backend_for(__func__, (device), (be), (ordinal))
 
 /* The process-wide runtime (worker threads), started with the first context. */
-gaio_status gaio__runtime_enter(void);
-void gaio__runtime_leave(void);
+gaio_status gaio__runtime_enter(gaio_context *ctx);
+void gaio__runtime_leave(gaio_context *ctx);
 int gaio__runtime_cpu_workers(void);
+gaio_wait_policy gaio__runtime_wait_policy(void);
 /* Set on gaio's own threads (workers, submitters): they must not join themselves. */
 extern _Thread_local bool gaio__on_gaio_thread;
 

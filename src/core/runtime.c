@@ -1,5 +1,6 @@
 /* Process-wide state: configuration, the count of live contexts, and start/stop
  * of the threads every backend shares. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@ static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rt_idle = PTHREAD_COND_INITIALIZER;
 static gaio_config rt_config;
 static int rt_contexts;
+static gaio_context *rt_live; /* linked by rt_next: what gaio_shutdown reports when it cannot stop */
 static bool rt_running;
 static int rt_workers;
 
@@ -34,8 +36,12 @@ static int default_workers(void) {
 }
 
 gaio_status gaio_configure(const gaio_config *config) {
-    if (config) GAIO_REQUIRE(config->cpu_workers >= 0 && config->cpu_workers <= 1024,
-                             "config->cpu_workers is %d; it must be 0 (default) .. 1024", config->cpu_workers);
+    if (config) {
+        GAIO_REQUIRE(config->cpu_workers >= 0 && config->cpu_workers <= 1024,
+                     "config->cpu_workers is %d; it must be 0 (default) .. 1024", config->cpu_workers);
+        GAIO_REQUIRE((unsigned)config->wait_policy <= GAIO_WAIT_BLOCK,
+                     "config->wait_policy is %d; it must be GAIO_WAIT_HYBRID, _SPIN or _BLOCK", (int)config->wait_policy);
+    }
     pthread_mutex_lock(&rt_lock);
     if (rt_running) {
         pthread_mutex_unlock(&rt_lock);
@@ -50,7 +56,7 @@ gaio_status gaio_configure(const gaio_config *config) {
     return GAIO_OK;
 }
 
-gaio_status gaio__runtime_enter(void) {
+gaio_status gaio__runtime_enter(gaio_context *ctx) {
     pthread_mutex_lock(&rt_lock);
     if (!rt_running) {
         int n = rt_config.cpu_workers > 0 ? rt_config.cpu_workers : default_workers();
@@ -63,14 +69,28 @@ gaio_status gaio__runtime_enter(void) {
         rt_running = true;
     }
     rt_contexts++;
+    ctx->rt_next = rt_live;
+    ctx->rt_prev = NULL;
+    if (rt_live) rt_live->rt_prev = ctx;
+    rt_live = ctx;
     pthread_mutex_unlock(&rt_lock);
     return GAIO_OK;
 }
 
-void gaio__runtime_leave(void) {
+void gaio__runtime_leave(gaio_context *ctx) {
     pthread_mutex_lock(&rt_lock);
+    if (ctx->rt_prev) ctx->rt_prev->rt_next = ctx->rt_next;
+    else rt_live = ctx->rt_next;
+    if (ctx->rt_next) ctx->rt_next->rt_prev = ctx->rt_prev;
     if (--rt_contexts == 0) pthread_cond_broadcast(&rt_idle);
     pthread_mutex_unlock(&rt_lock);
+}
+
+gaio_wait_policy gaio__runtime_wait_policy(void) {
+    pthread_mutex_lock(&rt_lock);
+    gaio_wait_policy p = rt_config.wait_policy;
+    pthread_mutex_unlock(&rt_lock);
+    return p;
 }
 
 int gaio__runtime_cpu_workers(void) {
@@ -93,12 +113,27 @@ gaio_status gaio_shutdown(void) {
     while (rt_contexts > 0)
         if (pthread_cond_timedwait(&rt_idle, &rt_lock, &until) != 0) break;
     if (rt_contexts > 0) {
+        /* Say which: the references each context has, and what each stream has not finished. */
+        char detail[384] = "";
+        size_t used = 0;
+        for (gaio_context *c = rt_live; c && used < sizeof detail - 64; c = c->rt_next) {
+            used += (size_t)snprintf(detail + used, sizeof detail - used, " [device %d: %ld references;", c->device,
+                                     atomic_load(&c->ref.n));
+            pthread_mutex_lock(&c->lock);
+            for (gaio_stream *st = c->streams; st && used < sizeof detail - 48; st = st->next)
+                used += (size_t)snprintf(detail + used, sizeof detail - used, " %sstream %llu/%llu done%s",
+                                         st->is_default ? "default " : "",
+                                         (unsigned long long)atomic_load(&st->retired),
+                                         (unsigned long long)atomic_load(&st->submitted), st->next ? "," : "");
+            pthread_mutex_unlock(&c->lock);
+            used += (size_t)snprintf(detail + used, sizeof detail - used, "]");
+        }
         int n = rt_contexts;
         pthread_mutex_unlock(&rt_lock);
         return GAIO_FAIL(GAIO_ERR_STATE,
                          "%d context(s) still alive (held by the caller, or by streams, buffers, events or work "
-                         "in flight); release them and wait for their work first",
-                         n);
+                         "in flight); release them and wait for their work first:%s",
+                         n, detail);
     }
     if (rt_running) {
         gaio__submitters_stop();

@@ -23,11 +23,26 @@ static struct {
     pthread_cond_t cond;
     bool started;
     bool stop;
+    bool kicked; /* BLOCK: the driver signalled a completed point */
+    gaio_wait_policy policy;
     int sleeping;
+    atomic_bool napping; /* HYBRID: in a short timed sleep; new work pokes it awake */
+    bool poked;
     cuda_stream *incoming; /* newly active streams, linked by incoming_next */
     atomic_ullong last_submit_ns;
     pthread_t thread;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+/* New work or finished host work: end a HYBRID nap at once, so the engine spins again
+ * while the GPU gets to the new tickets. A poke that races with the start of a nap
+ * is lost; the nap is short (MAX_SLEEP_NS). */
+static void engine_poke(void) {
+    if (!atomic_load_explicit(&eng.napping, memory_order_relaxed)) return;
+    pthread_mutex_lock(&eng.lock);
+    eng.poked = true;
+    pthread_cond_signal(&eng.cond);
+    pthread_mutex_unlock(&eng.lock);
+}
 
 void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p) {
     p->next = NULL;
@@ -41,7 +56,10 @@ void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pendin
     else cs->head = p;
     cs->tail = p;
     atomic_store_explicit(&eng.last_submit_ns, gaio__now_ns(), memory_order_relaxed);
-    if (cs->active) return;
+    if (cs->active) {
+        engine_poke();
+        return;
+    }
     cs->active = true;
     gaio__stream_ref(cs->stream); /* the engine's, dropped when the stream goes idle */
     pthread_mutex_lock(&eng.lock);
@@ -51,6 +69,51 @@ void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pendin
     pthread_mutex_unlock(&eng.lock);
 }
 
+/* A copy with a pageable side, or between host memories. Host memories: the worker
+ * copies. Device-side memory: a copy on gaio's own stream, finished before the gate
+ * opens (the driver stages pageable memory itself). */
+static void host_copy(gaio_op *op, cuda_device *d) {
+    char *dst = op->u.copy.dst;
+    const char *src = op->u.copy.src;
+    size_t w = op->u.copy.width, h = op->u.copy.height;
+    if (gaio__cuda_host_mem(op->bufs[0]->kind) && gaio__cuda_host_mem(op->bufs[1]->kind)) {
+        for (size_t r = 0; r < h; r++) memmove(dst + r * op->u.copy.dpitch, src + r * op->u.copy.spitch, w);
+        return;
+    }
+    const gaio_cu_table *cu = gaio__cu();
+    cuda_scope sc;
+    gaio_status st = gaio__cuda_enter("gaio_memcpy_async", d, &sc);
+    if (st == GAIO_OK) {
+        const char *call = "cuMemcpyAsync";
+        CUresult r;
+        if (h == 1) {
+            r = cu->cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, w, d->aux);
+        } else {
+            CUDA_MEMCPY2D m;
+            memset(&m, 0, sizeof m);
+            m.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+            m.srcDevice = (CUdeviceptr)(uintptr_t)src;
+            m.srcPitch = op->u.copy.spitch;
+            m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+            m.dstDevice = (CUdeviceptr)(uintptr_t)dst;
+            m.dstPitch = op->u.copy.dpitch;
+            m.WidthInBytes = w;
+            m.Height = h;
+            call = "cuMemcpy2DAsync";
+            r = cu->cuMemcpy2DAsync(&m, d->aux);
+        }
+        if (r == CUDA_SUCCESS) {
+            call = "cuStreamSynchronize";
+            r = cu->cuStreamSynchronize(d->aux);
+        }
+        gaio__cuda_exit(&sc);
+        if (r != CUDA_SUCCESS) st = gaio__cu_fail("gaio_memcpy_async", call, r);
+    }
+    if (st == GAIO_OK) return;
+    if (st == GAIO_ERR_DEVICE) gaio__cuda_device_fault(d, st, gaio_last_error());
+    gaio__stream_fail(op->stream, st, "%s", gaio_last_error());
+}
+
 static void run_host_op(cuda_pending *p) {
     gaio_op *op = p->op;
     gaio_stream *s = op->stream;
@@ -58,11 +121,14 @@ static void run_host_op(cuda_pending *p) {
     if (op->kind == GAIO_OP_HOST_FN) {
         gaio_status r = op->u.host.fn(st, op->u.host.user);
         if (r != GAIO_OK && st == GAIO_OK) gaio__stream_fail(s, r, "a host function returned %s", gaio_status_string(r));
+    } else if (st == GAIO_OK && op->kind == GAIO_OP_COPY) {
+        host_copy(op, p->cs->dev);
     } else if (st == GAIO_OK) {
         for (size_t r = 0; r < op->u.fill.height; r++)
             memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
     }
     __atomic_store_n(p->cs->gate, p->ticket, __ATOMIC_SEQ_CST); /* the work is visible before the gate opens */
+    if (p->blocks) gaio__cuda_unblock(p->cs); /* the stream's later ops go to the driver now, or are skipped */
 }
 
 /* A pool worker runs host work so that a slow host function holds up only its stream. */
@@ -71,6 +137,7 @@ static void host_task(gaio_task *t) {
     run_host_op(p);
     atomic_store_explicit(&eng.last_submit_ns, gaio__now_ns(), memory_order_relaxed); /* keep the engine alert */
     atomic_store_explicit(&p->host_done, true, memory_order_release);
+    engine_poke();
 }
 
 /* What the stream's passing an op means on the host. */
@@ -78,6 +145,7 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg)
     gaio_op *op = p->op;
     gaio_stream *s = op->stream;
     if (fault) gaio__stream_fail(s, fault, "%s", fault_msg);
+    if (p->err) gaio__stream_fail(s, p->err, "%s", p->err_msg ? p->err_msg : gaio_status_string(p->err));
     gaio_status st = gaio__stream_status(s);
     if (gaio__cuda_is_host_op(op) && !atomic_load_explicit(&p->host_done, memory_order_acquire))
         run_host_op(p); /* after a fault, never dispatched: run it here, once, with the failure */
@@ -130,17 +198,20 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
     bool idle = cs->head == NULL;
     if (idle) cs->active = false;
     pthread_mutex_unlock(&cs->lock);
-    if (dispatch) {
-        dispatch->task.fn = host_task;
-        gaio__cpu_task_push(&dispatch->task);
-        *progress = true;
-    }
     if (done) *progress = true;
     while (done) {
         cuda_pending *next = done->next;
         finish_op(done, fault, fault ? cs->dev->fault_msg : NULL);
+        free(done->err_msg);
         free(done);
         done = next;
+    }
+    /* After the ops before it have retired: a host function sees the failure of a wait
+     * or of a refused op just ahead of it. */
+    if (dispatch) {
+        dispatch->task.fn = host_task;
+        gaio__cpu_task_push(&dispatch->task);
+        *progress = true;
     }
     return idle;
 }
@@ -171,6 +242,7 @@ static void *engine_main(void *arg) {
     gaio__on_gaio_thread = true;
     cuda_stream *active = NULL; /* this thread's list, linked by active_next */
     uint64_t last_progress = gaio__now_ns(), last_check = last_progress, sleep_ns = 1000;
+    const gaio_wait_policy policy = eng.policy;
     for (;;) {
         pthread_mutex_lock(&eng.lock);
         while (!active && !eng.incoming) {
@@ -211,17 +283,46 @@ static void *engine_main(void *arg) {
             last_check = now;
             for (cuda_stream *cs = active; cs; cs = cs->active_next) check_fault(cs);
         }
+        if (policy == GAIO_WAIT_BLOCK) {
+            /* Sleep until a host callback behind a record op kicks us; time out to retire
+             * other ops and to look for faults. */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 1000000;
+            if (until.tv_nsec >= 1000000000) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000;
+            }
+            pthread_mutex_lock(&eng.lock);
+            if (!eng.kicked && !eng.incoming) pthread_cond_timedwait(&eng.cond, &eng.lock, &until);
+            eng.kicked = false;
+            pthread_mutex_unlock(&eng.lock);
+            continue;
+        }
         uint64_t last = atomic_load_explicit(&eng.last_submit_ns, memory_order_relaxed);
         if (last < last_progress) last = last_progress;
-        if (now - last < SPIN_NS) {
+        if (policy == GAIO_WAIT_SPIN || now - last < SPIN_NS) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
             continue;
         }
-        struct timespec ts = {0, (long)sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)sleep_ns;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&eng.lock);
+        atomic_store_explicit(&eng.napping, true, memory_order_relaxed);
+        if (!eng.poked && !eng.incoming) pthread_cond_timedwait(&eng.cond, &eng.lock, &until);
+        atomic_store_explicit(&eng.napping, false, memory_order_relaxed);
+        bool poked = eng.poked;
+        eng.poked = false;
+        pthread_mutex_unlock(&eng.lock);
+        if (poked) sleep_ns = 1000;
+        else if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
     }
     return NULL;
 }
@@ -240,10 +341,23 @@ void gaio__cuda_engine_stop(void) {
     pthread_mutex_unlock(&eng.lock);
 }
 
+/* Called by the driver's callback thread after a record op (BLOCK policy). It may
+ * make no CUDA call, and does none. */
+void CUDA_CB gaio__cuda_engine_kick(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&eng.lock);
+    eng.kicked = true;
+    pthread_cond_signal(&eng.cond);
+    pthread_mutex_unlock(&eng.lock);
+}
+
+gaio_wait_policy gaio__cuda_engine_policy(void) { return eng.policy; }
+
 gaio_status gaio__cuda_engine_start(void) {
     pthread_mutex_lock(&eng.lock);
     gaio_status st = GAIO_OK;
     if (!eng.started) {
+        eng.policy = gaio__runtime_wait_policy();
         int rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
         if (rc != 0) st = GAIO_FAIL(GAIO_ERR_SYSTEM, "pthread_create for the completion thread failed (error %d)", rc);
         else eng.started = true;

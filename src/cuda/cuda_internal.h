@@ -26,13 +26,16 @@ typedef struct cuda_device {
 
 /* A pending op: retired once the stream's completion slot reaches its ticket. */
 typedef struct cuda_pending {
-    gaio_task task; /* host work (host functions, fills of pageable memory) runs as a pool task */
+    gaio_task task; /* host work (host functions, pageable fills and copies) runs as a pool task */
     struct cuda_pending *next;
     struct cuda_stream *cs;
     uint64_t ticket;
     gaio_op *op;
     bool dispatched;      /* engine only */
+    bool blocks;          /* host work that holds the stream's later ops back until it has run */
     atomic_bool host_done; /* the task ran and opened the gate */
+    gaio_status err;      /* the driver refused the op when its held turn came: fails the stream there */
+    char *err_msg;
 } cuda_pending;
 
 typedef struct cuda_stream {
@@ -52,6 +55,12 @@ typedef struct cuda_stream {
                                           be re-queued while the engine still walks its own list) */
     bool active;
     uint64_t last_progress_ns;
+    /* While the stream waits on the host (for its host work to run, or for a point no
+     * stream has enqueued yet), later ops are held here in order instead of reaching
+     * the driver: if the host work fails the stream, they are skipped, not run. */
+    bool blocked;
+    cuda_pending *held_head, *held_tail;
+    bool doomed; /* an op already issued fails the stream: later ops skip their device work */
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);
@@ -78,6 +87,8 @@ gaio_status gaio__cuda_engine_start(void);
  * allocation, owned by the engine from here): it retires when the slot passes `ticket`. */
 void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p);
 void gaio__cuda_engine_stop(void);
+void CUDA_CB gaio__cuda_engine_kick(void *unused);
+gaio_wait_policy gaio__cuda_engine_policy(void);
 /* Fails every op of every stream of the device (a fault); later submissions fail too. */
 void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg);
 
@@ -85,11 +96,25 @@ void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg);
 gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out);
 
 gaio_status gaio__cuda_submit(gaio_op *op);
+/* The host work the stream waited for has run, or the point it waited for was reached:
+ * hands its held ops to the driver until it has to wait again (cuda_submit.c). */
+void gaio__cuda_unblock(cuda_stream *cs);
+
+static inline bool gaio__cuda_host_mem(gaio_mem_kind k) { return k == GAIO_MEM_HOST || k == GAIO_MEM_PINNED; }
 
 /* Ops the host performs in stream order: the stream writes the op's ticket and waits
- * at its gate; a pool worker does the work and opens the gate (completion.c). */
+ * at its gate; a pool worker does the work and opens the gate (completion.c). Copies
+ * touching pageable memory and copies between host memories are among them: the
+ * driver would make the submitting thread wait for the stream to reach them. */
 static inline bool gaio__cuda_is_host_op(const gaio_op *op) {
-    return op->kind == GAIO_OP_HOST_FN || (op->kind == GAIO_OP_FILL && op->bufs[0]->kind == GAIO_MEM_HOST);
+    switch (op->kind) {
+    case GAIO_OP_HOST_FN: return true;
+    case GAIO_OP_FILL: return op->bufs[0]->kind == GAIO_MEM_HOST;
+    case GAIO_OP_COPY:
+        return op->bufs[0]->kind == GAIO_MEM_HOST || op->bufs[1]->kind == GAIO_MEM_HOST ||
+               (gaio__cuda_host_mem(op->bufs[0]->kind) && gaio__cuda_host_mem(op->bufs[1]->kind));
+    default: return false;
+    }
 }
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "cuda/cuda_internal.h"
 
 static void event_free(void *ev) {
@@ -16,11 +17,35 @@ static gaio_status event_elapsed(gaio_future *a, gaio_future *b, float *ms) {
     return r == CUDA_SUCCESS ? GAIO_OK : gaio__cu_fail("gaio_event_elapsed_ms", "cuEventElapsedTime", r);
 }
 
-/* The point a WAIT names is recorded on some stream of this backend, maybe not yet
- * handed to the driver (a deferred stream's submission thread has it queued, ahead of
- * us). Its marker appears within microseconds. */
+/* The point a WAIT names may be recorded on a deferred stream whose submission thread
+ * still has the record queued, ahead of us: its marker appears within microseconds.
+ * A record held behind host work may take any time: after a short spin, the waiting
+ * stream waits for the point on the host instead (issue). */
+#define AWAIT_SPIN_NS 200000u
 static void await_recorded(gaio_future *f) {
-    while (!atomic_load_explicit(&f->be_recorded, memory_order_acquire) && !gaio__future_is_done(f)) sched_yield();
+    uint64_t t0 = gaio__now_ns();
+    while (!atomic_load_explicit(&f->be_recorded, memory_order_acquire) && !gaio__future_is_done(f) &&
+           gaio__now_ns() - t0 < AWAIT_SPIN_NS)
+        sched_yield();
+}
+
+/* A launch may use more than 48 KiB of dynamic shared memory only once its kernel
+ * has opted in on the device. The limit set is the most the device allows beside
+ * the kernel's static shared memory: the same value every time, so launches on
+ * other threads never lower it under one another. */
+#define DEFAULT_DYNAMIC_SHARED_BYTES (48u << 10)
+
+static CUresult allow_dynamic_shared(CUkernel k, CUdevice dev, const char **call) {
+    const gaio_cu_table *cu = gaio__cu();
+    int optin = 0, static_bytes = 0;
+    *call = "cuDeviceGetAttribute";
+    CUresult r = cu->cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
+    if (r != CUDA_SUCCESS) return r;
+    *call = "cuKernelGetAttribute";
+    r = cu->cuKernelGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k, dev);
+    if (r != CUDA_SUCCESS) return r;
+    *call = "cuKernelSetAttribute";
+    return cu->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static_bytes, k, dev);
 }
 
 static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
@@ -65,6 +90,10 @@ static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
             return CUDA_ERROR_NOT_FOUND;
         }
         const gaio_launch_info *li = &op->u.launch.info;
+        if (li->shared_mem_bytes > DEFAULT_DYNAMIC_SHARED_BYTES) {
+            CUresult r = allow_dynamic_shared(k, cs->dev->dev, call);
+            if (r != CUDA_SUCCESS) return r;
+        }
         *call = "cuLaunchKernel";
         return cu->cuLaunchKernel((CUfunction)k, li->grid.x, li->grid.y, li->grid.z, li->block.x, li->block.y,
                                   li->block.z, (unsigned)li->shared_mem_bytes, s, op->u.launch.argv, NULL);
@@ -101,10 +130,123 @@ static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
     return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Under cs->lock, with the device's context current: hands p's op to the driver (its
+ * device work, unless the stream fails before it or the device faulted; then its
+ * ticket, and for host work the gate) and puts it under watch. Host work blocks the
+ * stream: later ops are held until it has run. A WAIT on a point that no stream has
+ * enqueued yet is not issued: *wait_on gets the point, and the stream blocks on it.
+ * When submitting, an op the driver refuses is not issued and its error returned; a
+ * held op the driver refuses fails the stream at its turn instead. */
+static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio_future **wait_on) {
+    const gaio_cu_table *cu = gaio__cu();
+    gaio_op *op = p->op;
+    const char *fn = submitting ? gaio__submitting_fn : "gaio (an op held behind host work)";
+    bool fault = atomic_load_explicit(&cs->dev->fault, memory_order_acquire) != GAIO_OK;
+    bool skip = fault || cs->doomed || gaio__stream_status(op->stream) != GAIO_OK;
+    if (op->kind == GAIO_OP_WAIT && !skip) {
+        gaio_future *f = op->u.point.fut;
+        if (!atomic_load_explicit(&f->be_recorded, memory_order_acquire)) {
+            if (!gaio__future_is_done(f)) {
+                *wait_on = f;
+                return GAIO_OK;
+            }
+            if (f->status != GAIO_OK) cs->doomed = true; /* the wait fails the stream when it retires */
+        }
+    }
+    if (!skip) {
+        const char *call = "";
+        CUresult r = enqueue(cs, op, &call);
+        if (r != CUDA_SUCCESS) {
+            gaio_status st = gaio__cu_fail(fn, call, r);
+            if (st == GAIO_ERR_DEVICE) gaio__cuda_device_fault(cs->dev, st, gaio_last_error());
+            if (submitting) return st;
+            p->err = st;
+            p->err_msg = strdup(gaio_last_error());
+            cs->doomed = true;
+        }
+    }
+    uint64_t ticket = ++cs->next_ticket;
+    bool host = gaio__cuda_is_host_op(op);
+    if (!fault) {
+        CUresult r = cu->cuStreamWriteValue64(cs->cu, cs->slot_dev, ticket, CU_STREAM_WRITE_VALUE_DEFAULT);
+        const char *call = "cuStreamWriteValue64";
+        if (r == CUDA_SUCCESS && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK) {
+            r = cu->cuLaunchHostFunc(cs->cu, gaio__cuda_engine_kick, NULL);
+            call = "cuLaunchHostFunc";
+        }
+        if (r == CUDA_SUCCESS && host) {
+            r = cu->cuStreamWaitValue64(cs->cu, cs->gate_dev, ticket, CU_STREAM_WAIT_VALUE_GEQ);
+            call = "cuStreamWaitValue64";
+        }
+        if (r != CUDA_SUCCESS) {
+            /* The op is in the stream but its ticket is not: only a broken context does
+             * this. Fail the device so the engine retires everything, this op included. */
+            (void)gaio__cu_fail(fn, call, r);
+            gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
+        }
+    }
+    if (host && !skip) {
+        p->blocks = true;
+        cs->blocked = true;
+    }
+    gaio__cuda_track(cs, op, ticket, p);
+    return GAIO_OK;
+}
+
+/* Issues held ops in order until the stream blocks again; returns the point it blocked
+ * on, if it did on one (the caller registers the wake-up, outside the lock). */
+static gaio_future *drain(cuda_stream *cs) {
+    cuda_scope sc;
+    bool entered = gaio__cuda_enter("gaio (ops held behind host work)", cs->dev, &sc) == GAIO_OK;
+    if (!entered) gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
+    gaio_future *wait_on = NULL;
+    pthread_mutex_lock(&cs->lock);
+    cs->blocked = false;
+    while (cs->held_head && !cs->blocked) {
+        cuda_pending *p = cs->held_head;
+        cs->held_head = p->next;
+        if (!cs->held_head) cs->held_tail = NULL;
+        p->next = NULL;
+        (void)issue(cs, p, false, &wait_on); /* not submitting: never fails */
+        if (wait_on) {                        /* back to the head, to be issued once the point is reached */
+            p->next = cs->held_head;
+            cs->held_head = p;
+            if (!cs->held_tail) cs->held_tail = p;
+            cs->blocked = true;
+        }
+    }
+    pthread_mutex_unlock(&cs->lock);
+    if (entered) gaio__cuda_exit(&sc);
+    return wait_on;
+}
+
+static void point_reached(gaio_future *f, gaio_status status, void *user) {
+    (void)f;
+    (void)status;
+    gaio__cuda_unblock(user); /* the held WAIT keeps the stream alive */
+}
+
+/* The stream blocked on the point f: drain it again once f completes (maybe at once,
+ * on this thread). */
+static void wake_on(cuda_stream *cs, gaio_future *f) {
+    while (f) {
+        if (gaio__future_on_complete(f, point_reached, cs) == GAIO_OK) return;
+        /* No memory for the wake-up: fail the stream at the wait rather than hang. */
+        pthread_mutex_lock(&cs->lock);
+        cuda_pending *p = cs->held_head; /* the WAIT */
+        p->err = GAIO_ERR_NO_MEMORY;
+        p->err_msg = strdup("gaio_stream_wait_event: out of host memory to wait for the event");
+        cs->doomed = true;
+        pthread_mutex_unlock(&cs->lock);
+        f = drain(cs);
+    }
+}
+
+void gaio__cuda_unblock(cuda_stream *cs) { wake_on(cs, drain(cs)); }
+
 gaio_status gaio__cuda_submit(gaio_op *op) {
     cuda_stream *cs = op->stream->be_data;
     cuda_device *d = cs->dev;
-    const gaio_cu_table *cu = gaio__cu();
     int fault = atomic_load_explicit(&d->fault, memory_order_acquire);
     if (fault != GAIO_OK)
         return gaio__fail((gaio_status)fault, gaio__submitting_fn, "device %d faulted earlier and cannot run more work: %s",
@@ -115,41 +257,35 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
         if (st != GAIO_OK) return st;
     }
     if (op->kind == GAIO_OP_WAIT) await_recorded(op->u.point.fut);
-    cuda_pending *p = malloc(sizeof *p);
+    cuda_pending *p = calloc(1, sizeof *p);
     if (!p) return gaio__fail(GAIO_ERR_NO_MEMORY, gaio__submitting_fn, "out of host memory for the op");
+    p->op = op;
     cuda_scope sc;
     gaio_status st = gaio__cuda_enter(gaio__submitting_fn, d, &sc);
     if (st != GAIO_OK) {
         free(p);
         return st;
     }
+    gaio_future *wait_on = NULL;
     pthread_mutex_lock(&cs->lock);
-    const char *call = "";
-    CUresult r = enqueue(cs, op, &call);
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_unlock(&cs->lock);
-        gaio__cuda_exit(&sc);
-        free(p);
-        st = gaio__cu_fail(gaio__submitting_fn, call, r);
-        if (st == GAIO_ERR_DEVICE) gaio__cuda_device_fault(d, st, gaio_last_error());
-        return st;
+    if (cs->blocked) {
+        /* The stream waits on the host: the op reaches the driver in its turn (drain). */
+        if (cs->held_tail) cs->held_tail->next = p;
+        else cs->held_head = p;
+        cs->held_tail = p;
+    } else {
+        st = issue(cs, p, true, &wait_on);
+        if (wait_on) {
+            cs->held_head = cs->held_tail = p;
+            cs->blocked = true;
+        }
     }
-    uint64_t ticket = ++cs->next_ticket;
-    r = cu->cuStreamWriteValue64(cs->cu, cs->slot_dev, ticket, CU_STREAM_WRITE_VALUE_DEFAULT);
-    call = "cuStreamWriteValue64";
-    if (r == CUDA_SUCCESS && gaio__cuda_is_host_op(op)) {
-        r = cu->cuStreamWaitValue64(cs->cu, cs->gate_dev, ticket, CU_STREAM_WAIT_VALUE_GEQ);
-        call = "cuStreamWaitValue64";
-    }
-    if (r != CUDA_SUCCESS) {
-        /* The op is in the stream but its ticket is not: only a broken context does
-         * this. Fail the device so the engine retires everything, this op included. */
-        gaio_status fst = gaio__cu_fail(gaio__submitting_fn, call, r);
-        gaio__cuda_device_fault(d, GAIO_ERR_DEVICE, gaio_last_error());
-        (void)fst;
-    }
-    gaio__cuda_track(cs, op, ticket, p);
     pthread_mutex_unlock(&cs->lock);
     gaio__cuda_exit(&sc);
+    if (st != GAIO_OK) {
+        free(p);
+        return st;
+    }
+    if (wait_on) wake_on(cs, wait_on);
     return GAIO_OK;
 }

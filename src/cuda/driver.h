@@ -23,7 +23,7 @@
     X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync)       \
     X(cuMemFreeAsync) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuLibraryLoadData) X(cuLibraryLoadFromFile)     \
     X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetManaged) X(cuLibraryGetGlobal)                     \
-    X(cuKernelGetFunction) X(cuPointerGetAttribute)
+    X(cuKernelGetFunction) X(cuKernelGetAttribute) X(cuKernelSetAttribute) X(cuPointerGetAttribute)
 
 /* Newer entry points gaio uses when the driver has them (NULL otherwise). */
 #define GAIO_CU_OPTIONAL(X) X(cuKernelGetParamInfo, 12040) X(cuFuncGetParamInfo, 12040)

@@ -16,15 +16,26 @@ typedef struct free_slot {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static free_slot *free_list;
 
-static gaio_status grow(void) {
+/* Called with d's primary context current: the slab belongs to that context. */
+static gaio_status grow(cuda_device *d) {
     const gaio_cu_table *cu = gaio__cu();
+    /* A slab goes with the context that allocated it, and the driver resets d's primary
+     * context (freeing the slab) whenever its last retain goes, as when the last gaio
+     * context of d is released. Slabs outlive that, so each holds a retain of its own. */
+    CUcontext owner = NULL;
+    CUresult r = cu->cuDevicePrimaryCtxRetain(&owner, d->dev);
+    if (r != CUDA_SUCCESS) return gaio__cu_fail("gaio_stream_create", "cuDevicePrimaryCtxRetain", r);
     void *slab = NULL;
-    CUresult r = cu->cuMemHostAlloc(&slab, SLAB_BYTES, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-    if (r != CUDA_SUCCESS) return gaio__cu_fail("gaio_stream_create", "cuMemHostAlloc", r);
+    r = cu->cuMemHostAlloc(&slab, SLAB_BYTES, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r != CUDA_SUCCESS) {
+        cu->cuDevicePrimaryCtxRelease(d->dev);
+        return gaio__cu_fail("gaio_stream_create", "cuMemHostAlloc", r);
+    }
     CUdeviceptr base = 0;
     r = cu->cuMemHostGetDevicePointer(&base, slab, 0);
     if (r != CUDA_SUCCESS) {
         cu->cuMemFreeHost(slab);
+        cu->cuDevicePrimaryCtxRelease(d->dev);
         return gaio__cu_fail("gaio_stream_create", "cuMemHostGetDevicePointer", r);
     }
     /* Slabs live as long as the process: streams come and go, their slots are reused. */
@@ -40,9 +51,8 @@ static gaio_status grow(void) {
 }
 
 gaio_status gaio__cuda_slot_alloc(cuda_device *d, volatile uint64_t **host, CUdeviceptr *dev) {
-    (void)d;
     pthread_mutex_lock(&lock);
-    gaio_status st = free_list ? GAIO_OK : grow();
+    gaio_status st = free_list ? GAIO_OK : grow(d);
     if (st == GAIO_OK) {
         free_slot *f = free_list;
         free_list = f->next;

@@ -1,0 +1,1274 @@
+/* The CUDA backend against raw CUDA driver calls, on the first CUDA device.
+ *
+ * Both sides run the same code: two kernels written in PTX below (bench_empty,
+ * and bench_spin, which spins for a given number of nanoseconds), loaded once
+ * through gaio_library_load_data and once through a raw cuLibraryLoadData. The
+ * raw side opens libcuda.so.1 itself (dlopen, then cuGetProcAddress at the CUDA
+ * 12.0 ABI, as gaio does), links neither libcuda nor libcudart, and works on the
+ * primary context of the same device, which it keeps current on the calling
+ * thread: gaio uses that context too.
+ *
+ * (1) launch: what the caller pays per gaio_launch of the empty kernel, against
+ *     cuLaunchKernel, over batches of LAUNCH_BATCH on one stream, synchronized
+ *     (untimed) between batches;
+ * (2) round trip: one empty kernel launch until the host knows it finished,
+ *     through gaio_future_wait, a gaio_cq fd under epoll, and a gaio_future_poll
+ *     spin, in each wait policy; peers: cuStreamSynchronize, and cuLaunchHostFunc
+ *     writing an eventfd that poll() watches; floor: cuStreamWriteValue64 of a
+ *     counter into pinned, device-mapped host memory with the host spinning on it;
+ * (3) throughput: TPUT_OPS launch+fence futures in flight on 1 and on 8 streams,
+ *     each counted by a then-callback, against raw launch+cuLaunchHostFunc and
+ *     raw launch+cuStreamWriteValue64 (the floor);
+ * (4) head-of-line blocking: while stream B runs a 50 ms kernel, the round trip
+ *     of an empty kernel on stream A, against a single runtime thread that learns
+ *     of completions by calling cuStreamSynchronize on each stream in submission
+ *     order (the async-cuda model);
+ * (5) pool: gaio_buffer_alloc_async + gaio_buffer_release of 1 MiB of DEVICE
+ *     memory in steady state, against cuMemAlloc/cuMemFree and
+ *     cuMemAllocAsync/cuMemFreeAsync.
+ * Figures are medians (and p99 for round trips) of many samples taken after a
+ * warm-up; series that are compared run interleaved, in rounds. Each wait policy
+ * runs on a restarted gaio (gaio_shutdown, gaio_configure, new context). */
+#include "bench_cuda.h"
+
+#ifndef GAIO_BENCH_HAVE_CUDA
+
+int gaio_bench_cuda_run(FILE *out) {
+    fprintf(out, "gaio CUDA benchmark: this build has no CUDA backend\n");
+    return 0;
+}
+
+#else /* GAIO_BENCH_HAVE_CUDA */
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gaio/gaio.h"
+
+#define NSTREAMS 8
+#define SLOT_STRIDE 64 /* bytes between the floor's counters: one cache line each */
+
+#define LAUNCH_BATCH 1000
+#define LAUNCH_SAMPLES 100 /* batches */
+#define LAUNCH_ROUNDS 10
+#define LAT_SAMPLES 5000 /* round trips, per series and policy */
+#define LAT_ROUNDS 10
+#define TPUT_OPS 1000 /* futures in flight per sample */
+#define TPUT_SAMPLES 30
+#define TPUT_ROUNDS 5
+#define HOL_SAMPLES 10
+#define HOL_ROUNDS 2
+#define SPIN_KERNEL_NS 50000000ull /* stream B's kernel: 50 ms */
+#define ALLOC_BYTES ((size_t)1 << 20)
+#define ALLOC_BATCH 1000      /* pairs per sample: gaio, cuMemAllocAsync */
+#define ALLOC_SYNC_BATCH 20   /* pairs per sample: cuMemAlloc + cuMemFree */
+#define ALLOC_SAMPLES 100
+#define ALLOC_SYNC_SAMPLES 40
+#define ALLOC_ROUNDS 10
+#define TIMEOUT_NS 10000000000ull /* no single wait in this benchmark may take longer */
+
+/* The targets the table checks (ok / MISSED); they do not change the exit status. */
+#define TARGET_LAUNCH_RATIO 1.05
+#define TARGET_SPIN_FLOOR_RATIO 1.1
+#define TARGET_HYBRID_NS 30000.0
+#define TARGET_TPUT_PER_S 250000.0
+#define TARGET_HOL_NS 1000000.0
+#define TARGET_ALLOC_NS 500.0
+
+/* The device code of both sides. bench_spin ends when %globaltimer (ns) has moved
+ * `ns` past its start; %clock64 bounds it at 4 cycles per ns should the timer
+ * stand still. */
+static const char bench_ptx[] =
+    ".version 8.0\n"
+    ".target sm_75\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry bench_empty()\n"
+    "{\n"
+    "\tret;\n"
+    "}\n"
+    "\n"
+    ".visible .entry bench_spin(.param .u64 bench_spin_ns)\n"
+    "{\n"
+    "\t.reg .pred %p<3>;\n"
+    "\t.reg .b64 %rd<9>;\n"
+    "\tld.param.u64 %rd1, [bench_spin_ns];\n"
+    "\tshl.b64 %rd2, %rd1, 2;\n"
+    "\tmov.u64 %rd3, %globaltimer;\n"
+    "\tmov.u64 %rd4, %clock64;\n"
+    "SPIN:\n"
+    "\tmov.u64 %rd5, %globaltimer;\n"
+    "\tsub.s64 %rd6, %rd5, %rd3;\n"
+    "\tsetp.ge.u64 %p1, %rd6, %rd1;\n"
+    "\t@%p1 bra DONE;\n"
+    "\tmov.u64 %rd7, %clock64;\n"
+    "\tsub.s64 %rd8, %rd7, %rd4;\n"
+    "\tsetp.lt.u64 %p2, %rd8, %rd2;\n"
+    "\t@%p2 bra SPIN;\n"
+    "DONE:\n"
+    "\tret;\n"
+    "}\n";
+
+/* ---- the driver, opened at run time ---- */
+
+/* Prototypes in cuda.h are those of the versioned symbols cuGetProcAddress returns
+ * for CUDA 12.0 (cuda.h maps e.g. cuMemAlloc to cuMemAlloc_v2 for both). */
+#define BENCH_CU_ABI 12000
+#define BENCH_CU_FUNCTIONS(X)                                                                                      \
+    X(cuInit) X(cuGetErrorName) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain)                  \
+    X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamDestroy)       \
+    X(cuStreamSynchronize) X(cuStreamQuery) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuStreamWriteValue64)         \
+    X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuMemHostAlloc) X(cuMemFreeHost)              \
+    X(cuMemHostGetDevicePointer) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocAsync) X(cuMemFreeAsync)
+
+static struct {
+#define BENCH_CU_FIELD(name) __typeof__(&name) name;
+    BENCH_CU_FUNCTIONS(BENCH_CU_FIELD)
+#undef BENCH_CU_FIELD
+} cu;
+static bool cu_loaded;
+
+typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+static int cu_load(void) {
+    if (cu_loaded) return 0;
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "gaio bench cuda: dlopen(libcuda.so.1) failed: %s\n", dlerror());
+        return -1;
+    }
+    /* Kept open: gaio holds the same library open anyway. */
+    void *sym = dlsym(lib, "cuGetProcAddress_v2");
+    if (!sym) {
+        fprintf(stderr, "gaio bench cuda: the driver has no cuGetProcAddress_v2 (older than CUDA 12)\n");
+        return -1;
+    }
+    get_proc_fn get_proc;
+    memcpy(&get_proc, &sym, sizeof sym);
+#define BENCH_CU_LOAD(name)                                                                                 \
+    {                                                                                                       \
+        void *p = NULL;                                                                                     \
+        CUdriverProcAddressQueryResult q;                                                                   \
+        CUresult r = get_proc(#name, &p, BENCH_CU_ABI, CU_GET_PROC_ADDRESS_DEFAULT, &q);                    \
+        if (r != CUDA_SUCCESS || !p) {                                                                      \
+            fprintf(stderr, "gaio bench cuda: the driver lacks %s (CUDA 12.0 ABI; error %d)\n", #name, (int)r); \
+            return -1;                                                                                      \
+        }                                                                                                   \
+        memcpy(&cu.name, &p, sizeof p);                                                                     \
+    }
+    BENCH_CU_FUNCTIONS(BENCH_CU_LOAD)
+#undef BENCH_CU_LOAD
+    cu_loaded = true;
+    return 0;
+}
+
+static int cu_fail(CUresult r, const char *what) {
+    const char *name = NULL;
+    if (cu.cuGetErrorName && cu.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
+    fprintf(stderr, "gaio bench cuda: %s failed: %s (%d)\n", what, name ? name : "unknown CUresult", (int)r);
+    return -1;
+}
+#define CU(call)                                                \
+    do {                                                        \
+        CUresult r_ = (call);                                   \
+        if (r_ != CUDA_SUCCESS) return cu_fail(r_, #call);      \
+    } while (0)
+
+static int ck(gaio_status st, const char *what) {
+    if (st == GAIO_OK) return 0;
+    fprintf(stderr, "gaio bench cuda: %s failed: %s: %s\n", what, gaio_status_string(st), gaio_last_error());
+    return -1;
+}
+#define CK(call)                                   \
+    do {                                           \
+        if (ck((call), #call) != 0) return -1;     \
+    } while (0)
+
+/* ---- time, spinning, statistics ---- */
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Spinning that yields now and then (where the spinner shares a core with the
+ * thread it waits for) and gives up after TIMEOUT_NS. Returns false on timeout. */
+typedef struct spinner {
+    unsigned n;
+    uint64_t start;
+} spinner;
+
+static bool spin_once(spinner *s) {
+    if (++s->n % 4096 == 0) {
+        uint64_t t = now_ns();
+        if (!s->start) s->start = t;
+        else if (t - s->start > TIMEOUT_NS) return false;
+        sched_yield();
+    } else {
+        cpu_relax();
+    }
+    return true;
+}
+
+static int spin_slot(const volatile uint64_t *slot, uint64_t want, const char *what) {
+    spinner sp = {0, 0};
+    while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) < want)
+        if (!spin_once(&sp)) {
+            fprintf(stderr, "gaio bench cuda: %s: no completion within %llu s\n", what,
+                    (unsigned long long)(TIMEOUT_NS / 1000000000u));
+            return -1;
+        }
+    return 0;
+}
+
+static int spin_count(atomic_ulong *count, unsigned long want, const char *what) {
+    spinner sp = {0, 0};
+    while (atomic_load_explicit(count, memory_order_acquire) < want)
+        if (!spin_once(&sp)) {
+            fprintf(stderr, "gaio bench cuda: %s: %lu of %lu completions within %llu s\n", what,
+                    atomic_load(count), want, (unsigned long long)(TIMEOUT_NS / 1000000000u));
+            return -1;
+        }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- state ---- */
+
+/* The async-cuda model's runtime thread: takes (stream, flag) jobs in submission
+ * order, synchronizes the stream, sets the flag. */
+#define RT_QUEUE 16
+typedef struct rt_job {
+    CUstream stream;
+    atomic_ulong *done;
+} rt_job;
+
+typedef struct rt_thread {
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    rt_job q[RT_QUEUE];
+    unsigned head, tail;
+    bool stop;
+    atomic_int error; /* a CUresult */
+} rt_thread;
+
+typedef struct bench {
+    int gdev; /* gaio's number of the GPU */
+    gaio_device_props props;
+    /* raw CUDA */
+    CUdevice dev;
+    CUcontext primary, saved_ctx;
+    bool retained;
+    CUlibrary rlib;
+    CUkernel r_empty, r_spin;
+    CUstream rs[NSTREAMS];
+    void *slot_mem; /* NSTREAMS counters, SLOT_STRIDE apart: pinned, device-mapped */
+    CUdeviceptr slot_dev;
+    uint64_t tickets[NSTREAMS];
+    int evfd;
+    atomic_int host_error; /* errno from a host function (they cannot return one) */
+    atomic_ulong host_count;
+    rt_thread rt;
+    atomic_ulong rt_done[2]; /* the runtime thread saw stream A (0), B (1) finish */
+    /* gaio */
+    gaio_library *glib;
+    gaio_kernel *g_empty, *g_spin;
+    gaio_context *ctx;
+    gaio_stream *gs[NSTREAMS];
+    gaio_cq *cq;
+    int cq_epfd;
+    atomic_ulong cb_count;
+    atomic_int cb_error; /* a gaio_status from a then-callback */
+    uint64_t spin_ns;
+    int hol_gaio_late, hol_floor_late; /* samples in which B finished before A was known done */
+    int hol_gaio_n, hol_floor_n;       /* samples taken, warm-ups included */
+} bench;
+
+static volatile uint64_t *slot(bench *b, int i) {
+    return (volatile uint64_t *)((char *)b->slot_mem + (size_t)i * SLOT_STRIDE);
+}
+
+static CUdeviceptr slot_dev(bench *b, int i) { return b->slot_dev + (CUdeviceptr)i * SLOT_STRIDE; }
+
+static const gaio_dim3 ONE = {1, 1, 1};
+
+static int launch_g_empty(bench *b, gaio_stream *s) {
+    CK(gaio_launch(s, b->g_empty, ONE, ONE, 0, NULL, 0));
+    return 0;
+}
+
+static CUresult launch_r_empty(bench *b, CUstream s) {
+    return cu.cuLaunchKernel((CUfunction)b->r_empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+}
+
+static CUresult launch_r_spin(bench *b, CUstream s) {
+    void *params[] = {&b->spin_ns};
+    return cu.cuLaunchKernel((CUfunction)b->r_spin, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
+}
+
+/* Raw calls run on the primary context. gaio restores the calling thread's context
+ * after each call, but sets none when it releases the device's last user (its last
+ * context), so the raw side sets it again after those points. */
+static int raw_current(bench *b) {
+    CU(cu.cuCtxSetCurrent(b->primary));
+    return 0;
+}
+
+/* ---- series of samples ---- */
+
+typedef int (*sample_fn)(bench *b, const void *arg, double *value);
+
+typedef struct series {
+    sample_fn fn;
+    const void *arg;
+    int n;    /* samples kept: a multiple of the rounds */
+    int warm; /* unrecorded samples before each block */
+    double *v;
+    double med, p99;
+} series;
+
+static int run_series(bench *b, series *s, size_t count, int rounds) {
+    int rc = -1;
+    for (size_t i = 0; i < count; i++) s[i].v = NULL;
+    for (size_t i = 0; i < count; i++) {
+        s[i].v = malloc((size_t)s[i].n * sizeof *s[i].v);
+        if (!s[i].v) {
+            fprintf(stderr, "gaio bench cuda: out of memory\n");
+            goto out;
+        }
+    }
+    for (int r = 0; r < rounds; r++) {
+        for (size_t i = 0; i < count; i++) {
+            int per = s[i].n / rounds;
+            double scratch;
+            for (int w = 0; w < s[i].warm; w++)
+                if (s[i].fn(b, s[i].arg, &scratch) != 0) goto out;
+            for (int k = 0; k < per; k++)
+                if (s[i].fn(b, s[i].arg, &s[i].v[r * per + k]) != 0) goto out;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        size_t n = (size_t)(s[i].n / rounds * rounds);
+        qsort(s[i].v, n, sizeof *s[i].v, cmp_double);
+        s[i].med = n % 2 ? s[i].v[n / 2] : 0.5 * (s[i].v[n / 2 - 1] + s[i].v[n / 2]);
+        size_t k = (99 * n + 99) / 100; /* ceil(0.99 n) */
+        s[i].p99 = s[i].v[k ? k - 1 : 0];
+    }
+    rc = 0;
+out:
+    for (size_t i = 0; i < count; i++) {
+        free(s[i].v);
+        s[i].v = NULL;
+    }
+    return rc;
+}
+
+/* ---- (1) launch: one sample = ns per call over a batch, then an untimed sync ---- */
+
+static int launch_gaio(bench *b, const void *arg, double *v) {
+    (void)arg;
+    gaio_stream *s = b->gs[0];
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < LAUNCH_BATCH; i++)
+        if (launch_g_empty(b, s) != 0) return -1;
+    uint64_t t1 = now_ns();
+    CK(gaio_stream_synchronize(s));
+    *v = (double)(t1 - t0) / LAUNCH_BATCH;
+    return 0;
+}
+
+static int launch_raw(bench *b, const void *arg, double *v) {
+    (void)arg;
+    CUstream s = b->rs[0];
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < LAUNCH_BATCH; i++) CU(launch_r_empty(b, s));
+    uint64_t t1 = now_ns();
+    CU(cu.cuStreamSynchronize(s));
+    *v = (double)(t1 - t0) / LAUNCH_BATCH;
+    return 0;
+}
+
+/* The driver calls gaio makes per launch: the kernel and the ticket write behind it. */
+static int launch_raw_ticket(bench *b, const void *arg, double *v) {
+    (void)arg;
+    CUstream s = b->rs[0];
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < LAUNCH_BATCH; i++) {
+        CU(launch_r_empty(b, s));
+        CU(cu.cuStreamWriteValue64(s, slot_dev(b, 0), ++b->tickets[0], CU_STREAM_WRITE_VALUE_DEFAULT));
+    }
+    uint64_t t1 = now_ns();
+    CU(cu.cuStreamSynchronize(s));
+    *v = (double)(t1 - t0) / LAUNCH_BATCH;
+    return 0;
+}
+
+/* ---- (2) round trip: one sample = one empty kernel until the host knows ---- */
+
+static int rt_gaio_wait(bench *b, const void *arg, double *v) {
+    (void)arg;
+    gaio_future *f;
+    uint64_t t0 = now_ns();
+    if (launch_g_empty(b, b->gs[0]) != 0) return -1;
+    CK(gaio_future_fence(b->gs[0], &f));
+    gaio_status st = gaio_future_wait(f, (int64_t)TIMEOUT_NS);
+    uint64_t t1 = now_ns();
+    gaio_future_release(f);
+    CK(st);
+    *v = (double)(t1 - t0);
+    return 0;
+}
+
+static int epoll_one(int epfd, const char *what) {
+    struct epoll_event ev;
+    for (;;) {
+        int n = epoll_wait(epfd, &ev, 1, (int)(TIMEOUT_NS / 1000000u));
+        if (n == 1) return 0;
+        if (n == 0) {
+            fprintf(stderr, "gaio bench cuda: %s: no completion within %llu s\n", what,
+                    (unsigned long long)(TIMEOUT_NS / 1000000000u));
+            return -1;
+        }
+        if (errno != EINTR) {
+            fprintf(stderr, "gaio bench cuda: epoll_wait (%s) failed: %s\n", what, strerror(errno));
+            return -1;
+        }
+    }
+}
+
+static int rt_gaio_cq(bench *b, const void *arg, double *v) {
+    (void)arg;
+    gaio_future *f;
+    uint64_t t0 = now_ns();
+    if (launch_g_empty(b, b->gs[0]) != 0) return -1;
+    CK(gaio_future_fence(b->gs[0], &f));
+    gaio_status st = gaio_cq_add(b->cq, f, b);
+    gaio_future_release(f);
+    CK(st);
+    if (epoll_one(b->cq_epfd, "gaio cq fd") != 0) return -1;
+    gaio_cq_entry e;
+    size_t n;
+    CK(gaio_cq_pop(b->cq, &e, 1, &n));
+    *v = (double)(now_ns() - t0);
+    if (n != 1 || e.user_data != b || e.status != GAIO_OK) {
+        fprintf(stderr, "gaio bench cuda: the cq fd was readable but pop gave %zu entries (status %s)\n", n,
+                n ? gaio_status_string(e.status) : "-");
+        return -1;
+    }
+    return 0;
+}
+
+static int rt_gaio_poll(bench *b, const void *arg, double *v) {
+    (void)arg;
+    gaio_future *f;
+    uint64_t t0 = now_ns();
+    if (launch_g_empty(b, b->gs[0]) != 0) return -1;
+    CK(gaio_future_fence(b->gs[0], &f));
+    gaio_status st;
+    spinner sp = {0, 0};
+    while ((st = gaio_future_poll(f)) == GAIO_ERR_NOT_READY)
+        if (!spin_once(&sp)) break;
+    uint64_t t1 = now_ns();
+    gaio_future_release(f);
+    CK(st);
+    *v = (double)(t1 - t0);
+    return 0;
+}
+
+static int rt_raw_sync(bench *b, const void *arg, double *v) {
+    (void)arg;
+    uint64_t t0 = now_ns();
+    CU(launch_r_empty(b, b->rs[0]));
+    CU(cu.cuStreamSynchronize(b->rs[0]));
+    *v = (double)(now_ns() - t0);
+    return 0;
+}
+
+static void CUDA_CB host_signal_eventfd(void *user) {
+    bench *b = user;
+    uint64_t one = 1;
+    ssize_t w;
+    while ((w = write(b->evfd, &one, sizeof one)) < 0 && errno == EINTR) {
+    }
+    if (w != (ssize_t)sizeof one) atomic_store(&b->host_error, w < 0 ? errno : EIO);
+}
+
+static int rt_raw_hostfn(bench *b, const void *arg, double *v) {
+    (void)arg;
+    uint64_t t0 = now_ns();
+    CU(launch_r_empty(b, b->rs[0]));
+    CU(cu.cuLaunchHostFunc(b->rs[0], host_signal_eventfd, b));
+    struct pollfd p = {.fd = b->evfd, .events = POLLIN};
+    for (;;) {
+        int n = poll(&p, 1, (int)(TIMEOUT_NS / 1000000u));
+        if (n == 1) break;
+        if (n == 0 || errno != EINTR) {
+            fprintf(stderr, "gaio bench cuda: poll on the host function's eventfd failed: %s\n",
+                    n == 0 ? "no completion within the time limit" : strerror(errno));
+            return -1;
+        }
+    }
+    uint64_t x;
+    if (read(b->evfd, &x, sizeof x) != (ssize_t)sizeof x) {
+        fprintf(stderr, "gaio bench cuda: read of the eventfd failed: %s\n", strerror(errno));
+        return -1;
+    }
+    *v = (double)(now_ns() - t0);
+    int e = atomic_load(&b->host_error);
+    if (e) {
+        fprintf(stderr, "gaio bench cuda: the host function's write to the eventfd failed: %s\n", strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+static int rt_floor(bench *b, const void *arg, double *v) {
+    (void)arg;
+    uint64_t t0 = now_ns();
+    CU(launch_r_empty(b, b->rs[0]));
+    uint64_t want = ++b->tickets[0];
+    CU(cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
+    if (spin_slot(slot(b, 0), want, "the floor's counter") != 0) return -1;
+    *v = (double)(now_ns() - t0);
+    return 0;
+}
+
+/* ---- (3) throughput: one sample = TPUT_OPS completions, per second ---- */
+
+static void count_then(gaio_future *f, gaio_status st, void *user) {
+    (void)f;
+    bench *b = user;
+    if (st != GAIO_OK) atomic_store(&b->cb_error, (int)st);
+    atomic_fetch_add_explicit(&b->cb_count, 1, memory_order_release);
+}
+
+static int tput_gaio(bench *b, const void *arg, double *v) {
+    const int ns = *(const int *)arg;
+    atomic_store(&b->cb_count, 0);
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < TPUT_OPS; i++) {
+        gaio_stream *s = b->gs[i % ns];
+        gaio_future *f;
+        if (launch_g_empty(b, s) != 0) return -1;
+        CK(gaio_future_fence(s, &f));
+        gaio_status st = gaio_future_then(f, count_then, b);
+        gaio_future_release(f);
+        CK(st);
+    }
+    if (spin_count(&b->cb_count, TPUT_OPS, "gaio then-callbacks") != 0) return -1;
+    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    int e = atomic_load(&b->cb_error);
+    if (e) {
+        fprintf(stderr, "gaio bench cuda: a throughput future failed: %s\n", gaio_status_string((gaio_status)e));
+        return -1;
+    }
+    return 0;
+}
+
+static void CUDA_CB host_count(void *user) {
+    bench *b = user;
+    atomic_fetch_add_explicit(&b->host_count, 1, memory_order_release);
+}
+
+static int tput_raw_hostfn(bench *b, const void *arg, double *v) {
+    const int ns = *(const int *)arg;
+    atomic_store(&b->host_count, 0);
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < TPUT_OPS; i++) {
+        CUstream s = b->rs[i % ns];
+        CU(launch_r_empty(b, s));
+        CU(cu.cuLaunchHostFunc(s, host_count, b));
+    }
+    if (spin_count(&b->host_count, TPUT_OPS, "raw host functions") != 0) return -1;
+    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    return 0;
+}
+
+static int tput_floor(bench *b, const void *arg, double *v) {
+    const int ns = *(const int *)arg;
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < TPUT_OPS; i++) {
+        int k = i % ns;
+        CU(launch_r_empty(b, b->rs[k]));
+        uint64_t want = ++b->tickets[k];
+        CU(cu.cuStreamWriteValue64(b->rs[k], slot_dev(b, k), want, CU_STREAM_WRITE_VALUE_DEFAULT));
+    }
+    for (int k = 0; k < ns; k++)
+        if (spin_slot(slot(b, k), b->tickets[k], "the floor's counters") != 0) return -1;
+    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    return 0;
+}
+
+/* ---- (4) head-of-line blocking: stream B (index 1) runs the spin kernel while an
+ * empty kernel on stream A (index 0) makes its round trip ---- */
+
+static int hol_gaio(bench *b, const void *arg, double *v) {
+    (void)arg;
+    gaio_arg a = GAIO_ARG(b->spin_ns);
+    gaio_future *fb, *fa;
+    CK(gaio_launch(b->gs[1], b->g_spin, ONE, ONE, 0, &a, 1));
+    CK(gaio_future_fence(b->gs[1], &fb));
+    uint64_t t0 = now_ns();
+    gaio_status st = launch_g_empty(b, b->gs[0]) == 0 ? gaio_future_fence(b->gs[0], &fa) : GAIO_ERR_STATE;
+    if (st != GAIO_OK) {
+        gaio_future_release(fb);
+        return ck(st, "gaio_future_fence (stream A)");
+    }
+    st = gaio_future_wait(fa, (int64_t)TIMEOUT_NS);
+    uint64_t t1 = now_ns();
+    gaio_status b_state = gaio_future_poll(fb);
+    gaio_future_release(fa);
+    gaio_status stb = gaio_future_wait(fb, (int64_t)TIMEOUT_NS);
+    gaio_future_release(fb);
+    CK(st);
+    CK(stb);
+    b->hol_gaio_n++;
+    if (b_state != GAIO_ERR_NOT_READY) b->hol_gaio_late++;
+    *v = (double)(t1 - t0);
+    return 0;
+}
+
+static void *rt_main(void *arg) {
+    bench *b = arg;
+    rt_thread *t = &b->rt;
+    CUresult r = cu.cuCtxSetCurrent(b->primary);
+    if (r != CUDA_SUCCESS) atomic_store(&t->error, (int)r);
+    for (;;) {
+        pthread_mutex_lock(&t->lock);
+        while (t->head == t->tail && !t->stop) pthread_cond_wait(&t->cond, &t->lock);
+        if (t->head == t->tail) {
+            pthread_mutex_unlock(&t->lock);
+            return NULL;
+        }
+        rt_job j = t->q[t->head++ % RT_QUEUE];
+        pthread_mutex_unlock(&t->lock);
+        r = cu.cuStreamSynchronize(j.stream);
+        if (r != CUDA_SUCCESS) atomic_store(&t->error, (int)r);
+        atomic_store_explicit(j.done, 1, memory_order_release);
+    }
+}
+
+static int rt_start(bench *b) {
+    rt_thread *t = &b->rt;
+    t->head = t->tail = 0;
+    t->stop = false;
+    atomic_store(&t->error, CUDA_SUCCESS);
+    int e = pthread_create(&t->thread, NULL, rt_main, b);
+    if (e != 0) {
+        fprintf(stderr, "gaio bench cuda: pthread_create failed: %s\n", strerror(e));
+        return -1;
+    }
+    t->started = true;
+    return 0;
+}
+
+static void rt_stop(bench *b) {
+    rt_thread *t = &b->rt;
+    if (!t->started) return;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->thread, NULL);
+    t->started = false;
+}
+
+static int rt_post(bench *b, CUstream s, atomic_ulong *done) {
+    rt_thread *t = &b->rt;
+    pthread_mutex_lock(&t->lock);
+    if (t->tail - t->head >= RT_QUEUE) {
+        pthread_mutex_unlock(&t->lock);
+        fprintf(stderr, "gaio bench cuda: the runtime thread's queue is full\n");
+        return -1;
+    }
+    t->q[t->tail++ % RT_QUEUE] = (rt_job){s, done};
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+    return 0;
+}
+
+static int rt_error(bench *b) {
+    int r = atomic_load(&b->rt.error);
+    return r == CUDA_SUCCESS ? 0 : cu_fail((CUresult)r, "cuStreamSynchronize (runtime thread)");
+}
+
+static int hol_runtime_thread(bench *b, const void *arg, double *v) {
+    (void)arg;
+    atomic_store(&b->rt_done[0], 0);
+    atomic_store(&b->rt_done[1], 0);
+    CU(launch_r_spin(b, b->rs[1]));
+    if (rt_post(b, b->rs[1], &b->rt_done[1]) != 0) return -1;
+    uint64_t t0 = now_ns();
+    CU(launch_r_empty(b, b->rs[0]));
+    if (rt_post(b, b->rs[0], &b->rt_done[0]) != 0) return -1;
+    if (spin_count(&b->rt_done[0], 1, "the runtime thread (stream A)") != 0) return -1;
+    uint64_t t1 = now_ns();
+    if (spin_count(&b->rt_done[1], 1, "the runtime thread (stream B)") != 0) return -1;
+    if (rt_error(b) != 0) return -1;
+    *v = (double)(t1 - t0);
+    return 0;
+}
+
+static int hol_floor(bench *b, const void *arg, double *v) {
+    (void)arg;
+    CU(launch_r_spin(b, b->rs[1]));
+    uint64_t t0 = now_ns();
+    CU(launch_r_empty(b, b->rs[0]));
+    uint64_t want = ++b->tickets[0];
+    CU(cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
+    if (spin_slot(slot(b, 0), want, "the floor's counter") != 0) return -1;
+    uint64_t t1 = now_ns();
+    b->hol_floor_n++;
+    CUresult q = cu.cuStreamQuery(b->rs[1]);
+    if (q != CUDA_ERROR_NOT_READY) {
+        CU(q);
+        b->hol_floor_late++;
+    }
+    CU(cu.cuStreamSynchronize(b->rs[1]));
+    *v = (double)(t1 - t0);
+    return 0;
+}
+
+/* The spin kernel's real length: launch + cuStreamSynchronize, median of 3 after a warm-up. */
+static int measure_spin(bench *b, double *ns) {
+    double v[3];
+    for (int i = -1; i < 3; i++) {
+        uint64_t t0 = now_ns();
+        CU(launch_r_spin(b, b->rs[1]));
+        CU(cu.cuStreamSynchronize(b->rs[1]));
+        if (i >= 0) v[i] = (double)(now_ns() - t0);
+    }
+    qsort(v, 3, sizeof v[0], cmp_double);
+    *ns = v[1];
+    return 0;
+}
+
+/* ---- (5) pool: one sample = ns per alloc+free pair over a batch ---- */
+
+static int alloc_gaio(bench *b, const void *arg, double *v) {
+    (void)arg;
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < ALLOC_BATCH; i++) {
+        gaio_buffer *buf;
+        CK(gaio_buffer_alloc_async(b->gs[0], GAIO_MEM_DEVICE, ALLOC_BYTES, &buf));
+        CK(gaio_buffer_release(buf));
+    }
+    *v = (double)(now_ns() - t0) / ALLOC_BATCH;
+    return 0;
+}
+
+static int alloc_raw_async(bench *b, const void *arg, double *v) {
+    (void)arg;
+    CUstream s = b->rs[0];
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < ALLOC_BATCH; i++) {
+        CUdeviceptr p;
+        CU(cu.cuMemAllocAsync(&p, ALLOC_BYTES, s));
+        CU(cu.cuMemFreeAsync(p, s));
+    }
+    uint64_t t1 = now_ns();
+    CU(cu.cuStreamSynchronize(s));
+    *v = (double)(t1 - t0) / ALLOC_BATCH;
+    return 0;
+}
+
+static int alloc_raw_sync(bench *b, const void *arg, double *v) {
+    (void)arg;
+    (void)b;
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < ALLOC_SYNC_BATCH; i++) {
+        CUdeviceptr p;
+        CU(cu.cuMemAlloc(&p, ALLOC_BYTES));
+        CU(cu.cuMemFree(p));
+    }
+    *v = (double)(now_ns() - t0) / ALLOC_SYNC_BATCH;
+    return 0;
+}
+
+/* ---- setup and teardown ---- */
+
+static int raw_open(bench *b) {
+    if (cu_load() != 0) return -1;
+    CU(cu.cuInit(0));
+    CU(cu.cuCtxGetCurrent(&b->saved_ctx));
+    CU(cu.cuDeviceGet(&b->dev, b->props.ordinal));
+    CU(cu.cuDevicePrimaryCtxRetain(&b->primary, b->dev));
+    b->retained = true;
+    if (raw_current(b) != 0) return -1;
+    CU(cu.cuLibraryLoadData(&b->rlib, bench_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CU(cu.cuLibraryGetKernel(&b->r_empty, b->rlib, "bench_empty"));
+    CU(cu.cuLibraryGetKernel(&b->r_spin, b->rlib, "bench_spin"));
+    for (int i = 0; i < NSTREAMS; i++) CU(cu.cuStreamCreate(&b->rs[i], CU_STREAM_NON_BLOCKING));
+    CU(cu.cuMemHostAlloc(&b->slot_mem, NSTREAMS * SLOT_STRIDE, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    memset(b->slot_mem, 0, NSTREAMS * SLOT_STRIDE);
+    CU(cu.cuMemHostGetDevicePointer(&b->slot_dev, b->slot_mem, 0));
+    b->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (b->evfd < 0) {
+        fprintf(stderr, "gaio bench cuda: eventfd failed: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void raw_close(bench *b) {
+    rt_stop(b);
+    if (b->evfd >= 0) close(b->evfd);
+    b->evfd = -1;
+    if (!b->retained) return;
+    if (cu.cuCtxSetCurrent(b->primary) == CUDA_SUCCESS) {
+        for (int i = 0; i < NSTREAMS; i++)
+            if (b->rs[i]) {
+                cu.cuStreamSynchronize(b->rs[i]);
+                cu.cuStreamDestroy(b->rs[i]);
+                b->rs[i] = NULL;
+            }
+        if (b->slot_mem) cu.cuMemFreeHost(b->slot_mem);
+        b->slot_mem = NULL;
+    }
+    if (b->rlib) cu.cuLibraryUnload(b->rlib);
+    b->rlib = NULL;
+    cu.cuCtxSetCurrent(b->saved_ctx);
+    cu.cuDevicePrimaryCtxRelease(b->dev);
+    b->retained = false;
+}
+
+static const char *const kernel_names[] = {"bench_empty", "bench_spin"};
+
+/* Leaves the names free: a kernel bound to one library cannot be bound to another,
+ * and each run loads its own. (The CPU benchmark registers a host bench_empty and
+ * registers it again when it finds none.) */
+static void unregister_kernels(void) {
+    for (size_t i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++)
+        (void)gaio_kernel_unregister(kernel_names[i]);
+}
+
+static int gaio_open_library(bench *b) {
+    unregister_kernels();
+    CK(gaio_library_load_data(bench_ptx, &b->glib));
+    CK(gaio_library_get_kernel(b->glib, "bench_empty", &b->g_empty));
+    CK(gaio_library_get_kernel(b->glib, "bench_spin", &b->g_spin));
+    return 0;
+}
+
+static void gaio_close_library(bench *b) {
+    if (!b->glib && !b->g_empty && !b->g_spin) return;
+    gaio_kernel_release(b->g_empty);
+    gaio_kernel_release(b->g_spin);
+    b->g_empty = b->g_spin = NULL;
+    unregister_kernels();
+    gaio_library_release(b->glib);
+    b->glib = NULL;
+}
+
+/* Stops gaio (no context may be alive) and configures it for the next policy. */
+static int gaio_restart(const gaio_config *config) {
+    gaio_status st = GAIO_OK;
+    for (int i = 0; i < 5; i++) { /* each try waits up to 1 s for work in flight to let go */
+        st = gaio_shutdown();
+        if (st != GAIO_ERR_STATE) break;
+    }
+    CK(st);
+    CK(gaio_configure(config));
+    return 0;
+}
+
+static int phase_open(bench *b) {
+    CK(gaio_context_create(b->gdev, NULL, &b->ctx));
+    for (int i = 0; i < NSTREAMS; i++) CK(gaio_stream_create(b->ctx, 0, 0, &b->gs[i]));
+    CK(gaio_cq_create(&b->cq));
+    int fd;
+    CK(gaio_cq_fd(b->cq, &fd));
+    struct epoll_event ev = {.events = EPOLLIN};
+    b->cq_epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (b->cq_epfd < 0 || epoll_ctl(b->cq_epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        fprintf(stderr, "gaio bench cuda: epoll on the cq fd failed: %s\n", strerror(errno));
+        return -1;
+    }
+    return raw_current(b);
+}
+
+static int phase_close(bench *b) {
+    int rc = 0;
+    if (b->cq_epfd >= 0) close(b->cq_epfd);
+    b->cq_epfd = -1;
+    if (b->ctx && ck(gaio_context_synchronize(b->ctx), "gaio_context_synchronize") != 0) rc = -1;
+    gaio_cq_release(b->cq);
+    b->cq = NULL;
+    for (int i = 0; i < NSTREAMS; i++) {
+        gaio_stream_release(b->gs[i]);
+        b->gs[i] = NULL;
+    }
+    gaio_context_release(b->ctx);
+    b->ctx = NULL;
+    if (b->retained && raw_current(b) != 0) rc = -1;
+    return rc;
+}
+
+/* ---- results and the table ---- */
+
+enum { P_SPIN, P_HYBRID, P_BLOCK, NPOLICIES };
+static const gaio_wait_policy policy_of[NPOLICIES] = {GAIO_WAIT_SPIN, GAIO_WAIT_HYBRID, GAIO_WAIT_BLOCK};
+static const char *const policy_name[NPOLICIES] = {"SPIN", "HYBRID", "BLOCK"};
+
+typedef struct policy_results {
+    series wait, cq, poll, sync, hostfn, floor; /* round trips: med, p99 */
+    double tput[2];                             /* gaio, 1 and NSTREAMS streams */
+    double hol;
+} policy_results;
+
+typedef struct results {
+    policy_results p[NPOLICIES];
+    double launch_g, launch_r, launch_rt;
+    double tput_hostfn[2], tput_floor[2];
+    double hol_runtime, hol_floor;
+    double alloc_g, alloc_sync, alloc_async;
+    double spin_ns_measured;
+} results;
+
+typedef enum unit { NS, PER_S } unit;
+
+typedef struct row {
+    char metric[80]; /* "": a separator */
+    unit u;
+    double gaio, peer, floor; /* < 0: not measured */
+    char target[24];
+    int verdict; /* -1: no target, 0: missed, 1: met */
+} row;
+
+#define MAX_ROWS 64
+typedef struct table {
+    row r[MAX_ROWS];
+    size_t n;
+} table;
+
+__attribute__((format(printf, 6, 7))) static row *add_row(table *t, unit u, double g, double p, double f,
+                                                           const char *fmt, ...) {
+    static row overflow;
+    row *r = t->n < MAX_ROWS ? &t->r[t->n++] : &overflow;
+    memset(r, 0, sizeof *r);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->metric, sizeof r->metric, fmt, ap);
+    va_end(ap);
+    r->u = u;
+    r->gaio = g;
+    r->peer = p;
+    r->floor = f;
+    r->verdict = -1;
+    return r;
+}
+
+static void add_sep(table *t) { add_row(t, NS, -1, -1, -1, "%s", ""); }
+
+static void set_target(row *r, const char *text, bool met) {
+    snprintf(r->target, sizeof r->target, "%s", text);
+    r->verdict = met ? 1 : 0;
+}
+
+static void fmt_value(char *buf, size_t size, double v, unit u) {
+    if (v < 0) snprintf(buf, size, "-");
+    else if (u == PER_S) snprintf(buf, size, "%.0f k/s", v / 1e3);
+    else if (v < 1000) snprintf(buf, size, "%.0f ns", v);
+    else if (v < 100000) snprintf(buf, size, "%.2f us", v / 1e3);
+    else if (v < 10000000) snprintf(buf, size, "%.1f us", v / 1e3);
+    else snprintf(buf, size, "%.1f ms", v / 1e6);
+}
+
+static void fmt_ratio(char *buf, size_t size, double a, double b) {
+    if (a > 0 && b > 0) snprintf(buf, size, a / b < 0.01 ? "<0.01" : "%.2f", a / b);
+    else snprintf(buf, size, "-");
+}
+
+static void print_table(FILE *out, const table *t) {
+    const char *sep = "------------------------------------------------------------+-----------+-----------+"
+                      "-----------+--------+---------+------------------------";
+    fprintf(out, "%-59s | %9s | %9s | %9s | %6s | %7s | %s\n", "metric (median unless p99)", "gaio", "peer", "floor",
+            "g/peer", "g/floor", "target");
+    fprintf(out, "%s\n", sep);
+    for (size_t i = 0; i < t->n; i++) {
+        const row *r = &t->r[i];
+        if (!r->metric[0]) {
+            fprintf(out, "%s\n", sep);
+            continue;
+        }
+        char g[32], p[32], f[32], rp[16], rf[16];
+        fmt_value(g, sizeof g, r->gaio, r->u);
+        fmt_value(p, sizeof p, r->peer, r->u);
+        fmt_value(f, sizeof f, r->floor, r->u);
+        fmt_ratio(rp, sizeof rp, r->gaio, r->peer);
+        fmt_ratio(rf, sizeof rf, r->gaio, r->floor);
+        fprintf(out, "%-59s | %9s | %9s | %9s | %6s | %7s | %s%s\n", r->metric, g, p, f, rp, rf, r->target,
+                r->verdict < 0 ? "" : r->verdict ? ": ok" : ": MISSED");
+    }
+}
+
+static void build_table(const results *res, table *t) {
+    row *r;
+    r = add_row(t, NS, res->launch_g, res->launch_r, -1, "launch: empty kernel, per call vs cuLaunchKernel");
+    set_target(r, "<= 1.05x peer", res->launch_g <= TARGET_LAUNCH_RATIO * res->launch_r);
+    add_row(t, NS, res->launch_g, res->launch_rt, -1, "launch: per call vs cuLaunchKernel+cuStreamWriteValue64");
+
+    static const char *const rt_what[3] = {"fence+future_wait", "fence+cq fd epoll_wait+pop", "fence+future_poll spin"};
+    for (int p = 0; p < NPOLICIES; p++) {
+        const policy_results *pr = &res->p[p];
+        const series *g[3] = {&pr->wait, &pr->cq, &pr->poll};
+        const series *peer[3] = {&pr->sync, &pr->hostfn, &pr->sync};
+        add_sep(t);
+        for (int k = 0; k < 3; k++) {
+            r = add_row(t, NS, g[k]->med, peer[k]->med, pr->floor.med, "round trip %s: %s", policy_name[p],
+                        rt_what[k]);
+            if (p == P_SPIN) set_target(r, "<= 1.1x floor", g[k]->med <= TARGET_SPIN_FLOOR_RATIO * pr->floor.med);
+            if (p == P_HYBRID) set_target(r, "<= 30 us", g[k]->med <= TARGET_HYBRID_NS);
+            add_row(t, NS, g[k]->p99, peer[k]->p99, pr->floor.p99, "  p99");
+        }
+    }
+    add_sep(t);
+    for (int p = 0; p < NPOLICIES; p++)
+        for (int k = 0; k < 2; k++) {
+            double g = res->p[p].tput[k];
+            r = add_row(t, PER_S, g, res->tput_hostfn[k], res->tput_floor[k],
+                        "completions/s %s, %d stream%s, %d in flight", policy_name[p], k ? NSTREAMS : 1,
+                        k ? "s" : "", TPUT_OPS);
+            if (k == 0) set_target(r, ">= 250 k/s", g >= TARGET_TPUT_PER_S);
+        }
+    add_sep(t);
+    for (int p = 0; p < NPOLICIES; p++) {
+        r = add_row(t, NS, res->p[p].hol, res->hol_runtime, res->hol_floor,
+                    "head-of-line %s: A's round trip, B busy %.0f ms", policy_name[p], res->spin_ns_measured / 1e6);
+        set_target(r, "< 1 ms", res->p[p].hol < TARGET_HOL_NS);
+    }
+    add_sep(t);
+    r = add_row(t, NS, res->alloc_g, res->alloc_sync, -1, "pool: alloc_async+release 1 MiB vs cuMemAlloc+cuMemFree");
+    set_target(r, "<= 0.5 us", res->alloc_g <= TARGET_ALLOC_NS);
+    r = add_row(t, NS, res->alloc_g, res->alloc_async, -1, "pool: alloc_async+release 1 MiB vs cuMemAllocAsync+Free");
+    set_target(r, "<= 0.5 us", res->alloc_g <= TARGET_ALLOC_NS);
+}
+
+/* ---- the run ---- */
+
+static const int one_stream = 1, all_streams = NSTREAMS;
+
+/* What runs once, in the HYBRID (default) phase: launch cost, the raw throughput and
+ * head-of-line figures, the pool. */
+static int measure_once(bench *b, results *res) {
+    series launch[] = {
+        {launch_gaio, NULL, LAUNCH_SAMPLES, 2, NULL, 0, 0},
+        {launch_raw, NULL, LAUNCH_SAMPLES, 2, NULL, 0, 0},
+        {launch_raw_ticket, NULL, LAUNCH_SAMPLES, 2, NULL, 0, 0},
+    };
+    if (run_series(b, launch, 3, LAUNCH_ROUNDS) != 0) return -1;
+    res->launch_g = launch[0].med;
+    res->launch_r = launch[1].med;
+    res->launch_rt = launch[2].med;
+
+    series tput[] = {
+        {tput_raw_hostfn, &one_stream, TPUT_SAMPLES, 1, NULL, 0, 0},
+        {tput_raw_hostfn, &all_streams, TPUT_SAMPLES, 1, NULL, 0, 0},
+        {tput_floor, &one_stream, TPUT_SAMPLES, 1, NULL, 0, 0},
+        {tput_floor, &all_streams, TPUT_SAMPLES, 1, NULL, 0, 0},
+    };
+    if (run_series(b, tput, 4, TPUT_ROUNDS) != 0) return -1;
+    res->tput_hostfn[0] = tput[0].med;
+    res->tput_hostfn[1] = tput[1].med;
+    res->tput_floor[0] = tput[2].med;
+    res->tput_floor[1] = tput[3].med;
+
+    if (rt_start(b) != 0) return -1;
+    series hol[] = {
+        {hol_runtime_thread, NULL, HOL_SAMPLES, 1, NULL, 0, 0},
+        {hol_floor, NULL, HOL_SAMPLES, 1, NULL, 0, 0},
+    };
+    int rc = run_series(b, hol, 2, HOL_ROUNDS);
+    rt_stop(b);
+    if (rc != 0) return -1;
+    res->hol_runtime = hol[0].med;
+    res->hol_floor = hol[1].med;
+
+    series alloc[] = {
+        {alloc_gaio, NULL, ALLOC_SAMPLES, 2, NULL, 0, 0},
+        {alloc_raw_sync, NULL, ALLOC_SYNC_SAMPLES, 1, NULL, 0, 0},
+        {alloc_raw_async, NULL, ALLOC_SAMPLES, 2, NULL, 0, 0},
+    };
+    if (run_series(b, alloc, 3, ALLOC_ROUNDS) != 0) return -1;
+    res->alloc_g = alloc[0].med;
+    res->alloc_sync = alloc[1].med;
+    res->alloc_async = alloc[2].med;
+    return 0;
+}
+
+static int measure_policy(bench *b, policy_results *pr) {
+    const int warm = LAT_SAMPLES / LAT_ROUNDS / 10 + 5;
+    series lat[] = {
+        {rt_gaio_wait, NULL, LAT_SAMPLES, warm, NULL, 0, 0}, {rt_gaio_cq, NULL, LAT_SAMPLES, warm, NULL, 0, 0},
+        {rt_gaio_poll, NULL, LAT_SAMPLES, warm, NULL, 0, 0}, {rt_raw_sync, NULL, LAT_SAMPLES, warm, NULL, 0, 0},
+        {rt_raw_hostfn, NULL, LAT_SAMPLES, warm, NULL, 0, 0}, {rt_floor, NULL, LAT_SAMPLES, warm, NULL, 0, 0},
+    };
+    if (run_series(b, lat, 6, LAT_ROUNDS) != 0) return -1;
+    pr->wait = lat[0];
+    pr->cq = lat[1];
+    pr->poll = lat[2];
+    pr->sync = lat[3];
+    pr->hostfn = lat[4];
+    pr->floor = lat[5];
+
+    series tput[] = {
+        {tput_gaio, &one_stream, TPUT_SAMPLES, 1, NULL, 0, 0},
+        {tput_gaio, &all_streams, TPUT_SAMPLES, 1, NULL, 0, 0},
+    };
+    if (run_series(b, tput, 2, TPUT_ROUNDS) != 0) return -1;
+    pr->tput[0] = tput[0].med;
+    pr->tput[1] = tput[1].med;
+
+    series hol[] = {{hol_gaio, NULL, HOL_SAMPLES, 1, NULL, 0, 0}};
+    if (run_series(b, hol, 1, HOL_ROUNDS) != 0) return -1;
+    pr->hol = hol[0].med;
+    return 0;
+}
+
+/* The first CUDA device, or -1. */
+static int find_cuda_device(bench *b) {
+    int count = 0;
+    if (ck(gaio_device_count(&count), "gaio_device_count") != 0) return -2;
+    for (int d = 0; d < count; d++) {
+        if (ck(gaio_device_get_props(d, &b->props), "gaio_device_get_props") != 0) return -2;
+        if (b->props.kind == GAIO_DEVICE_CUDA) return d;
+    }
+    return -1;
+}
+
+int gaio_bench_cuda_run(FILE *out) {
+    static bench b; /* large: keep it off the stack */
+    static results res;
+    memset(&b, 0, sizeof b);
+    memset(&res, 0, sizeof res);
+    b.evfd = b.cq_epfd = -1;
+    atomic_init(&b.host_error, 0);
+    atomic_init(&b.host_count, 0);
+    atomic_init(&b.cb_count, 0);
+    atomic_init(&b.cb_error, 0);
+    atomic_init(&b.rt.error, 0);
+    atomic_init(&b.rt_done[0], 0);
+    atomic_init(&b.rt_done[1], 0);
+    pthread_mutex_init(&b.rt.lock, NULL);
+    pthread_cond_init(&b.rt.cond, NULL);
+    b.spin_ns = SPIN_KERNEL_NS;
+    uint64_t start = now_ns();
+    int rc = 1;
+
+    b.gdev = find_cuda_device(&b);
+    if (b.gdev == -2) goto done;
+    if (b.gdev < 0) {
+        const char *why = "";
+        gaio_status st = gaio_backend_status(GAIO_DEVICE_CUDA, &why);
+        fprintf(out, "gaio CUDA benchmark: no CUDA device: skipped (%s%s%s)\n",
+                st == GAIO_OK ? "" : gaio_status_string(st), st == GAIO_OK ? "" : ": ", why ? why : "");
+        rc = 0;
+        goto done;
+    }
+    if (raw_open(&b) != 0) goto done;
+    if (gaio_open_library(&b) != 0 || raw_current(&b) != 0) goto done;
+    if (measure_spin(&b, &res.spin_ns_measured) != 0) goto done;
+
+    static const int order[NPOLICIES] = {P_HYBRID, P_SPIN, P_BLOCK};
+    for (int i = 0; i < NPOLICIES; i++) {
+        int p = order[i];
+        gaio_config config = {.cpu_workers = 0, .wait_policy = policy_of[p]};
+        if (gaio_restart(&config) != 0) goto done;
+        if (phase_open(&b) != 0) goto done;
+        if (p == P_HYBRID && measure_once(&b, &res) != 0) goto done;
+        if (measure_policy(&b, &res.p[p]) != 0) goto done;
+        if (phase_close(&b) != 0) goto done;
+    }
+    if (gaio_restart(NULL) != 0) goto done;
+
+    int driver = 0;
+    CUresult dr = cu.cuDriverGetVersion(&driver);
+    if (dr != CUDA_SUCCESS) {
+        cu_fail(dr, "cuDriverGetVersion");
+        goto done;
+    }
+    static table t;
+    memset(&t, 0, sizeof t);
+    build_table(&res, &t);
+    fprintf(out, "gaio %d.%d.%d CUDA backend: device %d, %s (sm_%d%d, %d SMs), driver API %d.%d, %ld online cores\n",
+            GAIO_VERSION_MAJOR, GAIO_VERSION_MINOR, GAIO_VERSION_PATCH, b.gdev, b.props.name, b.props.compute_major,
+            b.props.compute_minor, b.props.processor_count, driver / 1000, driver % 1000 / 10,
+            sysconf(_SC_NPROCESSORS_ONLN));
+    fprintf(out, "peer and floor: raw driver calls on the same primary context, same PTX kernels; samples: launch %d "
+                 "batches of %d, round trip %d per series and policy, throughput %d x %d ops, head-of-line %d, pool "
+                 "%d batches of %d; warm-up first\n\n",
+            LAUNCH_SAMPLES, LAUNCH_BATCH, LAT_SAMPLES, TPUT_SAMPLES, TPUT_OPS, HOL_SAMPLES, ALLOC_SAMPLES,
+            ALLOC_BATCH);
+    print_table(out, &t);
+    fprintf(out,
+            "\ng/peer, g/floor = gaio / peer, gaio / floor: below 1 gaio is faster on time rows, above 1 on /s rows.\n"
+            "launch: wall time per call over batches of %d on one stream, synchronized (untimed) between batches.\n"
+            "  The second row's peer issues what gaio issues per launch: the kernel and its ticket write.\n"
+            "round trip: one empty kernel until the host knows it finished. peer of future_wait and future_poll:\n"
+            "  cuStreamSynchronize; of the cq fd: cuLaunchHostFunc writing an eventfd, poll() + read. floor:\n"
+            "  cuStreamWriteValue64 of a counter into pinned, device-mapped host memory, the host spinning on it.\n"
+            "  Each policy runs on a restarted gaio; peer and floor are measured again, interleaved, in each.\n"
+            "completions/s: %d launch+fence futures in flight, each counted by a then-callback (round-robin over\n"
+            "  the streams); peer: launch + cuLaunchHostFunc counting; floor: launch + cuStreamWriteValue64 per op,\n"
+            "  the host spinning on each stream's counter. Peer and floor measured once (HYBRID phase).\n"
+            "head-of-line: stream B runs bench_spin (%.1f ms measured), then an empty kernel on stream A; time from\n"
+            "  A's launch until the host knows A finished. peer: one runtime thread that learns of completions by\n"
+            "  cuStreamSynchronize on each stream in submission order (the async-cuda model): it sees A only after\n"
+            "  B. floor: A's counter written by cuStreamWriteValue64, the host spinning on it.\n"
+            "pool: gaio_buffer_alloc_async + gaio_buffer_release of 1 MiB DEVICE in steady state, per pair; peers:\n"
+            "  cuMemAlloc + cuMemFree (batches of %d), cuMemAllocAsync + cuMemFreeAsync on one stream (the\n"
+            "  device's default pool, whose release threshold gaio raises to 256 MiB).\n",
+            LAUNCH_BATCH, TPUT_OPS, res.spin_ns_measured / 1e6, ALLOC_SYNC_BATCH);
+    if (b.hol_gaio_late || b.hol_floor_late)
+        fprintf(out,
+                "warning: B had finished before A was known done in %d of %d gaio and %d of %d floor head-of-line\n"
+                "  samples (warm-ups included): those did not measure A behind a busy B.\n",
+                b.hol_gaio_late, b.hol_gaio_n, b.hol_floor_late, b.hol_floor_n);
+    if (res.hol_runtime < 0.8 * res.spin_ns_measured)
+        fprintf(out, "warning: the runtime-thread peer did not stall behind B (%.1f ms); check the spin kernel.\n",
+                res.hol_runtime / 1e6);
+    fprintf(out, "total run time %.1f s\n", (double)(now_ns() - start) / 1e9);
+    rc = 0;
+done:
+    if (b.ctx) phase_close(&b);
+    if (rc != 0) {
+        /* Leave gaio stopped with the defaults if it lets go; the failure is reported already. */
+        if (gaio_shutdown() == GAIO_OK) gaio_configure(NULL);
+    }
+    gaio_close_library(&b);
+    raw_close(&b);
+    pthread_mutex_destroy(&b.rt.lock);
+    pthread_cond_destroy(&b.rt.cond);
+    return rc;
+}
+
+#endif /* GAIO_BENCH_HAVE_CUDA */
