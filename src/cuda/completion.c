@@ -70,8 +70,8 @@ void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pendin
 }
 
 /* A copy with a pageable side, or between host memories. Host memories: the worker
- * copies. Device-side memory: a copy on gaio's own stream, finished before the gate
- * opens (the driver stages pageable memory itself). */
+ * copies. Device-side memory: a copy on gaio's own stream, finished before the ops
+ * held behind it go to the driver (the driver stages pageable memory itself). */
 static void host_copy(gaio_op *op, cuda_device *d) {
     char *dst = op->u.copy.dst;
     const char *src = op->u.copy.src;
@@ -127,7 +127,6 @@ static void run_host_op(cuda_pending *p) {
         for (size_t r = 0; r < op->u.fill.height; r++)
             memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
     }
-    __atomic_store_n(p->cs->gate, p->ticket, __ATOMIC_SEQ_CST); /* the work is visible before the gate opens */
     if (p->blocks) gaio__cuda_unblock(p->cs); /* the stream's later ops go to the driver now, or are skipped */
 }
 
@@ -187,7 +186,7 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
                 p->dispatched = true;
                 dispatch = p;
             }
-            if (p->dispatched) break; /* its task is running; later tickets come after its gate */
+            if (p->dispatched) break; /* its task is running; the ops after it are held until it is done */
         }
         cs->head = p->next;
         p->next = NULL;

@@ -181,7 +181,6 @@ static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
         return st;
     }
     st = gaio__cuda_slot_alloc(d, &cs->slot, &cs->slot_dev);
-    if (st == GAIO_OK) st = gaio__cuda_slot_alloc(d, &cs->gate, &cs->gate_dev);
     if (st == GAIO_OK) {
         if (native) {
             CUcontext sctx = NULL;
@@ -203,7 +202,6 @@ static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
     gaio__cuda_exit(&sc);
     if (st != GAIO_OK) {
         if (cs->slot) gaio__cuda_slot_free(cs->slot, cs->slot_dev);
-        if (cs->gate) gaio__cuda_slot_free(cs->gate, cs->gate_dev);
         pthread_mutex_destroy(&cs->lock);
         free(cs);
         return st;
@@ -221,7 +219,6 @@ static void cuda_stream_fini(gaio_stream *s) {
         gaio__cuda_exit(&sc);
     }
     gaio__cuda_slot_free(cs->slot, cs->slot_dev);
-    gaio__cuda_slot_free(cs->gate, cs->gate_dev);
     pthread_mutex_destroy(&cs->lock);
     free(cs);
 }

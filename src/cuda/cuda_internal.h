@@ -33,7 +33,7 @@ typedef struct cuda_pending {
     gaio_op *op;
     bool dispatched;      /* engine only */
     bool blocks;          /* host work that holds the stream's later ops back until it has run */
-    atomic_bool host_done; /* the task ran and opened the gate */
+    atomic_bool host_done; /* the task ran; the stream's held ops went to the driver */
     gaio_status err;      /* the driver refused the op when its held turn came: fails the stream there */
     char *err_msg;
 } cuda_pending;
@@ -45,8 +45,6 @@ typedef struct cuda_stream {
     bool foreign;
     volatile uint64_t *slot; /* pinned, mapped host memory the GPU writes tickets into */
     CUdeviceptr slot_dev;
-    volatile uint64_t *gate; /* the host writes a host function's ticket here when it has run; */
-    CUdeviceptr gate_dev;    /* the stream waits for it (cuStreamWaitValue64) */
     pthread_mutex_t lock;    /* submission order, tickets, pending list */
     uint64_t next_ticket;
     cuda_pending *head, *tail;
@@ -102,8 +100,10 @@ void gaio__cuda_unblock(cuda_stream *cs);
 
 static inline bool gaio__cuda_host_mem(gaio_mem_kind k) { return k == GAIO_MEM_HOST || k == GAIO_MEM_PINNED; }
 
-/* Ops the host performs in stream order: the stream writes the op's ticket and waits
- * at its gate; a pool worker does the work and opens the gate (completion.c). Copies
+/* Ops the host performs in stream order: the stream writes the op's ticket; when the
+ * engine sees it, a pool worker does the work, then hands the ops held behind it to
+ * the driver (completion.c). No GPU-side wait is involved: a stream blocked in a
+ * cuStreamWaitValue can stall unrelated streams that share its hardware queue. Copies
  * touching pageable memory and copies between host memories are among them: the
  * driver would make the submitting thread wait for the stream to reach them. */
 static inline bool gaio__cuda_is_host_op(const gaio_op *op) {

@@ -132,7 +132,7 @@ static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
 
 /* Under cs->lock, with the device's context current: hands p's op to the driver (its
  * device work, unless the stream fails before it or the device faulted; then its
- * ticket, and for host work the gate) and puts it under watch. Host work blocks the
+ * ticket) and puts it under watch. Host work blocks the
  * stream: later ops are held until it has run. A WAIT on a point that no stream has
  * enqueued yet is not issued: *wait_on gets the point, and the stream blocks on it.
  * When submitting, an op the driver refuses is not issued and its error returned; a
@@ -173,10 +173,6 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
         if (r == CUDA_SUCCESS && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK) {
             r = cu->cuLaunchHostFunc(cs->cu, gaio__cuda_engine_kick, NULL);
             call = "cuLaunchHostFunc";
-        }
-        if (r == CUDA_SUCCESS && host) {
-            r = cu->cuStreamWaitValue64(cs->cu, cs->gate_dev, ticket, CU_STREAM_WAIT_VALUE_GEQ);
-            call = "cuStreamWaitValue64";
         }
         if (r != CUDA_SUCCESS) {
             /* The op is in the stream but its ticket is not: only a broken context does

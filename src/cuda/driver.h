@@ -16,7 +16,7 @@
     X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)                   \
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)            \
     X(cuCtxGetStreamPriorityRange) X(cuCtxEnablePeerAccess) X(cuStreamCreateWithPriority) X(cuStreamDestroy)  \
-    X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuStreamWriteValue64) X(cuStreamWaitValue64)   \
+    X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuStreamWriteValue64)   \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)                 \
     X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocManaged) X(cuMemHostAlloc) X(cuMemFreeHost)  \
     X(cuMemHostGetDevicePointer) X(cuMemcpyAsync) X(cuMemcpy2DAsync) X(cuMemsetD8Async) X(cuMemsetD2D8Async)  \
