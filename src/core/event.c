@@ -66,6 +66,7 @@ gaio_status gaio_event_record(gaio_event *event, gaio_stream *stream) {
         return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the event record");
     }
     f->timed = !(event->flags & GAIO_EVENT_DISABLE_TIMING);
+    f->marker = true;
     gaio__future_ref(f);
     op->u.point.fut = f;
     /* Publish the new point before submitting, so that waits made after this call

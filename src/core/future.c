@@ -4,6 +4,9 @@
 #include "core/clock.h"
 #include "core/op.h"
 
+/* HYBRID: how long a waiter spins before it sleeps on the condition variable. */
+#define SPIN_WAIT_NS 50000u
+
 gaio_future *gaio__future_new(void) {
     gaio_future *f = calloc(1, sizeof *f);
     if (!f) return NULL;
@@ -103,6 +106,27 @@ gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
                  (long long)timeout_ns);
     if (gaio__future_is_done(fut)) return future_result(fut, __func__);
     if (timeout_ns == 0) return GAIO_FAIL(GAIO_ERR_TIMEOUT, "the future is not complete");
+    /* Spin first, as the wait policy says: a condition-variable wake-up costs
+     * microseconds, often more than the work waited for. */
+    gaio_wait_policy policy = gaio__runtime_wait_policy();
+    if (policy != GAIO_WAIT_BLOCK) {
+        uint64_t start = gaio__now_ns();
+        uint64_t budget = policy == GAIO_WAIT_SPIN ? (uint64_t)timeout_ns : SPIN_WAIT_NS;
+        if (budget > (uint64_t)timeout_ns) budget = (uint64_t)timeout_ns;
+        for (unsigned i = 0; !gaio__future_is_done(fut); i++) {
+            if ((i & 63) == 63 && gaio__now_ns() - start >= budget) break;
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        if (gaio__future_is_done(fut)) return future_result(fut, __func__);
+        uint64_t spent = gaio__now_ns() - start;
+        if (timeout_ns != GAIO_INFINITE) {
+            if (spent >= (uint64_t)timeout_ns)
+                return GAIO_FAIL(GAIO_ERR_TIMEOUT, "the future did not complete within %lld ns", (long long)timeout_ns);
+            timeout_ns -= (int64_t)spent;
+        }
+    }
     pthread_mutex_lock(&fut->lock);
     fut->waiters++;
     if (timeout_ns == GAIO_INFINITE) {

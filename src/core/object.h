@@ -77,6 +77,8 @@ struct gaio_future {
     char *msg;     /* set once on failure */
     uint64_t t_ns; /* when the point was reached (record ops) */
     bool timed;
+    bool marker; /* an event's point: other streams may wait on it, so devices mark it (CUevent);
+                    a fence is only watched by the host and needs none */
     bool dispatching; /* the completing thread still runs callbacks: later ones queue behind */
     /* A point recorded on a device stream carries the backend's own marker (CUDA: a
      * CUevent), set before the record op is submitted and freed with the future. */

@@ -1,5 +1,6 @@
 /* Process-wide state: configuration, the count of live contexts, and start/stop
  * of the threads every backend shares. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,6 +18,8 @@ _Thread_local bool gaio__on_gaio_thread;
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t rt_idle = PTHREAD_COND_INITIALIZER;
 static gaio_config rt_config;
+/* rt_config.wait_policy, read on every future wait: kept apart from rt_lock. */
+static atomic_int rt_policy = GAIO_WAIT_HYBRID;
 static int rt_contexts;
 static gaio_context *rt_live; /* linked by rt_next: what gaio_shutdown reports when it cannot stop */
 static bool rt_running;
@@ -52,6 +55,7 @@ gaio_status gaio_configure(const gaio_config *config) {
         rt_config = *config;
     else
         rt_config = (gaio_config){0};
+    atomic_store(&rt_policy, (int)rt_config.wait_policy);
     pthread_mutex_unlock(&rt_lock);
     return GAIO_OK;
 }
@@ -87,10 +91,7 @@ void gaio__runtime_leave(gaio_context *ctx) {
 }
 
 gaio_wait_policy gaio__runtime_wait_policy(void) {
-    pthread_mutex_lock(&rt_lock);
-    gaio_wait_policy p = rt_config.wait_policy;
-    pthread_mutex_unlock(&rt_lock);
-    return p;
+    return (gaio_wait_policy)atomic_load_explicit(&rt_policy, memory_order_relaxed);
 }
 
 int gaio__runtime_cpu_workers(void) {

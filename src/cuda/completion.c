@@ -52,10 +52,17 @@ void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pendin
     p->ticket = ticket;
     p->op = op;
     /* Under cs->lock (the caller holds it). */
-    if (cs->tail) cs->tail->next = p;
-    else cs->head = p;
+    if (cs->tail) {
+        cs->tail->next = p;
+    } else {
+        cs->head = p;
+        atomic_store_explicit(&cs->head_ticket, ticket, memory_order_release);
+    }
     cs->tail = p;
-    atomic_store_explicit(&eng.last_submit_ns, gaio__now_ns(), memory_order_relaxed);
+    /* The engine reads this line in its spin; write it only when it moved noticeably. */
+    uint64_t now = gaio__now_ns();
+    if (now - atomic_load_explicit(&eng.last_submit_ns, memory_order_relaxed) > 2000)
+        atomic_store_explicit(&eng.last_submit_ns, now, memory_order_relaxed);
     if (cs->active) {
         engine_poke();
         return;
@@ -177,7 +184,11 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
     uint64_t seen = __atomic_load_n(cs->slot, __ATOMIC_ACQUIRE); /* and the GPU's writes before it */
     cuda_pending *done = NULL, **tail = &done, *dispatch = NULL;
-    pthread_mutex_lock(&cs->lock);
+    /* Never block on a stream's lock: its submitter holds it across driver calls, and a
+     * blocked engine would cost the submitter a futex wake-up on every op. */
+    uint64_t due = atomic_load_explicit(&cs->head_ticket, memory_order_acquire);
+    if (!fault && due != UINT64_MAX && seen < due) return false;
+    if (pthread_mutex_trylock(&cs->lock) != 0) return false;
     while (cs->head) {
         cuda_pending *p = cs->head;
         if (!fault && p->ticket > seen) break;
@@ -194,6 +205,7 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
         tail = &p->next;
     }
     if (!cs->head) cs->tail = NULL;
+    atomic_store_explicit(&cs->head_ticket, cs->head ? cs->head->ticket : UINT64_MAX, memory_order_release);
     bool idle = cs->head == NULL;
     if (idle) cs->active = false;
     pthread_mutex_unlock(&cs->lock);

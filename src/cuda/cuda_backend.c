@@ -173,6 +173,7 @@ static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
     cs->stream = s;
     cs->dev = d;
     pthread_mutex_init(&cs->lock, NULL);
+    atomic_init(&cs->head_ticket, UINT64_MAX);
     cuda_scope sc;
     gaio_status st = gaio__cuda_enter("gaio_stream_create", d, &sc);
     if (st != GAIO_OK) {

@@ -47,6 +47,8 @@ typedef struct cuda_stream {
     CUdeviceptr slot_dev;
     pthread_mutex_t lock;    /* submission order, tickets, pending list */
     uint64_t next_ticket;
+    atomic_ullong head_ticket; /* ticket of the oldest pending op, UINT64_MAX when none: lets the
+                                  engine skip the lock while nothing is due */
     cuda_pending *head, *tail;
     struct cuda_stream *active_next;   /* in the completion engine's own list while it has pending ops */
     struct cuda_stream *incoming_next; /* in the engine's incoming list (a separate link: a stream can

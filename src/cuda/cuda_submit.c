@@ -102,6 +102,7 @@ static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
         return CUDA_SUCCESS; /* runs_on_host */
     case GAIO_OP_RECORD: {
         gaio_future *f = op->u.point.fut;
+        if (!f->marker) return CUDA_SUCCESS; /* a fence: its ticket is all the host needs */
         CUevent ev = NULL;
         *call = "cuEventCreate";
         CUresult r = cu->cuEventCreate(&ev, f->timed ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING);
