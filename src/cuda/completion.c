@@ -290,6 +290,7 @@ static void *engine_main(void *arg) {
             sleep_ns = 1000;
             continue;
         }
+        for (cuda_stream *cs = active; cs; cs = cs->active_next) gaio__cuda_flush(cs, now);
         if (active && now - last_check > FAULT_CHECK_NS) {
             last_check = now;
             for (cuda_stream *cs = active; cs; cs = cs->active_next) check_fault(cs);

@@ -46,7 +46,10 @@ typedef struct cuda_stream {
     volatile uint64_t *slot; /* pinned, mapped host memory the GPU writes tickets into */
     CUdeviceptr slot_dev;
     pthread_mutex_t lock;    /* submission order, tickets, pending list */
-    uint64_t next_ticket;
+    uint64_t next_ticket;      /* the last ticket written (or being written) to the slot */
+    unsigned unwritten;        /* ops issued since, waiting for the next ticket */
+    atomic_bool unflushed;     /* unwritten > 0, for the engine to read without the lock */
+    atomic_ullong last_issue_ns;
     atomic_ullong head_ticket; /* ticket of the oldest pending op, UINT64_MAX when none: lets the
                                   engine skip the lock while nothing is due */
     cuda_pending *head, *tail;
@@ -96,6 +99,12 @@ void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg);
 gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out);
 
 gaio_status gaio__cuda_submit(gaio_op *op);
+
+/* Lazy tickets (cuda_submit.c): at most this many ops share one ticket, and the engine
+ * writes a pending ticket itself once the stream has been quiet this long. */
+#define GAIO_CUDA_TICKET_BATCH 32u
+#define GAIO_CUDA_FLUSH_NS 20000u
+void gaio__cuda_flush(cuda_stream *cs, uint64_t now);
 /* The host work the stream waited for has run, or the point it waited for was reached:
  * hands its held ops to the driver until it has to wait again (cuda_submit.c). */
 void gaio__cuda_unblock(cuda_stream *cs);

@@ -166,9 +166,28 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
             cs->doomed = true;
         }
     }
-    uint64_t ticket = ++cs->next_ticket;
+    /* Tickets are written lazily: an op someone waits for (a fence or event point,
+     * host work) writes one at once; other ops share the next ticket, written by a
+     * later op, every GAIO_CUDA_TICKET_BATCH ops, or by the engine once the stream
+     * has been quiet a moment (gaio__cuda_flush). A launch then costs one driver call. */
     bool host = gaio__cuda_is_host_op(op);
-    if (!fault) {
+    uint64_t ticket = cs->next_ticket + 1;
+    bool write = op->kind == GAIO_OP_RECORD || host || ++cs->unwritten >= GAIO_CUDA_TICKET_BATCH;
+    /* The engine reads these two in its spin: store only on change, to keep the cache
+     * line from bouncing between the cores on every op. */
+    if (!write) {
+        if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
+            atomic_store_explicit(&cs->unflushed, true, memory_order_relaxed);
+        uint64_t now = gaio__now_ns();
+        if (now - atomic_load_explicit(&cs->last_issue_ns, memory_order_relaxed) > 2000)
+            atomic_store_explicit(&cs->last_issue_ns, now, memory_order_relaxed);
+    } else {
+        cs->next_ticket = ticket;
+        cs->unwritten = 0;
+        if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
+            atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
+    }
+    if (!fault && write) {
         CUresult r = cu->cuStreamWriteValue64(cs->cu, cs->slot_dev, ticket, CU_STREAM_WRITE_VALUE_DEFAULT);
         const char *call = "cuStreamWriteValue64";
         if (r == CUDA_SUCCESS && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK) {
@@ -240,6 +259,30 @@ static void wake_on(cuda_stream *cs, gaio_future *f) {
 }
 
 void gaio__cuda_unblock(cuda_stream *cs) { wake_on(cs, drain(cs)); }
+
+/* The engine's side of lazy tickets: a stream quiet for a moment with ops under an
+ * unwritten ticket gets that ticket written, so that they retire. Never blocks. */
+void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
+    if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed)) return;
+    if (now - atomic_load_explicit(&cs->last_issue_ns, memory_order_relaxed) < GAIO_CUDA_FLUSH_NS) return;
+    if (pthread_mutex_trylock(&cs->lock) != 0) return;
+    if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed) &&
+        atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK) {
+        cuda_scope sc;
+        if (gaio__cuda_enter("gaio completion engine", cs->dev, &sc) == GAIO_OK) {
+            uint64_t ticket = ++cs->next_ticket;
+            CUresult r = gaio__cu()->cuStreamWriteValue64(cs->cu, cs->slot_dev, ticket, CU_STREAM_WRITE_VALUE_DEFAULT);
+            cs->unwritten = 0;
+            atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
+            gaio__cuda_exit(&sc);
+            if (r != CUDA_SUCCESS) {
+                (void)gaio__cu_fail("gaio completion engine", "cuStreamWriteValue64", r);
+                gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
+            }
+        }
+    }
+    pthread_mutex_unlock(&cs->lock);
+}
 
 gaio_status gaio__cuda_submit(gaio_op *op) {
     cuda_stream *cs = op->stream->be_data;
