@@ -61,6 +61,16 @@ void gaio__op_count_done(gaio_op *op) {
     atomic_fetch_add_explicit(&op->stream->retired, 1, memory_order_release);
 }
 
+void gaio__op_copy_on_host(const gaio_op *op) {
+    for (size_t r = 0; r < op->u.copy.height; r++)
+        memmove(op->u.copy.dst + r * op->u.copy.dpitch, op->u.copy.src + r * op->u.copy.spitch, op->u.copy.width);
+}
+
+void gaio__op_fill_on_host(const gaio_op *op) {
+    for (size_t r = 0; r < op->u.fill.height; r++)
+        memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
+}
+
 void gaio__op_retire(gaio_op *op) {
     gaio__op_count_done(op);
     op_release_refs(op);

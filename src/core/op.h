@@ -70,6 +70,10 @@ extern _Thread_local const char *gaio__submitting_fn;
  * gaio_stream_synchronize) already sees every op up to it finished. */
 void gaio__op_count_done(gaio_op *op);
 
+/* A COPY or FILL done by the host, row by row (host-addressable memory only). */
+void gaio__op_copy_on_host(const gaio_op *op);
+void gaio__op_fill_on_host(const gaio_op *op);
+
 /* The stream has passed the op: count it (if not yet) and drop its references. */
 void gaio__op_retire(gaio_op *op);
 

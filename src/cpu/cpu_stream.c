@@ -37,15 +37,10 @@ static void exec_op(gaio_op *op) {
     gaio_status failed = gaio__stream_status(s);
     switch (op->kind) {
     case GAIO_OP_COPY:
-        if (failed) break;
-        for (size_t r = 0; r < op->u.copy.height; r++)
-            memmove(op->u.copy.dst + r * op->u.copy.dpitch, op->u.copy.src + r * op->u.copy.spitch,
-                    op->u.copy.width);
+        if (!failed) gaio__op_copy_on_host(op);
         break;
     case GAIO_OP_FILL:
-        if (failed) break;
-        for (size_t r = 0; r < op->u.fill.height; r++)
-            memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
+        if (!failed) gaio__op_fill_on_host(op);
         break;
     case GAIO_OP_LAUNCH:
         if (!failed) exec_launch(op);

@@ -80,35 +80,16 @@ void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pendin
  * copies. Device-side memory: a copy on gaio's own stream, finished before the ops
  * held behind it go to the driver (the driver stages pageable memory itself). */
 static void host_copy(gaio_op *op, cuda_device *d) {
-    char *dst = op->u.copy.dst;
-    const char *src = op->u.copy.src;
-    size_t w = op->u.copy.width, h = op->u.copy.height;
     if (gaio__cuda_host_mem(op->bufs[0]->kind) && gaio__cuda_host_mem(op->bufs[1]->kind)) {
-        for (size_t r = 0; r < h; r++) memmove(dst + r * op->u.copy.dpitch, src + r * op->u.copy.spitch, w);
+        gaio__op_copy_on_host(op);
         return;
     }
     const gaio_cu_table *cu = gaio__cu();
     cuda_scope sc;
     gaio_status st = gaio__cuda_enter("gaio_memcpy_async", d, &sc);
     if (st == GAIO_OK) {
-        const char *call = "cuMemcpyAsync";
-        CUresult r;
-        if (h == 1) {
-            r = cu->cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, w, d->aux);
-        } else {
-            CUDA_MEMCPY2D m;
-            memset(&m, 0, sizeof m);
-            m.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
-            m.srcDevice = (CUdeviceptr)(uintptr_t)src;
-            m.srcPitch = op->u.copy.spitch;
-            m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-            m.dstDevice = (CUdeviceptr)(uintptr_t)dst;
-            m.dstPitch = op->u.copy.dpitch;
-            m.WidthInBytes = w;
-            m.Height = h;
-            call = "cuMemcpy2DAsync";
-            r = cu->cuMemcpy2DAsync(&m, d->aux);
-        }
+        const char *call = "";
+        CUresult r = gaio__cuda_copy(op, d->aux, &call);
         if (r == CUDA_SUCCESS) {
             call = "cuStreamSynchronize";
             r = cu->cuStreamSynchronize(d->aux);
@@ -131,8 +112,7 @@ static void run_host_op(cuda_pending *p) {
     } else if (st == GAIO_OK && op->kind == GAIO_OP_COPY) {
         host_copy(op, p->cs->dev);
     } else if (st == GAIO_OK) {
-        for (size_t r = 0; r < op->u.fill.height; r++)
-            memset(op->u.fill.dst + r * op->u.fill.pitch, op->u.fill.value, op->u.fill.width);
+        gaio__op_fill_on_host(op);
     }
     if (p->blocks) gaio__cuda_unblock(p->cs); /* the stream's later ops go to the driver now, or are skipped */
 }

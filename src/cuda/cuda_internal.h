@@ -99,6 +99,8 @@ void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg);
 gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out);
 
 gaio_status gaio__cuda_submit(gaio_op *op);
+/* Enqueues a COPY op's copy on stream s (1D or 2D, any memory through UVA). */
+CUresult gaio__cuda_copy(const gaio_op *op, CUstream s, const char **call);
 
 /* Lazy tickets (cuda_submit.c): at most this many ops share one ticket, and the engine
  * writes a pending ticket itself once the stream has been quiet this long. */

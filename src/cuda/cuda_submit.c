@@ -48,30 +48,34 @@ static CUresult allow_dynamic_shared(CUkernel k, CUdevice dev, const char **call
     return cu->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static_bytes, k, dev);
 }
 
+CUresult gaio__cuda_copy(const gaio_op *op, CUstream s, const char **call) {
+    const gaio_cu_table *cu = gaio__cu();
+    if (op->u.copy.height == 1) {
+        *call = "cuMemcpyAsync";
+        return cu->cuMemcpyAsync((CUdeviceptr)(uintptr_t)op->u.copy.dst, (CUdeviceptr)(uintptr_t)op->u.copy.src,
+                                 op->u.copy.width, s);
+    }
+    CUDA_MEMCPY2D m;
+    memset(&m, 0, sizeof m);
+    m.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+    m.srcDevice = (CUdeviceptr)(uintptr_t)op->u.copy.src;
+    m.srcPitch = op->u.copy.spitch;
+    m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    m.dstDevice = (CUdeviceptr)(uintptr_t)op->u.copy.dst;
+    m.dstPitch = op->u.copy.dpitch;
+    m.WidthInBytes = op->u.copy.width;
+    m.Height = op->u.copy.height;
+    *call = "cuMemcpy2DAsync";
+    return cu->cuMemcpy2DAsync(&m, s);
+}
+
 static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
     if (gaio__cuda_is_host_op(op)) return CUDA_SUCCESS;
     const gaio_cu_table *cu = gaio__cu();
     CUstream s = cs->cu;
     switch (op->kind) {
-    case GAIO_OP_COPY: {
-        if (op->u.copy.height == 1) {
-            *call = "cuMemcpyAsync";
-            return cu->cuMemcpyAsync((CUdeviceptr)(uintptr_t)op->u.copy.dst, (CUdeviceptr)(uintptr_t)op->u.copy.src,
-                                     op->u.copy.width, s);
-        }
-        CUDA_MEMCPY2D m;
-        memset(&m, 0, sizeof m);
-        m.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
-        m.srcDevice = (CUdeviceptr)(uintptr_t)op->u.copy.src;
-        m.srcPitch = op->u.copy.spitch;
-        m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-        m.dstDevice = (CUdeviceptr)(uintptr_t)op->u.copy.dst;
-        m.dstPitch = op->u.copy.dpitch;
-        m.WidthInBytes = op->u.copy.width;
-        m.Height = op->u.copy.height;
-        *call = "cuMemcpy2DAsync";
-        return cu->cuMemcpy2DAsync(&m, s);
-    }
+    case GAIO_OP_COPY:
+        return gaio__cuda_copy(op, s, call);
     case GAIO_OP_FILL: {
         CUdeviceptr dst = (CUdeviceptr)(uintptr_t)op->u.fill.dst;
         unsigned char v = (unsigned char)op->u.fill.value;
