@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "baseline_queue.h"
+#include "bench_util.h"
 #include "gaio/gaio.h"
 
 #define SUBMIT_BATCH 256
@@ -41,37 +42,10 @@
 #define TPUT_MAX_STREAMS 8
 #define WARMUP(n) ((n) / 10 + 10) /* unrecorded samples before each block */
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int ck(gaio_status st, const char *what) {
-    if (st == GAIO_OK) return 0;
-    fprintf(stderr, "gaio bench: %s failed: %s: %s\n", what, gaio_status_string(st), gaio_last_error());
-    return -1;
-}
-#define CK(call)                            \
-    do {                                    \
-        if (ck((call), #call) != 0) return -1; \
-    } while (0)
-
-static int ck_errno(int rc, const char *what) {
-    if (rc == 0) return 0;
-    fprintf(stderr, "gaio bench: %s failed: %s\n", what, strerror(rc));
-    return -1;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#define PROG "gaio bench"
+#define CK(call) BENCH_CK(PROG, call)
+#define ck(st, what) bench_ck(PROG, st, what)
+#define ck_errno(err, what) bench_ck_errno(PROG, err, what)
 
 typedef struct bench {
     gaio_context *ctx;
@@ -109,91 +83,24 @@ static void task_then_set(void *arg) { bq_future_set(arg); }
 
 static void task_then_eventfd(void *arg) {
     bench *b = arg;
-    uint64_t one = 1;
-    ssize_t w;
-    while ((w = write(b->evfd, &one, sizeof one)) < 0 && errno == EINTR) {
-    }
-    if (w != (ssize_t)sizeof one) atomic_store(&b->task_error, w < 0 ? errno : EIO);
+    bench_eventfd_signal(b->evfd, &b->task_error);
 }
 
 static void (*volatile floor_call)(void *) = empty_task;
 
-/* ---- running series of samples ----
- * Each series is one figure. Series that are compared run interleaved, in
- * ROUNDS blocks each, so drift in the machine (frequency, neighbours on a
- * shared host) hits gaio and the baseline alike. Between blocks the thread
- * sleeps SETTLE_NS: long enough for either pool's idle workers to go to sleep,
- * so neither measurement runs against the other's spinning threads. */
+/* ---- running series of samples (bench_run_series) ----
+ * Series that are compared run interleaved, in ROUNDS blocks each, every round
+ * on a fresh gaio and baseline pool (open_round, close_round). Between blocks
+ * the thread sleeps SETTLE_NS: long enough for either pool's idle workers to go
+ * to sleep, so neither measurement runs against the other's spinning threads. */
 
 #define ROUNDS 20
 #define SETTLE_NS 300000
 
-typedef int (*sample_fn)(bench *b, void *arg, double *value);
-
-typedef struct series {
-    sample_fn fn;
-    void *arg;
-    int n; /* samples kept: a multiple of ROUNDS */
-    double *v;
-    double med;
-} series;
-
-static void settle(void) {
-    struct timespec ts = {0, SETTLE_NS};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static int open_round(bench *b);
-static int close_round(bench *b);
-
-static int run_series(bench *b, series *s, size_t count) {
-    for (size_t i = 0; i < count; i++) {
-        s[i].v = malloc((size_t)s[i].n * sizeof *s[i].v);
-        if (!s[i].v) {
-            fprintf(stderr, "gaio bench: out of memory\n");
-            goto fail;
-        }
-    }
-    for (int r = 0; r < ROUNDS; r++) {
-        if (open_round(b) != 0) {
-            close_round(b);
-            goto fail;
-        }
-        for (size_t i = 0; i < count; i++) {
-            int per = s[i].n / ROUNDS;
-            double scratch;
-            for (int w = 0; w < WARMUP(per); w++)
-                if (s[i].fn(b, s[i].arg, &scratch) != 0) goto fail_open;
-            for (int k = 0; k < per; k++)
-                if (s[i].fn(b, s[i].arg, &s[i].v[r * per + k]) != 0) goto fail_open;
-            settle();
-        }
-        if (close_round(b) != 0) goto fail;
-    }
-    for (size_t i = 0; i < count; i++) {
-        s[i].med = median(s[i].v, (size_t)s[i].n);
-        free(s[i].v);
-        s[i].v = NULL;
-    }
-    return 0;
-fail_open:
-    close_round(b);
-fail:
-    for (size_t i = 0; i < count; i++) {
-        free(s[i].v);
-        s[i].v = NULL;
-    }
-    return -1;
-}
+/* A series of n samples (a multiple of ROUNDS), warmed up before each block. */
+#define SERIES(fn, arg, n) {(fn), (arg), (n), WARMUP((n) / ROUNDS), NULL, 0, 0}
 
 /* ---- (a) submission: one sample = ns per op over a batch, then an untimed drain ---- */
-
-static int gaio_launch_empty(bench *b, gaio_stream *stream) {
-    static const gaio_dim3 one = {1, 1, 1};
-    CK(gaio_launch(stream, b->empty, one, one, 0, NULL, 0));
-    return 0;
-}
 
 /* A gate that holds the workers while the caller submits ("device busy"): a
  * host function on the gaio stream, one task per worker on the baseline. It
@@ -240,127 +147,81 @@ static int sub_gaio(bench *b, const sub_arg *a, bool launch, double *v) {
         gate_close();
         CK(gaio_launch_host_func(stream, gate_host_fn, NULL));
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < SUBMIT_BATCH; i++) {
         if (launch) {
-            if (gaio_launch_empty(b, stream) != 0) return -1;
+            if (bench_launch_empty(PROG, stream, b->empty) != 0) return -1;
         } else {
             CK(gaio_launch_host_func(stream, empty_host_fn, NULL));
         }
     }
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     if (a->busy) gate_open();
     CK(gaio_stream_synchronize(stream));
     *v = (double)(t1 - t0) / SUBMIT_BATCH;
     return 0;
 }
 
-static int sub_gaio_launch(bench *b, void *arg, double *v) { return sub_gaio(b, arg, true, v); }
-static int sub_gaio_host_fn(bench *b, void *arg, double *v) { return sub_gaio(b, arg, false, v); }
+static int sub_gaio_launch(bench *b, const void *arg, double *v) { return sub_gaio(b, arg, true, v); }
+static int sub_gaio_host_fn(bench *b, const void *arg, double *v) { return sub_gaio(b, arg, false, v); }
 
-static int sub_base(bench *b, void *arg, double *v) {
+static int sub_base(bench *b, const void *arg, double *v) {
     const sub_arg *a = arg;
     if (a->busy) {
         gate_close();
         for (int i = 0; i < b->workers; i++)
             if (ck_errno(bq_submit(b->base, gate_task, NULL), "bq_submit") != 0) return -1;
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < SUBMIT_BATCH; i++)
         if (ck_errno(bq_submit(b->base, empty_task, NULL), "bq_submit") != 0) return -1;
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     if (a->busy) gate_open();
     bq_drain(b->base);
     *v = (double)(t1 - t0) / SUBMIT_BATCH;
     return 0;
 }
 
-static int sub_floor(bench *b, void *arg, double *v) {
+static int sub_floor(bench *b, const void *arg, double *v) {
     (void)b;
-    uint64_t t0 = now_ns();
-    for (int i = 0; i < SUBMIT_BATCH; i++) floor_call(arg);
-    uint64_t t1 = now_ns();
+    (void)arg;
+    uint64_t t0 = bench_now_ns();
+    for (int i = 0; i < SUBMIT_BATCH; i++) floor_call(NULL);
+    uint64_t t1 = bench_now_ns();
     *v = (double)(t1 - t0) / SUBMIT_BATCH;
     return 0;
 }
 
 /* ---- (b) latency: one sample = one round trip ---- */
 
-static int rt_gaio_wait(bench *b, void *arg, double *v) {
+static int rt_gaio_wait(bench *b, const void *arg, double *v) {
     (void)arg;
-    gaio_future *f;
-    uint64_t t0 = now_ns();
-    if (gaio_launch_empty(b, b->inline_s) != 0) return -1;
-    CK(gaio_future_fence(b->inline_s, &f));
-    gaio_status st = gaio_future_wait(f, GAIO_INFINITE);
-    uint64_t t1 = now_ns();
-    gaio_future_release(f);
-    CK(st);
-    *v = (double)(t1 - t0);
-    return 0;
+    return bench_rt_future_wait(PROG, b->inline_s, b->empty, GAIO_INFINITE, v);
 }
 
-static int rt_base_wait(bench *b, void *arg, double *v) {
+static int rt_base_wait(bench *b, const void *arg, double *v) {
     (void)arg;
     bq_future_reset(&b->fut);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     if (ck_errno(bq_submit(b->base, task_then_set, &b->fut), "bq_submit") != 0) return -1;
     bq_future_wait(&b->fut);
-    *v = (double)(now_ns() - t0);
+    *v = (double)(bench_now_ns() - t0);
     return 0;
 }
 
-static int epoll_one(int epfd, const char *what) {
-    struct epoll_event ev;
-    for (;;) {
-        int n = epoll_wait(epfd, &ev, 1, 10000);
-        if (n == 1) return 0;
-        if (n == 0) {
-            fprintf(stderr, "gaio bench: %s: no completion within 10 s\n", what);
-            return -1;
-        }
-        if (errno != EINTR) {
-            fprintf(stderr, "gaio bench: epoll_wait (%s) failed: %s\n", what, strerror(errno));
-            return -1;
-        }
-    }
+static int rt_gaio_cq(bench *b, const void *arg, double *v) {
+    (void)arg;
+    return bench_rt_cq(PROG, b->inline_s, b->empty, b->cq, b->cq_epfd, v);
 }
 
-static int rt_gaio_cq(bench *b, void *arg, double *v) {
+static int rt_base_eventfd(bench *b, const void *arg, double *v) {
     (void)arg;
-    gaio_future *f;
-    uint64_t t0 = now_ns();
-    if (gaio_launch_empty(b, b->inline_s) != 0) return -1;
-    CK(gaio_future_fence(b->inline_s, &f));
-    gaio_status st = gaio_cq_add(b->cq, f, b);
-    gaio_future_release(f);
-    CK(st);
-    if (epoll_one(b->cq_epfd, "gaio cq fd") != 0) return -1;
-    gaio_cq_entry e;
-    size_t n;
-    CK(gaio_cq_pop(b->cq, &e, 1, &n));
-    *v = (double)(now_ns() - t0);
-    if (n != 1 || e.user_data != b || e.status != GAIO_OK) {
-        fprintf(stderr, "gaio bench: the cq fd was readable but pop gave %zu entries (status %s)\n", n,
-                n ? gaio_status_string(e.status) : "-");
-        return -1;
-    }
-    return 0;
-}
-
-static int rt_base_eventfd(bench *b, void *arg, double *v) {
-    (void)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     if (ck_errno(bq_submit(b->base, task_then_eventfd, b), "bq_submit") != 0) return -1;
-    if (epoll_one(b->ev_epfd, "baseline eventfd") != 0) return -1;
-    uint64_t x;
-    if (read(b->evfd, &x, sizeof x) != (ssize_t)sizeof x) {
-        fprintf(stderr, "gaio bench: read of the baseline eventfd failed: %s\n", strerror(errno));
-        return -1;
-    }
-    *v = (double)(now_ns() - t0);
-    int e = atomic_load(&b->task_error);
-    return e ? ck_errno(e, "write to the baseline eventfd") : 0;
+    if (bench_epoll_one(PROG, b->ev_epfd, "baseline eventfd") != 0) return -1;
+    if (bench_eventfd_read(PROG, b->evfd, "the baseline eventfd") != 0) return -1;
+    *v = (double)(bench_now_ns() - t0);
+    return ck_errno(atomic_load(&b->task_error), "write to the baseline eventfd");
 }
 
 /* The floor: a spinning peer thread echoes a sequence number through two atomics. */
@@ -368,12 +229,6 @@ typedef struct pingpong {
     _Alignas(64) atomic_llong ping;
     _Alignas(64) atomic_llong pong;
 } pingpong;
-
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 /* Both sides spin, but yield now and then: where the two threads share a core,
  * spinning alone would stall a round trip for a whole time slice. */
@@ -386,7 +241,7 @@ static void *pong_main(void *arg) {
         long long x = atomic_load_explicit(&p->ping, memory_order_acquire);
         if (x == last) {
             if (++spins % SPINS_BEFORE_YIELD == 0) sched_yield();
-            else cpu_relax();
+            else bench_cpu_relax();
             continue;
         }
         if (x < 0) return NULL;
@@ -400,13 +255,13 @@ static int rt_floor(bench *b, void *arg, double *v) {
     (void)b;
     pingpong *p = arg;
     long long x = atomic_load_explicit(&p->ping, memory_order_relaxed) + 1;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     atomic_store_explicit(&p->ping, x, memory_order_release);
     for (unsigned spins = 0; atomic_load_explicit(&p->pong, memory_order_acquire) != x;) {
         if (++spins % SPINS_BEFORE_YIELD == 0) sched_yield();
-        else cpu_relax();
+        else bench_cpu_relax();
     }
-    *v = (double)(now_ns() - t0);
+    *v = (double)(bench_now_ns() - t0);
     return 0;
 }
 
@@ -420,7 +275,7 @@ static int measure_floor_latency(bench *b, double *out) {
     int rc = -1;
     double *v = malloc(FLOOR_SAMPLES * sizeof *v);
     if (!v) {
-        fprintf(stderr, "gaio bench: out of memory\n");
+        fprintf(stderr, PROG ": out of memory\n");
         return -1;
     }
     cpu_set_t orig, mine, peer;
@@ -456,7 +311,7 @@ static int measure_floor_latency(bench *b, double *out) {
         for (int i = 0; i < FLOOR_SAMPLES; i++) (void)rt_floor(b, &p, &v[i]);
         atomic_store_explicit(&p.ping, -1, memory_order_release);
         pthread_join(t, NULL);
-        *out = median(v, FLOOR_SAMPLES);
+        *out = bench_median(v, FLOOR_SAMPLES);
         rc = 0;
     }
     if (pinned && ck_errno(pthread_setaffinity_np(pthread_self(), sizeof orig, &orig), "pthread_setaffinity_np") != 0)
@@ -468,13 +323,13 @@ out:
 
 /* ---- (c) throughput: one sample = TPUT_OPS completions, in ops per second ---- */
 
-static int tput_gaio(bench *b, void *arg, double *v) {
+static int tput_gaio(bench *b, const void *arg, double *v) {
     const int nstreams = *(const int *)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < TPUT_OPS; i++) {
         gaio_stream *st = b->tput[i % nstreams];
         gaio_future *f;
-        if (gaio_launch_empty(b, st) != 0) return -1;
+        if (bench_launch_empty(PROG, st, b->empty) != 0) return -1;
         CK(gaio_future_fence(st, &f));
         gaio_status rc = gaio_cq_add(b->cq, f, NULL);
         gaio_future_release(f);
@@ -487,18 +342,18 @@ static int tput_gaio(bench *b, void *arg, double *v) {
         for (size_t i = 0; i < n; i++) CK(e[i].status);
         got += (int)n;
     }
-    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    *v = (double)TPUT_OPS * 1e9 / (double)(bench_now_ns() - t0);
     return 0;
 }
 
-static int tput_base(bench *b, void *arg, double *v) {
+static int tput_base(bench *b, const void *arg, double *v) {
     (void)arg;
     for (int i = 0; i < TPUT_OPS; i++) bq_future_reset(&b->tput_futs[i]);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < TPUT_OPS; i++)
         if (ck_errno(bq_submit(b->base, task_then_set, &b->tput_futs[i]), "bq_submit") != 0) return -1;
     for (int i = 0; i < TPUT_OPS; i++) bq_future_wait(&b->tput_futs[i]);
-    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    *v = (double)TPUT_OPS * 1e9 / (double)(bench_now_ns() - t0);
     return 0;
 }
 
@@ -522,24 +377,21 @@ static void fmt(char *buf, size_t size, double v, unit u) {
 }
 
 static void print_table(FILE *out, const row *rows, size_t n) {
-    const char *sep = "-----------------------------------------------------+-----------+-----------+-------+"
-                      "-----------------------------------";
-    fprintf(out, "%-52s | %9s | %9s | %5s | %s\n", "metric (median)", "gaio", "baseline", "ratio", "floor");
-    fprintf(out, "%s\n", sep);
+    static const int widths[] = {9, 9, 5}; /* gaio, baseline, ratio; then floor */
+    const bench_table t = {out, 52, widths, 3, 35};
+    bench_table_row(&t, "metric (median)", (const char *const[]){"gaio", "baseline", "ratio"}, "floor");
+    bench_table_sep(&t);
     for (size_t i = 0; i < n; i++) {
         const row *r = &rows[i];
-        if (!r->metric[0]) {
-            fprintf(out, "%s\n", sep);
-            continue;
-        }
-        char g[32], bb[32], f[32], ratio[16];
+        char g[32], bb[32], f[32], ratio[16], last[96];
         fmt(g, sizeof g, r->gaio, r->u);
         fmt(bb, sizeof bb, r->base, r->u);
         fmt(f, sizeof f, r->floor, r->u);
         if (r->gaio > 0 && r->base > 0) snprintf(ratio, sizeof ratio, "%.2f", r->gaio / r->base);
         else snprintf(ratio, sizeof ratio, "-");
-        fprintf(out, "%-52s | %9s | %9s | %5s | %s%s%s%s\n", r->metric, g, bb, ratio, f, r->floor_what ? " (" : "",
-                r->floor_what ? r->floor_what : "", r->floor_what ? ")" : "");
+        snprintf(last, sizeof last, "%s%s%s%s", f, r->floor_what ? " (" : "", r->floor_what ? r->floor_what : "",
+                 r->floor_what ? ")" : "");
+        bench_table_row(&t, r->metric, (const char *const[]){g, bb, ratio}, last);
     }
 }
 
@@ -554,15 +406,7 @@ static int open_round(bench *b) {
     CK(gaio_stream_create(b->ctx, 0, 0, &b->inline_s));
     CK(gaio_stream_create(b->ctx, 0, GAIO_STREAM_DEFERRED, &b->deferred_s));
     for (int i = 0; i < TPUT_MAX_STREAMS; i++) CK(gaio_stream_create(b->ctx, 0, 0, &b->tput[i]));
-    CK(gaio_cq_create(&b->cq));
-    int fd;
-    CK(gaio_cq_fd(b->cq, &fd));
-    struct epoll_event ev = {.events = EPOLLIN};
-    b->cq_epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (b->cq_epfd < 0 || epoll_ctl(b->cq_epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        fprintf(stderr, "gaio bench: epoll on the cq fd failed: %s\n", strerror(errno));
-        return -1;
-    }
+    if (bench_cq_open(PROG, &b->cq, &b->cq_epfd) != 0) return -1;
     return ck_errno(bq_create(b->workers, &b->base), "bq_create");
 }
 
@@ -594,7 +438,7 @@ static int close_round(bench *b) {
         nanosleep(&ts, NULL);
     }
     if (st != GAIO_OK) {
-        fprintf(stderr, "gaio bench: gaio_shutdown failed (%s: %s); keeping the same worker threads for every "
+        fprintf(stderr, PROG ": gaio_shutdown failed (%s: %s); keeping the same worker threads for every "
                         "round\n", gaio_status_string(st), gaio_last_error());
         b->no_restart = true;
     }
@@ -608,7 +452,7 @@ int gaio_bench_cpu_run(FILE *out) {
     atomic_init(&b.task_error, 0);
     bq_future_init(&b.fut);
     for (int i = 0; i < TPUT_OPS; i++) bq_future_init(&b.tput_futs[i]);
-    uint64_t start = now_ns();
+    uint64_t start = bench_now_ns();
     int rc = 1;
     gaio_device_props props;
     if (ck(gaio_device_get_props(0, &props), "gaio_device_get_props") != 0) goto done;
@@ -620,38 +464,41 @@ int gaio_bench_cpu_run(FILE *out) {
     b.ev_epfd = epoll_create1(EPOLL_CLOEXEC);
     b.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b.ev_epfd < 0 || b.evfd < 0 || epoll_ctl(b.ev_epfd, EPOLL_CTL_ADD, b.evfd, &ev) != 0) {
-        fprintf(stderr, "gaio bench: eventfd/epoll failed: %s\n", strerror(errno));
+        fprintf(stderr, PROG ": eventfd/epoll failed: %s\n", strerror(errno));
         goto done;
     }
 
     static const int one_stream = 1, all_streams = TPUT_MAX_STREAMS;
     sub_arg busy_inline = {&b.inline_s, true}, busy_deferred = {&b.deferred_s, true}, busy_base = {NULL, true};
     sub_arg idle_inline = {&b.inline_s, false}, idle_deferred = {&b.deferred_s, false}, idle_base = {NULL, false};
-    series sub[] = {
-        {sub_gaio_launch, &busy_inline, SUBMIT_SAMPLES, NULL, 0},
-        {sub_gaio_host_fn, &busy_inline, SUBMIT_SAMPLES, NULL, 0},
-        {sub_gaio_launch, &busy_deferred, SUBMIT_SAMPLES, NULL, 0},
-        {sub_gaio_host_fn, &busy_deferred, SUBMIT_SAMPLES, NULL, 0},
-        {sub_base, &busy_base, SUBMIT_SAMPLES, NULL, 0},
-        {sub_gaio_launch, &idle_inline, SUBMIT_SAMPLES, NULL, 0},
-        {sub_gaio_launch, &idle_deferred, SUBMIT_SAMPLES, NULL, 0},
-        {sub_base, &idle_base, SUBMIT_SAMPLES, NULL, 0},
-        {sub_floor, NULL, SUBMIT_SAMPLES, NULL, 0},
+    bench_series sub[] = {
+        SERIES(sub_gaio_launch, &busy_inline, SUBMIT_SAMPLES),
+        SERIES(sub_gaio_host_fn, &busy_inline, SUBMIT_SAMPLES),
+        SERIES(sub_gaio_launch, &busy_deferred, SUBMIT_SAMPLES),
+        SERIES(sub_gaio_host_fn, &busy_deferred, SUBMIT_SAMPLES),
+        SERIES(sub_base, &busy_base, SUBMIT_SAMPLES),
+        SERIES(sub_gaio_launch, &idle_inline, SUBMIT_SAMPLES),
+        SERIES(sub_gaio_launch, &idle_deferred, SUBMIT_SAMPLES),
+        SERIES(sub_base, &idle_base, SUBMIT_SAMPLES),
+        SERIES(sub_floor, NULL, SUBMIT_SAMPLES),
     };
-    series lat[] = {
-        {rt_gaio_wait, NULL, LAT_SAMPLES, NULL, 0},
-        {rt_base_wait, NULL, LAT_SAMPLES, NULL, 0},
-        {rt_gaio_cq, NULL, LAT_SAMPLES, NULL, 0},
-        {rt_base_eventfd, NULL, LAT_SAMPLES, NULL, 0},
+    bench_series lat[] = {
+        SERIES(rt_gaio_wait, NULL, LAT_SAMPLES),
+        SERIES(rt_base_wait, NULL, LAT_SAMPLES),
+        SERIES(rt_gaio_cq, NULL, LAT_SAMPLES),
+        SERIES(rt_base_eventfd, NULL, LAT_SAMPLES),
     };
-    series tput[] = {
-        {tput_gaio, (void *)&one_stream, TPUT_SAMPLES, NULL, 0},
-        {tput_gaio, (void *)&all_streams, TPUT_SAMPLES, NULL, 0},
-        {tput_base, NULL, TPUT_SAMPLES, NULL, 0},
+    bench_series tput[] = {
+        SERIES(tput_gaio, &one_stream, TPUT_SAMPLES),
+        SERIES(tput_gaio, &all_streams, TPUT_SAMPLES),
+        SERIES(tput_base, NULL, TPUT_SAMPLES),
     };
+    const bench_rounds rounds = {ROUNDS, open_round, close_round, SETTLE_NS};
     double lat_floor;
-    if (run_series(&b, sub, sizeof sub / sizeof sub[0]) != 0 || run_series(&b, lat, sizeof lat / sizeof lat[0]) != 0 ||
-        measure_floor_latency(&b, &lat_floor) != 0 || run_series(&b, tput, sizeof tput / sizeof tput[0]) != 0)
+    if (bench_run_series(PROG, &b, sub, sizeof sub / sizeof sub[0], &rounds) != 0 ||
+        bench_run_series(PROG, &b, lat, sizeof lat / sizeof lat[0], &rounds) != 0 ||
+        measure_floor_latency(&b, &lat_floor) != 0 ||
+        bench_run_series(PROG, &b, tput, sizeof tput / sizeof tput[0], &rounds) != 0)
         goto done;
     double sub_launch = sub[0].med, sub_host = sub[1].med, sub_def_launch = sub[2].med, sub_def_host = sub[3].med,
            sub_base_v = sub[4].med, sub_idle_launch = sub[5].med, sub_idle_def = sub[6].med,
@@ -699,7 +546,7 @@ int gaio_bench_cpu_run(FILE *out) {
             "floor: indirect call = an empty call through a function pointer; ping-pong = two threads pinned\n"
             "  to two cores handing a counter through atomics, spinning.\n",
             SUBMIT_BATCH, TPUT_OPS);
-    fprintf(out, "total run time %.1f s\n", (double)(now_ns() - start) / 1e9);
+    fprintf(out, "total run time %.1f s\n", (double)(bench_now_ns() - start) / 1e9);
     rc = 0;
 done:
     if (b.ev_epfd >= 0) close(b.ev_epfd);

@@ -50,13 +50,11 @@ int gaio_bench_cuda_run(FILE *out) {
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "gaio/gaio.h"
 
 #define NSTREAMS 8
@@ -79,7 +77,7 @@ int gaio_bench_cuda_run(FILE *out) {
 #define ALLOC_SAMPLES 100
 #define ALLOC_SYNC_SAMPLES 40
 #define ALLOC_ROUNDS 10
-#define TIMEOUT_NS 10000000000ull /* no single wait in this benchmark may take longer */
+#define TIMEOUT_NS BENCH_TIMEOUT_NS /* no single wait in this benchmark may take longer */
 
 /* The targets the table checks (ok / MISSED); they do not change the exit status. */
 #define TARGET_LAUNCH_RATIO 1.05
@@ -123,6 +121,10 @@ static const char bench_ptx[] =
     "\tret;\n"
     "}\n";
 
+#define PROG "gaio bench cuda"
+#define CK(call) BENCH_CK(PROG, call)
+#define ck(st, what) bench_ck(PROG, st, what)
+
 /* ---- the driver, opened at run time ---- */
 
 /* Prototypes in cuda.h are those of the versioned symbols cuGetProcAddress returns
@@ -148,13 +150,13 @@ static int cu_load(void) {
     if (cu_loaded) return 0;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        fprintf(stderr, "gaio bench cuda: dlopen(libcuda.so.1) failed: %s\n", dlerror());
+        fprintf(stderr, PROG ": dlopen(libcuda.so.1) failed: %s\n", dlerror());
         return -1;
     }
     /* Kept open: gaio holds the same library open anyway. */
     void *sym = dlsym(lib, "cuGetProcAddress_v2");
     if (!sym) {
-        fprintf(stderr, "gaio bench cuda: the driver has no cuGetProcAddress_v2 (older than CUDA 12)\n");
+        fprintf(stderr, PROG ": the driver has no cuGetProcAddress_v2 (older than CUDA 12)\n");
         return -1;
     }
     get_proc_fn get_proc;
@@ -165,7 +167,7 @@ static int cu_load(void) {
         CUdriverProcAddressQueryResult q;                                                                   \
         CUresult r = get_proc(#name, &p, BENCH_CU_ABI, CU_GET_PROC_ADDRESS_DEFAULT, &q);                    \
         if (r != CUDA_SUCCESS || !p) {                                                                      \
-            fprintf(stderr, "gaio bench cuda: the driver lacks %s (CUDA 12.0 ABI; error %d)\n", #name, (int)r); \
+            fprintf(stderr, PROG ": the driver lacks %s (CUDA 12.0 ABI; error %d)\n", #name, (int)r);       \
             return -1;                                                                                      \
         }                                                                                                   \
         memcpy(&cu.name, &p, sizeof p);                                                                     \
@@ -179,7 +181,7 @@ static int cu_load(void) {
 static int cu_fail(CUresult r, const char *what) {
     const char *name = NULL;
     if (cu.cuGetErrorName && cu.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
-    fprintf(stderr, "gaio bench cuda: %s failed: %s (%d)\n", what, name ? name : "unknown CUresult", (int)r);
+    fprintf(stderr, PROG ": %s failed: %s (%d)\n", what, name ? name : "unknown CUresult", (int)r);
     return -1;
 }
 #define CU(call)                                                \
@@ -188,31 +190,7 @@ static int cu_fail(CUresult r, const char *what) {
         if (r_ != CUDA_SUCCESS) return cu_fail(r_, #call);      \
     } while (0)
 
-static int ck(gaio_status st, const char *what) {
-    if (st == GAIO_OK) return 0;
-    fprintf(stderr, "gaio bench cuda: %s failed: %s: %s\n", what, gaio_status_string(st), gaio_last_error());
-    return -1;
-}
-#define CK(call)                                   \
-    do {                                           \
-        if (ck((call), #call) != 0) return -1;     \
-    } while (0)
-
-/* ---- time, spinning, statistics ---- */
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
+/* ---- spinning ---- */
 
 /* Spinning that yields now and then (where the spinner shares a core with the
  * thread it waits for) and gives up after TIMEOUT_NS. Returns false on timeout. */
@@ -223,12 +201,12 @@ typedef struct spinner {
 
 static bool spin_once(spinner *s) {
     if (++s->n % 4096 == 0) {
-        uint64_t t = now_ns();
+        uint64_t t = bench_now_ns();
         if (!s->start) s->start = t;
         else if (t - s->start > TIMEOUT_NS) return false;
         sched_yield();
     } else {
-        cpu_relax();
+        bench_cpu_relax();
     }
     return true;
 }
@@ -237,7 +215,7 @@ static int spin_slot(const volatile uint64_t *slot, uint64_t want, const char *w
     spinner sp = {0, 0};
     while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) < want)
         if (!spin_once(&sp)) {
-            fprintf(stderr, "gaio bench cuda: %s: no completion within %llu s\n", what,
+            fprintf(stderr, PROG ": %s: no completion within %llu s\n", what,
                     (unsigned long long)(TIMEOUT_NS / 1000000000u));
             return -1;
         }
@@ -248,16 +226,11 @@ static int spin_count(atomic_ulong *count, unsigned long want, const char *what)
     spinner sp = {0, 0};
     while (atomic_load_explicit(count, memory_order_acquire) < want)
         if (!spin_once(&sp)) {
-            fprintf(stderr, "gaio bench cuda: %s: %lu of %lu completions within %llu s\n", what,
+            fprintf(stderr, PROG ": %s: %lu of %lu completions within %llu s\n", what,
                     atomic_load(count), want, (unsigned long long)(TIMEOUT_NS / 1000000000u));
             return -1;
         }
     return 0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* ---- state ---- */
@@ -321,10 +294,7 @@ static CUdeviceptr slot_dev(bench *b, int i) { return b->slot_dev + (CUdeviceptr
 
 static const gaio_dim3 ONE = {1, 1, 1};
 
-static int launch_g_empty(bench *b, gaio_stream *s) {
-    CK(gaio_launch(s, b->g_empty, ONE, ONE, 0, NULL, 0));
-    return 0;
-}
+static int launch_g_empty(bench *b, gaio_stream *s) { return bench_launch_empty(PROG, s, b->g_empty); }
 
 static CUresult launch_r_empty(bench *b, CUstream s) {
     return cu.cuLaunchKernel((CUfunction)b->r_empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
@@ -343,53 +313,11 @@ static int raw_current(bench *b) {
     return 0;
 }
 
-/* ---- series of samples ---- */
+/* ---- series of samples (bench_run_series): no per-round setup, no settling ---- */
 
-typedef int (*sample_fn)(bench *b, const void *arg, double *value);
-
-typedef struct series {
-    sample_fn fn;
-    const void *arg;
-    int n;    /* samples kept: a multiple of the rounds */
-    int warm; /* unrecorded samples before each block */
-    double *v;
-    double med, p99;
-} series;
-
-static int run_series(bench *b, series *s, size_t count, int rounds) {
-    int rc = -1;
-    for (size_t i = 0; i < count; i++) s[i].v = NULL;
-    for (size_t i = 0; i < count; i++) {
-        s[i].v = malloc((size_t)s[i].n * sizeof *s[i].v);
-        if (!s[i].v) {
-            fprintf(stderr, "gaio bench cuda: out of memory\n");
-            goto out;
-        }
-    }
-    for (int r = 0; r < rounds; r++) {
-        for (size_t i = 0; i < count; i++) {
-            int per = s[i].n / rounds;
-            double scratch;
-            for (int w = 0; w < s[i].warm; w++)
-                if (s[i].fn(b, s[i].arg, &scratch) != 0) goto out;
-            for (int k = 0; k < per; k++)
-                if (s[i].fn(b, s[i].arg, &s[i].v[r * per + k]) != 0) goto out;
-        }
-    }
-    for (size_t i = 0; i < count; i++) {
-        size_t n = (size_t)(s[i].n / rounds * rounds);
-        qsort(s[i].v, n, sizeof *s[i].v, cmp_double);
-        s[i].med = n % 2 ? s[i].v[n / 2] : 0.5 * (s[i].v[n / 2 - 1] + s[i].v[n / 2]);
-        size_t k = (99 * n + 99) / 100; /* ceil(0.99 n) */
-        s[i].p99 = s[i].v[k ? k - 1 : 0];
-    }
-    rc = 0;
-out:
-    for (size_t i = 0; i < count; i++) {
-        free(s[i].v);
-        s[i].v = NULL;
-    }
-    return rc;
+static int run_series(bench *b, bench_series *s, size_t count, int rounds) {
+    const bench_rounds how = {rounds, NULL, NULL, 0};
+    return bench_run_series(PROG, b, s, count, &how);
 }
 
 /* ---- (1) launch: one sample = ns per call over a batch, then an untimed sync ---- */
@@ -397,10 +325,10 @@ out:
 static int launch_gaio(bench *b, const void *arg, double *v) {
     (void)arg;
     gaio_stream *s = b->gs[0];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < LAUNCH_BATCH; i++)
         if (launch_g_empty(b, s) != 0) return -1;
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     CK(gaio_stream_synchronize(s));
     *v = (double)(t1 - t0) / LAUNCH_BATCH;
     return 0;
@@ -409,9 +337,9 @@ static int launch_gaio(bench *b, const void *arg, double *v) {
 static int launch_raw(bench *b, const void *arg, double *v) {
     (void)arg;
     CUstream s = b->rs[0];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < LAUNCH_BATCH; i++) CU(launch_r_empty(b, s));
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     CU(cu.cuStreamSynchronize(s));
     *v = (double)(t1 - t0) / LAUNCH_BATCH;
     return 0;
@@ -421,12 +349,12 @@ static int launch_raw(bench *b, const void *arg, double *v) {
 static int launch_raw_ticket(bench *b, const void *arg, double *v) {
     (void)arg;
     CUstream s = b->rs[0];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < LAUNCH_BATCH; i++) {
         CU(launch_r_empty(b, s));
         CU(cu.cuStreamWriteValue64(s, slot_dev(b, 0), ++b->tickets[0], CU_STREAM_WRITE_VALUE_DEFAULT));
     }
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     CU(cu.cuStreamSynchronize(s));
     *v = (double)(t1 - t0) / LAUNCH_BATCH;
     return 0;
@@ -436,68 +364,25 @@ static int launch_raw_ticket(bench *b, const void *arg, double *v) {
 
 static int rt_gaio_wait(bench *b, const void *arg, double *v) {
     (void)arg;
-    gaio_future *f;
-    uint64_t t0 = now_ns();
-    if (launch_g_empty(b, b->gs[0]) != 0) return -1;
-    CK(gaio_future_fence(b->gs[0], &f));
-    gaio_status st = gaio_future_wait(f, (int64_t)TIMEOUT_NS);
-    uint64_t t1 = now_ns();
-    gaio_future_release(f);
-    CK(st);
-    *v = (double)(t1 - t0);
-    return 0;
-}
-
-static int epoll_one(int epfd, const char *what) {
-    struct epoll_event ev;
-    for (;;) {
-        int n = epoll_wait(epfd, &ev, 1, (int)(TIMEOUT_NS / 1000000u));
-        if (n == 1) return 0;
-        if (n == 0) {
-            fprintf(stderr, "gaio bench cuda: %s: no completion within %llu s\n", what,
-                    (unsigned long long)(TIMEOUT_NS / 1000000000u));
-            return -1;
-        }
-        if (errno != EINTR) {
-            fprintf(stderr, "gaio bench cuda: epoll_wait (%s) failed: %s\n", what, strerror(errno));
-            return -1;
-        }
-    }
+    return bench_rt_future_wait(PROG, b->gs[0], b->g_empty, (int64_t)TIMEOUT_NS, v);
 }
 
 static int rt_gaio_cq(bench *b, const void *arg, double *v) {
     (void)arg;
-    gaio_future *f;
-    uint64_t t0 = now_ns();
-    if (launch_g_empty(b, b->gs[0]) != 0) return -1;
-    CK(gaio_future_fence(b->gs[0], &f));
-    gaio_status st = gaio_cq_add(b->cq, f, b);
-    gaio_future_release(f);
-    CK(st);
-    if (epoll_one(b->cq_epfd, "gaio cq fd") != 0) return -1;
-    gaio_cq_entry e;
-    size_t n;
-    CK(gaio_cq_pop(b->cq, &e, 1, &n));
-    *v = (double)(now_ns() - t0);
-    if (n != 1 || e.user_data != b || e.status != GAIO_OK) {
-        fprintf(stderr, "gaio bench cuda: the cq fd was readable but pop gave %zu entries (status %s)\n", n,
-                n ? gaio_status_string(e.status) : "-");
-        return -1;
-    }
-    return 0;
+    return bench_rt_cq(PROG, b->gs[0], b->g_empty, b->cq, b->cq_epfd, v);
 }
 
 static int rt_gaio_poll(bench *b, const void *arg, double *v) {
     (void)arg;
     gaio_future *f;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     if (launch_g_empty(b, b->gs[0]) != 0) return -1;
     CK(gaio_future_fence(b->gs[0], &f));
     gaio_status st;
     spinner sp = {0, 0};
     while ((st = gaio_future_poll(f)) == GAIO_ERR_NOT_READY)
         if (!spin_once(&sp)) break;
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     gaio_future_release(f);
     CK(st);
     *v = (double)(t1 - t0);
@@ -506,25 +391,21 @@ static int rt_gaio_poll(bench *b, const void *arg, double *v) {
 
 static int rt_raw_sync(bench *b, const void *arg, double *v) {
     (void)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
     CU(cu.cuStreamSynchronize(b->rs[0]));
-    *v = (double)(now_ns() - t0);
+    *v = (double)(bench_now_ns() - t0);
     return 0;
 }
 
 static void CUDA_CB host_signal_eventfd(void *user) {
     bench *b = user;
-    uint64_t one = 1;
-    ssize_t w;
-    while ((w = write(b->evfd, &one, sizeof one)) < 0 && errno == EINTR) {
-    }
-    if (w != (ssize_t)sizeof one) atomic_store(&b->host_error, w < 0 ? errno : EIO);
+    bench_eventfd_signal(b->evfd, &b->host_error);
 }
 
 static int rt_raw_hostfn(bench *b, const void *arg, double *v) {
     (void)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
     CU(cu.cuLaunchHostFunc(b->rs[0], host_signal_eventfd, b));
     struct pollfd p = {.fd = b->evfd, .events = POLLIN};
@@ -532,33 +413,24 @@ static int rt_raw_hostfn(bench *b, const void *arg, double *v) {
         int n = poll(&p, 1, (int)(TIMEOUT_NS / 1000000u));
         if (n == 1) break;
         if (n == 0 || errno != EINTR) {
-            fprintf(stderr, "gaio bench cuda: poll on the host function's eventfd failed: %s\n",
+            fprintf(stderr, PROG ": poll on the host function's eventfd failed: %s\n",
                     n == 0 ? "no completion within the time limit" : strerror(errno));
             return -1;
         }
     }
-    uint64_t x;
-    if (read(b->evfd, &x, sizeof x) != (ssize_t)sizeof x) {
-        fprintf(stderr, "gaio bench cuda: read of the eventfd failed: %s\n", strerror(errno));
-        return -1;
-    }
-    *v = (double)(now_ns() - t0);
-    int e = atomic_load(&b->host_error);
-    if (e) {
-        fprintf(stderr, "gaio bench cuda: the host function's write to the eventfd failed: %s\n", strerror(e));
-        return -1;
-    }
-    return 0;
+    if (bench_eventfd_read(PROG, b->evfd, "the eventfd") != 0) return -1;
+    *v = (double)(bench_now_ns() - t0);
+    return bench_ck_errno(PROG, atomic_load(&b->host_error), "the host function's write to the eventfd");
 }
 
 static int rt_floor(bench *b, const void *arg, double *v) {
     (void)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
     uint64_t want = ++b->tickets[0];
     CU(cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
     if (spin_slot(slot(b, 0), want, "the floor's counter") != 0) return -1;
-    *v = (double)(now_ns() - t0);
+    *v = (double)(bench_now_ns() - t0);
     return 0;
 }
 
@@ -574,7 +446,7 @@ static void count_then(gaio_future *f, gaio_status st, void *user) {
 static int tput_gaio(bench *b, const void *arg, double *v) {
     const int ns = *(const int *)arg;
     atomic_store(&b->cb_count, 0);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < TPUT_OPS; i++) {
         gaio_stream *s = b->gs[i % ns];
         gaio_future *f;
@@ -585,10 +457,10 @@ static int tput_gaio(bench *b, const void *arg, double *v) {
         CK(st);
     }
     if (spin_count(&b->cb_count, TPUT_OPS, "gaio then-callbacks") != 0) return -1;
-    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    *v = (double)TPUT_OPS * 1e9 / (double)(bench_now_ns() - t0);
     int e = atomic_load(&b->cb_error);
     if (e) {
-        fprintf(stderr, "gaio bench cuda: a throughput future failed: %s\n", gaio_status_string((gaio_status)e));
+        fprintf(stderr, PROG ": a throughput future failed: %s\n", gaio_status_string((gaio_status)e));
         return -1;
     }
     return 0;
@@ -602,20 +474,20 @@ static void CUDA_CB host_count(void *user) {
 static int tput_raw_hostfn(bench *b, const void *arg, double *v) {
     const int ns = *(const int *)arg;
     atomic_store(&b->host_count, 0);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < TPUT_OPS; i++) {
         CUstream s = b->rs[i % ns];
         CU(launch_r_empty(b, s));
         CU(cu.cuLaunchHostFunc(s, host_count, b));
     }
     if (spin_count(&b->host_count, TPUT_OPS, "raw host functions") != 0) return -1;
-    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    *v = (double)TPUT_OPS * 1e9 / (double)(bench_now_ns() - t0);
     return 0;
 }
 
 static int tput_floor(bench *b, const void *arg, double *v) {
     const int ns = *(const int *)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < TPUT_OPS; i++) {
         int k = i % ns;
         CU(launch_r_empty(b, b->rs[k]));
@@ -624,7 +496,7 @@ static int tput_floor(bench *b, const void *arg, double *v) {
     }
     for (int k = 0; k < ns; k++)
         if (spin_slot(slot(b, k), b->tickets[k], "the floor's counters") != 0) return -1;
-    *v = (double)TPUT_OPS * 1e9 / (double)(now_ns() - t0);
+    *v = (double)TPUT_OPS * 1e9 / (double)(bench_now_ns() - t0);
     return 0;
 }
 
@@ -637,14 +509,14 @@ static int hol_gaio(bench *b, const void *arg, double *v) {
     gaio_future *fb, *fa;
     CK(gaio_launch(b->gs[1], b->g_spin, ONE, ONE, 0, &a, 1));
     CK(gaio_future_fence(b->gs[1], &fb));
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     gaio_status st = launch_g_empty(b, b->gs[0]) == 0 ? gaio_future_fence(b->gs[0], &fa) : GAIO_ERR_STATE;
     if (st != GAIO_OK) {
         gaio_future_release(fb);
         return ck(st, "gaio_future_fence (stream A)");
     }
     st = gaio_future_wait(fa, (int64_t)TIMEOUT_NS);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     gaio_status b_state = gaio_future_poll(fb);
     gaio_future_release(fa);
     gaio_status stb = gaio_future_wait(fb, (int64_t)TIMEOUT_NS);
@@ -682,11 +554,7 @@ static int rt_start(bench *b) {
     t->head = t->tail = 0;
     t->stop = false;
     atomic_store(&t->error, CUDA_SUCCESS);
-    int e = pthread_create(&t->thread, NULL, rt_main, b);
-    if (e != 0) {
-        fprintf(stderr, "gaio bench cuda: pthread_create failed: %s\n", strerror(e));
-        return -1;
-    }
+    if (bench_ck_errno(PROG, pthread_create(&t->thread, NULL, rt_main, b), "pthread_create") != 0) return -1;
     t->started = true;
     return 0;
 }
@@ -707,7 +575,7 @@ static int rt_post(bench *b, CUstream s, atomic_ulong *done) {
     pthread_mutex_lock(&t->lock);
     if (t->tail - t->head >= RT_QUEUE) {
         pthread_mutex_unlock(&t->lock);
-        fprintf(stderr, "gaio bench cuda: the runtime thread's queue is full\n");
+        fprintf(stderr, PROG ": the runtime thread's queue is full\n");
         return -1;
     }
     t->q[t->tail++ % RT_QUEUE] = (rt_job){s, done};
@@ -727,11 +595,11 @@ static int hol_runtime_thread(bench *b, const void *arg, double *v) {
     atomic_store(&b->rt_done[1], 0);
     CU(launch_r_spin(b, b->rs[1]));
     if (rt_post(b, b->rs[1], &b->rt_done[1]) != 0) return -1;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
     if (rt_post(b, b->rs[0], &b->rt_done[0]) != 0) return -1;
     if (spin_count(&b->rt_done[0], 1, "the runtime thread (stream A)") != 0) return -1;
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     if (spin_count(&b->rt_done[1], 1, "the runtime thread (stream B)") != 0) return -1;
     if (rt_error(b) != 0) return -1;
     *v = (double)(t1 - t0);
@@ -741,12 +609,12 @@ static int hol_runtime_thread(bench *b, const void *arg, double *v) {
 static int hol_floor(bench *b, const void *arg, double *v) {
     (void)arg;
     CU(launch_r_spin(b, b->rs[1]));
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
     uint64_t want = ++b->tickets[0];
     CU(cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
     if (spin_slot(slot(b, 0), want, "the floor's counter") != 0) return -1;
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     b->hol_floor_n++;
     CUresult q = cu.cuStreamQuery(b->rs[1]);
     if (q != CUDA_ERROR_NOT_READY) {
@@ -762,13 +630,12 @@ static int hol_floor(bench *b, const void *arg, double *v) {
 static int measure_spin(bench *b, double *ns) {
     double v[3];
     for (int i = -1; i < 3; i++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         CU(launch_r_spin(b, b->rs[1]));
         CU(cu.cuStreamSynchronize(b->rs[1]));
-        if (i >= 0) v[i] = (double)(now_ns() - t0);
+        if (i >= 0) v[i] = (double)(bench_now_ns() - t0);
     }
-    qsort(v, 3, sizeof v[0], cmp_double);
-    *ns = v[1];
+    *ns = bench_median(v, 3);
     return 0;
 }
 
@@ -776,26 +643,26 @@ static int measure_spin(bench *b, double *ns) {
 
 static int alloc_gaio(bench *b, const void *arg, double *v) {
     (void)arg;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < ALLOC_BATCH; i++) {
         gaio_buffer *buf;
         CK(gaio_buffer_alloc_async(b->gs[0], GAIO_MEM_DEVICE, ALLOC_BYTES, &buf));
         CK(gaio_buffer_release(buf));
     }
-    *v = (double)(now_ns() - t0) / ALLOC_BATCH;
+    *v = (double)(bench_now_ns() - t0) / ALLOC_BATCH;
     return 0;
 }
 
 static int alloc_raw_async(bench *b, const void *arg, double *v) {
     (void)arg;
     CUstream s = b->rs[0];
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < ALLOC_BATCH; i++) {
         CUdeviceptr p;
         CU(cu.cuMemAllocAsync(&p, ALLOC_BYTES, s));
         CU(cu.cuMemFreeAsync(p, s));
     }
-    uint64_t t1 = now_ns();
+    uint64_t t1 = bench_now_ns();
     CU(cu.cuStreamSynchronize(s));
     *v = (double)(t1 - t0) / ALLOC_BATCH;
     return 0;
@@ -804,13 +671,13 @@ static int alloc_raw_async(bench *b, const void *arg, double *v) {
 static int alloc_raw_sync(bench *b, const void *arg, double *v) {
     (void)arg;
     (void)b;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     for (int i = 0; i < ALLOC_SYNC_BATCH; i++) {
         CUdeviceptr p;
         CU(cu.cuMemAlloc(&p, ALLOC_BYTES));
         CU(cu.cuMemFree(p));
     }
-    *v = (double)(now_ns() - t0) / ALLOC_SYNC_BATCH;
+    *v = (double)(bench_now_ns() - t0) / ALLOC_SYNC_BATCH;
     return 0;
 }
 
@@ -833,7 +700,7 @@ static int raw_open(bench *b) {
     CU(cu.cuMemHostGetDevicePointer(&b->slot_dev, b->slot_mem, 0));
     b->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b->evfd < 0) {
-        fprintf(stderr, "gaio bench cuda: eventfd failed: %s\n", strerror(errno));
+        fprintf(stderr, PROG ": eventfd failed: %s\n", strerror(errno));
         return -1;
     }
     return 0;
@@ -904,15 +771,7 @@ static int gaio_restart(const gaio_config *config) {
 static int phase_open(bench *b) {
     CK(gaio_context_create(b->gdev, NULL, &b->ctx));
     for (int i = 0; i < NSTREAMS; i++) CK(gaio_stream_create(b->ctx, 0, 0, &b->gs[i]));
-    CK(gaio_cq_create(&b->cq));
-    int fd;
-    CK(gaio_cq_fd(b->cq, &fd));
-    struct epoll_event ev = {.events = EPOLLIN};
-    b->cq_epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (b->cq_epfd < 0 || epoll_ctl(b->cq_epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        fprintf(stderr, "gaio bench cuda: epoll on the cq fd failed: %s\n", strerror(errno));
-        return -1;
-    }
+    if (bench_cq_open(PROG, &b->cq, &b->cq_epfd) != 0) return -1;
     return raw_current(b);
 }
 
@@ -940,8 +799,8 @@ static const gaio_wait_policy policy_of[NPOLICIES] = {GAIO_WAIT_SPIN, GAIO_WAIT_
 static const char *const policy_name[NPOLICIES] = {"SPIN", "HYBRID", "BLOCK"};
 
 typedef struct policy_results {
-    series wait, cq, poll, sync, hostfn, floor; /* round trips: med, p99 */
-    double tput[2];                             /* gaio, 1 and NSTREAMS streams */
+    bench_series wait, cq, poll, sync, hostfn, floor; /* round trips: med, p99 */
+    double tput[2];                                   /* gaio, 1 and NSTREAMS streams */
     double hol;
 } policy_results;
 
@@ -1009,25 +868,21 @@ static void fmt_ratio(char *buf, size_t size, double a, double b) {
 }
 
 static void print_table(FILE *out, const table *t) {
-    const char *sep = "------------------------------------------------------------+-----------+-----------+"
-                      "-----------+--------+---------+------------------------";
-    fprintf(out, "%-59s | %9s | %9s | %9s | %6s | %7s | %s\n", "metric (median unless p99)", "gaio", "peer", "floor",
-            "g/peer", "g/floor", "target");
-    fprintf(out, "%s\n", sep);
+    static const int widths[] = {9, 9, 9, 6, 7}; /* gaio, peer, floor, g/peer, g/floor; then target */
+    const bench_table bt = {out, 59, widths, 5, 24};
+    bench_table_row(&bt, "metric (median unless p99)",
+                    (const char *const[]){"gaio", "peer", "floor", "g/peer", "g/floor"}, "target");
+    bench_table_sep(&bt);
     for (size_t i = 0; i < t->n; i++) {
         const row *r = &t->r[i];
-        if (!r->metric[0]) {
-            fprintf(out, "%s\n", sep);
-            continue;
-        }
-        char g[32], p[32], f[32], rp[16], rf[16];
+        char g[32], p[32], f[32], rp[16], rf[16], last[48];
         fmt_value(g, sizeof g, r->gaio, r->u);
         fmt_value(p, sizeof p, r->peer, r->u);
         fmt_value(f, sizeof f, r->floor, r->u);
         fmt_ratio(rp, sizeof rp, r->gaio, r->peer);
         fmt_ratio(rf, sizeof rf, r->gaio, r->floor);
-        fprintf(out, "%-59s | %9s | %9s | %9s | %6s | %7s | %s%s\n", r->metric, g, p, f, rp, rf, r->target,
-                r->verdict < 0 ? "" : r->verdict ? ": ok" : ": MISSED");
+        snprintf(last, sizeof last, "%s%s", r->target, r->verdict < 0 ? "" : r->verdict ? ": ok" : ": MISSED");
+        bench_table_row(&bt, r->metric, (const char *const[]){g, p, f, rp, rf}, last);
     }
 }
 
@@ -1040,8 +895,8 @@ static void build_table(const results *res, table *t) {
     static const char *const rt_what[3] = {"fence+future_wait", "fence+cq fd epoll_wait+pop", "fence+future_poll spin"};
     for (int p = 0; p < NPOLICIES; p++) {
         const policy_results *pr = &res->p[p];
-        const series *g[3] = {&pr->wait, &pr->cq, &pr->poll};
-        const series *peer[3] = {&pr->sync, &pr->hostfn, &pr->sync};
+        const bench_series *g[3] = {&pr->wait, &pr->cq, &pr->poll};
+        const bench_series *peer[3] = {&pr->sync, &pr->hostfn, &pr->sync};
         add_sep(t);
         for (int k = 0; k < 3; k++) {
             r = add_row(t, NS, g[k]->med, peer[k]->med, pr->floor.med, "round trip %s: %s", policy_name[p],
@@ -1080,7 +935,7 @@ static const int one_stream = 1, all_streams = NSTREAMS;
 /* What runs once, in the HYBRID (default) phase: launch cost, the raw throughput and
  * head-of-line figures, the pool. */
 static int measure_once(bench *b, results *res) {
-    series launch[] = {
+    bench_series launch[] = {
         {launch_gaio, NULL, LAUNCH_SAMPLES, 2, NULL, 0, 0},
         {launch_raw, NULL, LAUNCH_SAMPLES, 2, NULL, 0, 0},
         {launch_raw_ticket, NULL, LAUNCH_SAMPLES, 2, NULL, 0, 0},
@@ -1090,7 +945,7 @@ static int measure_once(bench *b, results *res) {
     res->launch_r = launch[1].med;
     res->launch_rt = launch[2].med;
 
-    series tput[] = {
+    bench_series tput[] = {
         {tput_raw_hostfn, &one_stream, TPUT_SAMPLES, 1, NULL, 0, 0},
         {tput_raw_hostfn, &all_streams, TPUT_SAMPLES, 1, NULL, 0, 0},
         {tput_floor, &one_stream, TPUT_SAMPLES, 1, NULL, 0, 0},
@@ -1103,7 +958,7 @@ static int measure_once(bench *b, results *res) {
     res->tput_floor[1] = tput[3].med;
 
     if (rt_start(b) != 0) return -1;
-    series hol[] = {
+    bench_series hol[] = {
         {hol_runtime_thread, NULL, HOL_SAMPLES, 1, NULL, 0, 0},
         {hol_floor, NULL, HOL_SAMPLES, 1, NULL, 0, 0},
     };
@@ -1113,7 +968,7 @@ static int measure_once(bench *b, results *res) {
     res->hol_runtime = hol[0].med;
     res->hol_floor = hol[1].med;
 
-    series alloc[] = {
+    bench_series alloc[] = {
         {alloc_gaio, NULL, ALLOC_SAMPLES, 2, NULL, 0, 0},
         {alloc_raw_sync, NULL, ALLOC_SYNC_SAMPLES, 1, NULL, 0, 0},
         {alloc_raw_async, NULL, ALLOC_SAMPLES, 2, NULL, 0, 0},
@@ -1127,7 +982,7 @@ static int measure_once(bench *b, results *res) {
 
 static int measure_policy(bench *b, policy_results *pr) {
     const int warm = LAT_SAMPLES / LAT_ROUNDS / 10 + 5;
-    series lat[] = {
+    bench_series lat[] = {
         {rt_gaio_wait, NULL, LAT_SAMPLES, warm, NULL, 0, 0}, {rt_gaio_cq, NULL, LAT_SAMPLES, warm, NULL, 0, 0},
         {rt_gaio_poll, NULL, LAT_SAMPLES, warm, NULL, 0, 0}, {rt_raw_sync, NULL, LAT_SAMPLES, warm, NULL, 0, 0},
         {rt_raw_hostfn, NULL, LAT_SAMPLES, warm, NULL, 0, 0}, {rt_floor, NULL, LAT_SAMPLES, warm, NULL, 0, 0},
@@ -1140,7 +995,7 @@ static int measure_policy(bench *b, policy_results *pr) {
     pr->hostfn = lat[4];
     pr->floor = lat[5];
 
-    series tput[] = {
+    bench_series tput[] = {
         {tput_gaio, &one_stream, TPUT_SAMPLES, 1, NULL, 0, 0},
         {tput_gaio, &all_streams, TPUT_SAMPLES, 1, NULL, 0, 0},
     };
@@ -1148,7 +1003,7 @@ static int measure_policy(bench *b, policy_results *pr) {
     pr->tput[0] = tput[0].med;
     pr->tput[1] = tput[1].med;
 
-    series hol[] = {{hol_gaio, NULL, HOL_SAMPLES, 1, NULL, 0, 0}};
+    bench_series hol[] = {{hol_gaio, NULL, HOL_SAMPLES, 1, NULL, 0, 0}};
     if (run_series(b, hol, 1, HOL_ROUNDS) != 0) return -1;
     pr->hol = hol[0].med;
     return 0;
@@ -1181,7 +1036,7 @@ int gaio_bench_cuda_run(FILE *out) {
     pthread_mutex_init(&b.rt.lock, NULL);
     pthread_cond_init(&b.rt.cond, NULL);
     b.spin_ns = SPIN_KERNEL_NS;
-    uint64_t start = now_ns();
+    uint64_t start = bench_now_ns();
     int rc = 1;
 
     b.gdev = find_cuda_device(&b);
@@ -1256,7 +1111,7 @@ int gaio_bench_cuda_run(FILE *out) {
     if (res.hol_runtime < 0.8 * res.spin_ns_measured)
         fprintf(out, "warning: the runtime-thread peer did not stall behind B (%.1f ms); check the spin kernel.\n",
                 res.hol_runtime / 1e6);
-    fprintf(out, "total run time %.1f s\n", (double)(now_ns() - start) / 1e9);
+    fprintf(out, "total run time %.1f s\n", (double)(bench_now_ns() - start) / 1e9);
     rc = 0;
 done:
     if (b.ctx) phase_close(&b);

@@ -1,3 +1,4 @@
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,8 +116,11 @@ gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
         if (budget > (uint64_t)timeout_ns) budget = (uint64_t)timeout_ns;
         for (unsigned i = 0; !gaio__future_is_done(fut); i++) {
             if ((i & 63) == 63 && gaio__now_ns() - start >= budget) break;
+            /* After a short pure spin, yield between looks: where cores are few, the
+             * thread that completes the future may be waiting for this one's. */
+            if (i >= 256) sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
+            else __builtin_ia32_pause();
 #endif
         }
         if (gaio__future_is_done(fut)) return future_result(fut, __func__);
