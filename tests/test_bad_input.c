@@ -16,6 +16,7 @@
 #include <stdbool.h>
 
 #include "common.h"
+#include "support.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -30,17 +31,6 @@
 
 #define BUF_SIZE 4096
 #define PATTERN 0x6B
-
-typedef struct gate {
-    atomic_int open;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    return GAIO_OK;
-}
 
 static atomic_int kernel_runs, host_fn_runs, deleter_runs;
 
@@ -106,18 +96,6 @@ static void noop_then(gaio_future *f, gaio_status st, void *user) {
     (void)f;
     (void)st;
     (void)user;
-}
-
-static void *host_ptr(gaio_buffer *b) {
-    void *p;
-    OK(gaio_buffer_host_ptr(b, &p));
-    return p;
-}
-
-static gaio_pool_stats stats_of(gaio_context *ctx, gaio_mem_kind k) {
-    gaio_pool_stats st;
-    OK(gaio_context_pool_stats(ctx, (int)k, &st));
-    return st;
 }
 
 /* ---- status strings, version, thread-local messages ---- */
@@ -389,8 +367,7 @@ static void test_event_calls(gaio_context *ctx) {
     OK(gaio_event_record(nt, s));
     OK(gaio_event_record(t1, s));
     /* Not reached yet: the stream is held. */
-    gate g;
-    atomic_init(&g.open, 0);
+    gate g = {0};
     OK(gaio_launch_host_func(s, gate_fn, &g));
     OK(gaio_event_record(t2, s));
     FAILS(GAIO_ERR_NOT_READY, gaio_event_elapsed_ms(t1, t2, &ms), "gaio_event_elapsed_ms");
@@ -888,8 +865,7 @@ static void test_nothing_enqueued(gaio_context *ctx, gaio_stream *s) {
     uint64_t seed0, off0;
     OK(gaio_rng_get_state(ctx, &seed0, &off0));
 
-    gate g;
-    atomic_init(&g.open, 0);
+    gate g = {0};
     OK(gaio_launch_host_func(s, gate_fn, &g));
     bad_stream_ops(s, dst, src, src, pageable, k, e);
     bad_stream_ops(s, pdst, psrc, pdst, pageable, k, e);

@@ -4,19 +4,9 @@
 #include <stdbool.h>
 
 #include "common.h"
+#include "support.h"
 
 static bool is_pow2(size_t x) { return x && (x & (x - 1)) == 0; }
-
-typedef struct gate {
-    atomic_int open;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    return GAIO_OK;
-}
 
 static void check_props(int device, const gaio_device_props *p) {
     CHECK(memchr(p->name, '\0', sizeof p->name) != NULL);
@@ -152,8 +142,7 @@ static void test_context(int device) {
 
     /* Releasing the context with work pending: the work finishes and its future
      * completes normally; the buffer keeps the context alive meanwhile. */
-    gate g;
-    atomic_init(&g.open, 0);
+    gate g = {0};
     OK(gaio_launch_host_func(ds, gate_fn, &g));
     OK(gaio_memset_async(ds, buf, 0, 0x22, 4096));
     gaio_future *fut;

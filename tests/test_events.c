@@ -4,98 +4,15 @@
  * failure propagation from the recording stream to the waiting stream. The same
  * source runs on every backend: the affine kernel has a CUDA twin, and the failure
  * comes from a kernel on the host backend and from a host function on CUDA (see
- * launch_fail). */
-#include <pthread.h>
+ * launch_fail in support.h). */
 #include <stdatomic.h>
 
 #include "common.h"
+#include "support.h"
 
 #define NW 256 /* words per buffer */
-#define BIG_TIMEOUT_NS (30ll * 1000000000ll)
 
-typedef struct gate {
-    atomic_int open, entered, timed_out;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    atomic_store(&g->entered, 1);
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    if (!atomic_load(&g->open)) {
-        atomic_store(&g->timed_out, 1);
-        return GAIO_ERR_TIMEOUT;
-    }
-    return GAIO_OK;
-}
-
-static gaio_status sleep_fn(gaio_status st, void *user) {
-    (void)st;
-    test_sleep_ms(*(const int *)user);
-    return GAIO_OK;
-}
-
-/* Records the status the host function was called with. */
-static gaio_status status_fn(gaio_status st, void *user) {
-    atomic_store((atomic_int *)user, (int)st);
-    return GAIO_OK;
-}
-
-static gaio_status affine_kernel(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    uint32_t *x, n, mul, add;
-    memcpy(&x, args[0], sizeof x);
-    memcpy(&n, args[1], sizeof n);
-    memcpy(&mul, args[2], sizeof mul);
-    memcpy(&add, args[3], sizeof add);
-    for (uint32_t i = 0; i < n; i++) x[i] = x[i] * mul + add + i;
-    return GAIO_OK;
-}
-
-static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    (void)args;
-    return GAIO_ERR_DEVICE;
-}
-
-/* The CUDA twin of affine_kernel: a grid-stride loop covers n for any launch. */
-#define AFFINE_CU(name)                                                                                  \
-    "extern \"C\" __global__ void " name "(unsigned *x, unsigned n, unsigned mul, unsigned add) {\n"     \
-    "    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n" \
-    "        x[i] = x[i] * mul + add + i;\n"                                                             \
-    "}\n"
-
-static gaio_kernel *g_affine, *g_fail;
-static int g_cuda; /* the device under test is a GPU */
-
-static gaio_status fail_device_fn(gaio_status st, void *user) {
-    (void)user;
-    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
-}
-
-/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
- * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
- * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
- * devices a host function returns the error instead, which fails the stream the same
- * way at the same point. */
-static void launch_fail(gaio_stream *s) {
-    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
-    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
-}
-
-/* What the failure's message names: the kernel, or the host function on CUDA. */
-static const char *fail_name(void) { return g_cuda ? "a host function returned GAIO_ERR_DEVICE" : "events_fail"; }
-
-static void launch_affine(gaio_stream *s, gaio_buffer *b, uint32_t n, uint32_t mul, uint32_t add) {
-    gaio_arg args[4] = {GAIO_ARG_BUFFER(b), GAIO_ARG(n), GAIO_ARG(mul), GAIO_ARG(add)};
-    OK(gaio_launch(s, g_affine, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 4));
-}
-
-static uint32_t *host_words(gaio_buffer *b) {
-    void *p;
-    OK(gaio_buffer_host_ptr(b, &p));
-    return p;
-}
+static gaio_kernel *g_affine;
 
 static void fill_random(uint32_t *w, size_t n, uint64_t *seed) {
     for (size_t i = 0; i < n; i++) w[i] = (uint32_t)test_rand(seed) | 0x100u;
@@ -123,7 +40,7 @@ static void cross_stream_round(gaio_stream *a, gaio_stream *b, gaio_context *act
     OK(gaio_memset_async(a, mid, 0, 0x33, NW * 4)); /* what B would see if it ran too early */
     OK(gaio_launch_host_func(a, sleep_fn, &sleep_ms));
     OK(gaio_memcpy_async(a, mid, 0, src, 0, NW * 4));
-    launch_affine(a, mid, NW, mul, add);
+    launch_affine(g_affine, a, mid, NW, mul, add);
     OK(gaio_event_record(ev, a));
     OK(gaio_stream_wait_event(b, ev));
     OK(gaio_memcpy_async(b, out, 0, mid, 0, NW * 4));
@@ -250,8 +167,7 @@ static void test_rerecord(gaio_context *ctx) {
     atomic_store(&g1.open, 1);
     /* B waited on point 1 only: it finishes although A is now held at gate 2. */
     CHECK(gaio_future_wait(fb, BIG_TIMEOUT_NS) == GAIO_OK);
-    for (int i = 0; i < 30000 && !atomic_load(&g2.entered); i++) test_sleep_ms(1);
-    CHECK(atomic_load(&g2.entered));
+    wait_entered(&g2);
     /* C waited on point 2, which is not reached. */
     CHECK(gaio_future_wait(fc, 30 * 1000000ll) == GAIO_ERR_TIMEOUT);
     CHECK(gaio_event_query(ev) == GAIO_ERR_NOT_READY);
@@ -329,12 +245,6 @@ static void test_elapsed(gaio_context *ctx) {
 }
 
 /* ---- 6. failure propagates through events ---- */
-
-static gaio_status fail_user_fn(gaio_status st, void *user) {
-    (void)st;
-    (void)user;
-    return GAIO_ERR_USER;
-}
 
 static void test_failure_propagation(gaio_context *ctx, uint64_t *seed) {
     gaio_stream *a, *b, *c, *d;
@@ -418,18 +328,12 @@ static void test_failure_propagation(gaio_context *ctx, uint64_t *seed) {
 }
 
 static void run(int device) {
-    gaio_device_props props;
-    OK(gaio_device_get_props(device, &props));
-    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     /* Some checks hold one worker in a host function while another stream must
      * make progress: ask for enough workers (ignored if gaio already runs). */
-    gaio_config cfg = {.cpu_workers = 4};
-    gaio_status cst = gaio_configure(&cfg);
-    CHECK(cst == GAIO_OK || cst == GAIO_ERR_STATE);
+    configure_workers(4);
     uint64_t seed = test_seed();
-    size_t sizes[4] = {sizeof(void *), 4, 4, 4};
-    g_affine = test_kernel("events_affine", affine_kernel, 4, sizes, AFFINE_CU("events_affine"));
-    g_fail = test_kernel("events_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
+    g_affine = AFFINE_REGISTER("events_affine");
+    fail_setup(device, "events_fail"); /* host only: see launch_fail */
     gaio_context *ctx, *ctx2;
     OK(gaio_context_create(device, NULL, &ctx));
     OK(gaio_context_create(device, NULL, &ctx2));
@@ -442,8 +346,7 @@ static void run(int device) {
     OK(gaio_context_release(ctx));
     OK(gaio_context_release(ctx2));
     OK(gaio_kernel_unregister("events_affine"));
-    OK(gaio_kernel_unregister("events_fail"));
     OK(gaio_kernel_release(g_affine));
-    OK(gaio_kernel_release(g_fail));
-    g_affine = g_fail = NULL;
+    g_affine = NULL;
+    fail_teardown();
 }

@@ -9,22 +9,13 @@
  * kernel cannot fail softly: a real fault poisons the CUDA context for the whole
  * process (tests/test_cuda_fault.c checks that), so on CUDA devices the failing
  * "kernels" are host functions returning the same status at the same point, and
- * the messages name the host function instead (see launch_fault). */
+ * the messages name the host function instead (see launch_fail in support.h). */
 #include <stdatomic.h>
 
 #include "common.h"
+#include "support.h"
 
 #define NW 1024
-#define BIG_TIMEOUT_NS (30ll * 1000000000ll)
-
-static atomic_int g_fault_calls;
-
-static gaio_status fault_kernel(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    (void)args;
-    atomic_fetch_add(&g_fault_calls, 1);
-    return GAIO_ERR_DEVICE;
-}
 
 /* x[i] = value + i */
 static gaio_status fill_kernel(const gaio_launch_info *info, void *const *args) {
@@ -50,27 +41,19 @@ static const char *FILL_CU =
     "        x[i] = value + i;\n"
     "}\n";
 
-static gaio_kernel *g_fault, *g_fill, *g_user_fault;
-static int g_cuda; /* the device under test is a GPU */
+static gaio_kernel *g_fill, *g_user_fault;
 
-/* The CUDA stand-ins for fault_kernel and user_fault_kernel. On a failed stream they
- * do nothing, as the skipped kernels would (host functions are called all the same). */
-static gaio_status fault_fn(gaio_status st, void *user) {
-    (void)user;
-    if (st != GAIO_OK) return GAIO_OK;
-    atomic_fetch_add(&g_fault_calls, 1);
-    return GAIO_ERR_DEVICE;
-}
-
+/* The CUDA stand-in for user_fault_kernel (launch_fail has its own for GAIO_ERR_DEVICE).
+ * On a failed stream it does nothing, as the skipped kernel would (host functions are
+ * called all the same). */
 static gaio_status user_fault_fn(gaio_status st, void *user) {
     (void)user;
     return st == GAIO_OK ? GAIO_ERR_USER : GAIO_OK;
 }
 
-/* What a failure's message names: the kernel, or on CUDA the host function. */
-static const char *fault_name(void) { return g_cuda ? "a host function returned GAIO_ERR_DEVICE" : "failure_fault"; }
+/* What a user fault's message names: the kernel, or on CUDA the host function. */
 static const char *user_fault_name(void) {
-    return g_cuda ? "a host function returned GAIO_ERR_USER" : "failure_user_fault";
+    return fail_on_cuda() ? "a host function returned GAIO_ERR_USER" : "failure_user_fault";
 }
 
 static void launch_fill(gaio_stream *s, gaio_buffer *b, uint32_t n, uint32_t value) {
@@ -78,20 +61,9 @@ static void launch_fill(gaio_stream *s, gaio_buffer *b, uint32_t n, uint32_t val
     OK(gaio_launch(s, g_fill, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 3));
 }
 
-static void launch_fault(gaio_stream *s) {
-    if (g_cuda) OK(gaio_launch_host_func(s, fault_fn, NULL));
-    else OK(gaio_launch(s, g_fault, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
-}
-
 static void launch_user_fault(gaio_stream *s) {
-    if (g_cuda) OK(gaio_launch_host_func(s, user_fault_fn, NULL));
+    if (fail_on_cuda()) OK(gaio_launch_host_func(s, user_fault_fn, NULL));
     else OK(gaio_launch(s, g_user_fault, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
-}
-
-static uint32_t *host_words(gaio_buffer *b) {
-    void *p;
-    OK(gaio_buffer_host_ptr(b, &p));
-    return p;
 }
 
 /* PINNED: the host reads it, and kernels may write it (pageable HOST memory is
@@ -114,11 +86,6 @@ static void check_pattern(gaio_buffer *b, uint32_t pattern, const char *what) {
     }
 }
 
-static gaio_status status_fn(gaio_status st, void *user) {
-    atomic_store((atomic_int *)user, (int)st);
-    return GAIO_OK;
-}
-
 /* ---- 1. what a failed stream does ---- */
 
 static void test_failed_stream(gaio_context *ctx, uint64_t *seed) {
@@ -135,14 +102,14 @@ static void test_failed_stream(gaio_context *ctx, uint64_t *seed) {
     OK(gaio_event_create(ctx, 0, &ev_before));
     OK(gaio_event_create(ctx, 0, &ev_after));
     atomic_int hf_status = -1;
-    int calls0 = atomic_load(&g_fault_calls);
+    int calls0 = fail_calls();
 
     gaio_future *f_before, *f_after;
     OK(gaio_memcpy_async(s, dst1, 0, src, 0, NW * 4));
     OK(gaio_memcpy_async(s, dev, 0, src, 0, NW * 4));
     OK(gaio_event_record(ev_before, s));
     OK(gaio_future_fence(s, &f_before));
-    launch_fault(s);
+    launch_fail(s);
     OK(gaio_memcpy_async(s, dst2, 0, src, 0, NW * 4));                      /* skipped */
     OK(gaio_memset_async(s, dst3, 0, 0x99, NW * 4));                        /* skipped */
     launch_fill(s, dst4, NW, 0x1000u);                                      /* skipped */
@@ -156,8 +123,8 @@ static void test_failed_stream(gaio_context *ctx, uint64_t *seed) {
     OK(gaio_future_wait(f_before, BIG_TIMEOUT_NS));
     CHECK(gaio_future_wait(f_after, BIG_TIMEOUT_NS) == GAIO_ERR_DEVICE);
     const char *m = gaio_future_message(f_after);
-    CHECK(strstr(m, fault_name()) != NULL && strstr(m, "GAIO_ERR_DEVICE") != NULL);
-    CHECK(atomic_load(&g_fault_calls) == calls0 + 1);
+    CHECK(strstr(m, fail_name()) != NULL && strstr(m, "GAIO_ERR_DEVICE") != NULL);
+    CHECK(fail_calls() == calls0 + 1);
     CHECK(atomic_load(&hf_status) == GAIO_ERR_DEVICE);
     CHECK(memcmp(host_words(dst1), hs, NW * 4) == 0); /* before the fault: done */
     check_pattern(dst2, 0x0D0D0D0Du, "copy after the fault");
@@ -168,9 +135,9 @@ static void test_failed_stream(gaio_context *ctx, uint64_t *seed) {
     CHECK(gaio_event_query(ev_after) == GAIO_ERR_DEVICE);
     CHECK(gaio_event_synchronize(ev_after) == GAIO_ERR_DEVICE);
     FAILS(GAIO_ERR_DEVICE, gaio_stream_query(s), "gaio_stream_query");
-    CHECK(strstr(gaio_last_error(), fault_name()) != NULL);
+    CHECK(strstr(gaio_last_error(), fail_name()) != NULL);
     FAILS(GAIO_ERR_DEVICE, gaio_stream_synchronize(s), "gaio_stream_synchronize");
-    CHECK(strstr(gaio_last_error(), fault_name()) != NULL);
+    CHECK(strstr(gaio_last_error(), fail_name()) != NULL);
     float ms;
     CHECK(gaio_event_elapsed_ms(ev_before, ev_after, &ms) == GAIO_ERR_DEVICE);
 
@@ -228,7 +195,7 @@ static void test_concurrent(gaio_context *ctx, gaio_context *ctx2, uint64_t *see
     for (int r = 0; r < ROUNDS; r++) {
         base[r] = (uint32_t)test_rand(seed) | 1u;
         for (int i = 0; i < NSTREAMS; i++) {
-            if (i == failing && r == fail_round) launch_fault(s[i]);
+            if (i == failing && r == fail_round) launch_fail(s[i]);
             launch_fill(s[i], out[i], NW, base[r] + (uint32_t)i);
             OK(gaio_future_fence(s[i], &fut[i][r]));
         }
@@ -269,7 +236,7 @@ static void test_other_status(gaio_context *ctx) {
     gaio_stream *s;
     OK(gaio_stream_create(ctx, 0, 0, &s));
     launch_user_fault(s);
-    launch_fault(s); /* skipped: the first failure sticks */
+    launch_fail(s); /* skipped: the first failure sticks */
     gaio_future *f;
     OK(gaio_future_fence(s, &f));
     CHECK(gaio_future_wait(f, BIG_TIMEOUT_NS) == GAIO_ERR_USER);
@@ -280,13 +247,10 @@ static void test_other_status(gaio_context *ctx) {
 }
 
 static void run(int device) {
-    gaio_device_props props;
-    OK(gaio_device_get_props(device, &props));
-    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     uint64_t seed = test_seed();
     size_t fill_sizes[3] = {sizeof(void *), 4, 4};
-    /* The failing kernels stay on the host backend: see launch_fault. */
-    g_fault = test_kernel("failure_fault", fault_kernel, 0, NULL, NULL);
+    /* The failing kernels stay on the host backend: see launch_fail. */
+    fail_setup(device, "failure_fault");
     g_fill = test_kernel("failure_fill", fill_kernel, 3, fill_sizes, FILL_CU);
     g_user_fault = test_kernel("failure_user_fault", user_fault_kernel, 0, NULL, NULL);
     gaio_context *ctx, *ctx2;
@@ -297,10 +261,9 @@ static void run(int device) {
     test_other_status(ctx);
     OK(gaio_context_release(ctx));
     OK(gaio_context_release(ctx2));
-    OK(gaio_kernel_unregister("failure_fault"));
+    fail_teardown();
     OK(gaio_kernel_unregister("failure_fill"));
     OK(gaio_kernel_unregister("failure_user_fault"));
-    OK(gaio_kernel_release(g_fault));
     OK(gaio_kernel_release(g_fill));
     OK(gaio_kernel_release(g_user_fault));
 }

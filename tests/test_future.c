@@ -2,76 +2,13 @@
  * registration order, at once when already complete, may release the future),
  * join (after all; status of the first failed future in array order; empty join
  * at once), gaio_future_from_event, failure messages, and many threads waiting
- * on one future. The same source runs on every backend (see launch_fail for the
- * one difference: what fails a stream with GAIO_ERR_DEVICE). */
+ * on one future. The same source runs on every backend (see launch_fail in
+ * support.h for the one difference: what fails a stream with GAIO_ERR_DEVICE). */
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "common.h"
-
-#define BIG_TIMEOUT_NS (30ll * 1000000000ll)
-#define MS (1000000ll)
-
-typedef struct gate {
-    atomic_int open, entered, timed_out;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    atomic_store(&g->entered, 1);
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    if (!atomic_load(&g->open)) {
-        atomic_store(&g->timed_out, 1);
-        return GAIO_ERR_TIMEOUT;
-    }
-    return GAIO_OK;
-}
-
-static gaio_status sleep_fn(gaio_status st, void *user) {
-    (void)st;
-    test_sleep_ms(*(const int *)user);
-    return GAIO_OK;
-}
-
-static gaio_status fail_user_fn(gaio_status st, void *user) {
-    (void)st;
-    (void)user;
-    return GAIO_ERR_USER;
-}
-
-static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    (void)args;
-    return GAIO_ERR_DEVICE;
-}
-
-static gaio_kernel *g_fail;
-static int g_cuda; /* the device under test is a GPU */
-
-static gaio_status fail_device_fn(gaio_status st, void *user) {
-    (void)user;
-    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
-}
-
-/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
- * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
- * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
- * devices a host function returns the error instead, which fails the stream the same
- * way at the same point. */
-static void launch_fail(gaio_stream *s) {
-    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
-    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
-}
-
-/* What the failure's message names: the kernel, or the host function on CUDA. */
-static const char *fail_name(void) { return g_cuda ? "a host function returned GAIO_ERR_DEVICE" : "join_fail"; }
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
+#include "support.h"
 
 /* A stream held at a gate, and a fence behind it. */
 static gaio_future *gated_fence(gaio_stream *s, gate *g) {
@@ -651,14 +588,9 @@ static void test_many_waiters(gaio_context *ctx) {
 }
 
 static void run(int device) {
-    gaio_device_props props;
-    OK(gaio_device_get_props(device, &props));
-    g_cuda = props.kind == GAIO_DEVICE_CUDA;
-    gaio_config cfg = {.cpu_workers = 4};
-    gaio_status cst = gaio_configure(&cfg);
-    CHECK(cst == GAIO_OK || cst == GAIO_ERR_STATE);
+    configure_workers(4);
     (void)test_seed(); /* no random data here; printed for the record */
-    g_fail = test_kernel("join_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
+    fail_setup(device, "join_fail"); /* host only: see launch_fail */
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
     test_wait_poll(ctx);
@@ -671,7 +603,5 @@ static void run(int device) {
     test_messages(ctx);
     test_many_waiters(ctx);
     OK(gaio_context_release(ctx));
-    OK(gaio_kernel_unregister("join_fail"));
-    OK(gaio_kernel_release(g_fail));
-    g_fail = NULL;
+    fail_teardown();
 }

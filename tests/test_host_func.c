@@ -2,44 +2,13 @@
  * with the stream's status; returning an error fails the stream (the first
  * failure sticks); later host functions still run, with the failure status,
  * so they can clean up (their frees would leak under ASan otherwise). The same
- * source runs on every backend (see launch_fail for what stands in for a device
- * fault on each). */
+ * source runs on every backend (see launch_fail in support.h for what stands in
+ * for a device fault on each). */
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "common.h"
-
-#define BIG_TIMEOUT_NS (30ll * 1000000000ll)
-
-static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    (void)args;
-    return GAIO_ERR_DEVICE;
-}
-
-static gaio_kernel *g_fail;
-static int g_cuda; /* the device under test is a GPU */
-
-static gaio_status fail_device_fn(gaio_status st, void *user) {
-    (void)user;
-    return st == GAIO_OK ? GAIO_ERR_DEVICE : GAIO_OK; /* on a failed stream it is skipped, like the kernel */
-}
-
-/* Fails the stream with GAIO_ERR_DEVICE, as a device fault would. On the host backend
- * a kernel returns the error. A GPU kernel cannot fail softly: a real fault poisons the
- * CUDA context for the whole process (tests/test_cuda_fault.c checks that), so on CUDA
- * devices a host function returns the error instead, which fails the stream the same
- * way at the same point. */
-static void launch_fail(gaio_stream *s) {
-    if (g_cuda) OK(gaio_launch_host_func(s, fail_device_fn, NULL));
-    else OK(gaio_launch(s, g_fail, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, NULL, 0));
-}
-
-static uint32_t *host_words(gaio_buffer *b) {
-    void *p;
-    OK(gaio_buffer_host_ptr(b, &p));
-    return p;
-}
+#include "support.h"
 
 /* ---- 1. order, exactly once, status, thread ---- */
 
@@ -269,11 +238,8 @@ static void test_submit_from_host_fn(gaio_context *ctx, uint64_t *seed) {
 }
 
 static void run(int device) {
-    gaio_device_props props;
-    OK(gaio_device_get_props(device, &props));
-    g_cuda = props.kind == GAIO_DEVICE_CUDA;
     uint64_t seed = test_seed();
-    g_fail = test_kernel("host_func_fail", fail_kernel, 0, NULL, NULL); /* host only: see launch_fail */
+    fail_setup(device, "host_func_fail"); /* host only: see launch_fail */
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
     test_order(ctx);
@@ -281,7 +247,5 @@ static void run(int device) {
     test_released_stream(ctx);
     test_submit_from_host_fn(ctx, &seed);
     OK(gaio_context_release(ctx));
-    OK(gaio_kernel_unregister("host_func_fail"));
-    OK(gaio_kernel_release(g_fail));
-    g_fail = NULL;
+    fail_teardown();
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common.h"
+#include "support.h"
 
 #define SAXPY_NAME "test_kernel_saxpy"
 #define PROBE_NAME "test_kernel_probe"
@@ -60,33 +61,11 @@ static const char *const BLOB_SRC =
     "    out[38] = (unsigned char)(extra >> 8);\n"
     "}\n";
 
-static size_t rand_range(uint64_t *rng, size_t lo, size_t hi) { /* [lo, hi] */
-    return lo + (size_t)(test_rand(rng) % (uint64_t)(hi - lo + 1));
-}
-
 /* Floats in [-8, 8), never 0. */
 static float rand_float(uint64_t *rng) {
     float f = (float)(int64_t)(test_rand(rng) % 2000001u - 1000000) / 125000.0f;
     return f != 0.0f ? f : 0.5f;
 }
-
-typedef struct gate {
-    atomic_int open;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    return GAIO_OK;
-}
-
-static void gate_close(gaio_stream *s, gate *g) {
-    atomic_store(&g->open, 0);
-    OK(gaio_launch_host_func(s, gate_fn, g));
-}
-
-static void gate_open(gate *g) { atomic_store(&g->open, 1); }
 
 /* One formula for the kernel and for the reference, so rounding is the same. */
 static float saxpy1(float a, float x, float y) { return a * x + y; }
@@ -166,12 +145,6 @@ static gaio_status fail_kernel(const gaio_launch_info *info, void *const *args) 
 static const size_t saxpy_sizes[4] = {sizeof(float), sizeof(void *), sizeof(void *), sizeof(uint32_t)};
 static const size_t probe_sizes[2] = {sizeof(void *), sizeof(uint64_t)};
 static const size_t blob_sizes[3] = {sizeof(void *), sizeof(blob), sizeof(uint16_t)};
-
-static void *host_ptr(gaio_buffer *b) {
-    void *p;
-    OK(gaio_buffer_host_ptr(b, &p));
-    return p;
-}
 
 static bool on_host(int device) {
     gaio_device_props props;

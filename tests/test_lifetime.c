@@ -9,41 +9,9 @@
 #include <stdatomic.h>
 
 #include "common.h"
+#include "support.h"
 
 #define NW 512
-#define BIG_TIMEOUT_NS (30ll * 1000000000ll)
-
-typedef struct gate {
-    atomic_int open, entered, timed_out;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    atomic_store(&g->entered, 1);
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    if (!atomic_load(&g->open)) {
-        atomic_store(&g->timed_out, 1);
-        return GAIO_ERR_TIMEOUT;
-    }
-    return GAIO_OK;
-}
-
-static void wait_entered(gate *g) {
-    for (int i = 0; i < 30000 && !atomic_load(&g->entered); i++) test_sleep_ms(1);
-    CHECK(atomic_load(&g->entered));
-}
-
-static gaio_status affine_kernel(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    uint32_t *x, n, mul, add;
-    memcpy(&x, args[0], sizeof x);
-    memcpy(&n, args[1], sizeof n);
-    memcpy(&mul, args[2], sizeof mul);
-    memcpy(&add, args[3], sizeof add);
-    for (uint32_t i = 0; i < n; i++) x[i] = x[i] * mul + add + i;
-    return GAIO_OK;
-}
 
 /* Registered under the same name after the first is unregistered: a launch
  * queued before must still run the first. */
@@ -56,27 +24,14 @@ static gaio_status impostor_kernel(const gaio_launch_info *info, void *const *ar
     return GAIO_ERR_USER;
 }
 
-static const size_t affine_sizes[4] = {sizeof(void *), 4, 4, 4};
-
-/* The CUDA twins (grid-stride loops: any launch covers n). The impostor's cannot return
- * an error on a GPU; the words it writes give it away all the same. */
-#define AFFINE_CU(name)                                                                                  \
-    "extern \"C\" __global__ void " name "(unsigned *x, unsigned n, unsigned mul, unsigned add) {\n"     \
-    "    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n" \
-    "        x[i] = x[i] * mul + add + i;\n"                                                             \
-    "}\n"
+/* The impostor's CUDA twin (a grid-stride loop, like AFFINE_CU: any launch covers n)
+ * cannot return an error on a GPU; the words it writes give it away all the same. */
 #define IMPOSTOR_CU(name)                                                                                \
     "extern \"C\" __global__ void " name "(unsigned *x, unsigned n, unsigned mul, unsigned add) {\n"     \
     "    (void)mul; (void)add;\n"                                                                        \
     "    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n" \
     "        x[i] = 0xBADBADu;\n"                                                                        \
     "}\n"
-
-static uint32_t *host_words(gaio_buffer *b) {
-    void *p;
-    OK(gaio_buffer_host_ptr(b, &p));
-    return p;
-}
 
 /* A wrapped buffer whose deleter checks what the last op left and frees it. */
 typedef struct wrapped {
@@ -120,7 +75,7 @@ static void wait_calls(wrapped *w, int want) {
 static void test_release_in_flight(int device, uint64_t *seed) {
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
-    gaio_kernel *k = test_kernel("lifetime_affine", affine_kernel, 4, affine_sizes, AFFINE_CU("lifetime_affine"));
+    gaio_kernel *k = AFFINE_REGISTER("lifetime_affine");
     gaio_stream *a, *b, *c;
     OK(gaio_stream_create(ctx, 0, 0, &a));
     OK(gaio_stream_create(ctx, 0, GAIO_STREAM_DEFERRED, &b));
@@ -144,12 +99,10 @@ static void test_release_in_flight(int device, uint64_t *seed) {
     gaio_buffer *wb = wrap_new(ctx, &w, NW, expect);
 
     gate g = {0}, gc = {0};
-    uint32_t n = NW;
-    gaio_arg args[4] = {GAIO_ARG_BUFFER(mid), GAIO_ARG(n), GAIO_ARG(mul), GAIO_ARG(add)};
     /* A: held, then produce mid = affine(src). */
     OK(gaio_launch_host_func(a, gate_fn, &g));
     OK(gaio_memcpy_async(a, mid, 0, src, 0, NW * 4));
-    OK(gaio_launch(a, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 4));
+    launch_affine(k, a, mid, NW, mul, add);
     OK(gaio_event_record(ev, a));
     /* B (deferred): after A, mid -> wrapped. */
     OK(gaio_stream_wait_event(b, ev));
@@ -167,7 +120,7 @@ static void test_release_in_flight(int device, uint64_t *seed) {
     OK(gaio_kernel_unregister("lifetime_affine"));
     OK(gaio_kernel_release(k));
     gaio_kernel *impostor =
-        test_kernel("lifetime_affine", impostor_kernel, 4, affine_sizes, IMPOSTOR_CU("lifetime_affine"));
+        test_kernel("lifetime_affine", impostor_kernel, 4, affine_sizes(), IMPOSTOR_CU("lifetime_affine"));
     OK(gaio_buffer_release(src));
     OK(gaio_buffer_release(mid));
     OK(gaio_buffer_release(wb));
@@ -213,12 +166,6 @@ static void count_cb(gaio_future *f, gaio_status st, void *user) {
     then_count *t = user;
     if (st != GAIO_OK && st != GAIO_ERR_USER) atomic_fetch_add(&t->bad, 1);
     atomic_fetch_add(&t->calls, 1);
-}
-
-static gaio_status fail_user_fn(gaio_status st, void *user) {
-    (void)st;
-    (void)user;
-    return GAIO_ERR_USER;
 }
 
 static gaio_status cleanup_fn(gaio_status st, void *user) {
@@ -330,7 +277,7 @@ static void test_churn(int device, uint64_t *seed) {
     wrapped *w = calloc(CHURN, sizeof *w);
     uint32_t *expect = calloc((size_t)CHURN * 64, 4);
     CHECK(w && expect);
-    gaio_kernel *k = test_kernel("lifetime_churn", affine_kernel, 4, affine_sizes, AFFINE_CU("lifetime_churn"));
+    gaio_kernel *k = AFFINE_REGISTER("lifetime_churn");
     for (int i = 0; i < CHURN; i++) {
         gaio_context *ctx;
         OK(gaio_context_create(device, NULL, &ctx));
@@ -345,8 +292,7 @@ static void test_churn(int device, uint64_t *seed) {
         wb = wrap_new(ctx, &w[i], 64, e);
         OK(gaio_context_release(ctx)); /* the stream and buffers keep it */
         OK(gaio_memset_async(s, d, 0, v, 64 * 4));
-        gaio_arg args[4] = {GAIO_ARG_BUFFER(d), GAIO_ARG(n), GAIO_ARG(mul), GAIO_ARG(add)};
-        OK(gaio_launch(s, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 4));
+        launch_affine(k, s, d, n, mul, add);
         OK(gaio_memcpy_async(s, wb, 0, d, 0, 64 * 4));
         OK(gaio_buffer_release(d));
         OK(gaio_buffer_release(wb));
@@ -382,9 +328,7 @@ static void test_churn(int device, uint64_t *seed) {
 }
 
 static void run(int device) {
-    gaio_config cfg = {.cpu_workers = 4};
-    gaio_status cst = gaio_configure(&cfg);
-    CHECK(cst == GAIO_OK || cst == GAIO_ERR_STATE);
+    configure_workers(4);
     uint64_t seed = test_seed();
     test_release_in_flight(device, &seed);
     test_teardown_pending(device, &seed);

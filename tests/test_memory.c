@@ -6,42 +6,16 @@
 #include <stdbool.h>
 
 #include "common.h"
+#include "support.h"
 
 static const gaio_mem_kind KINDS[GAIO_MEM_KIND_COUNT] = {GAIO_MEM_DEVICE, GAIO_MEM_HOST, GAIO_MEM_PINNED,
                                                          GAIO_MEM_MANAGED};
 static const char *const KIND_NAMES[GAIO_MEM_KIND_COUNT] = {"DEVICE", "HOST", "PINNED", "MANAGED"};
 
-static size_t rand_range(uint64_t *rng, size_t lo, size_t hi) { /* [lo, hi] */
-    return lo + (size_t)(test_rand(rng) % (uint64_t)(hi - lo + 1));
-}
-
 static void fill_random(uint64_t *rng, unsigned char *p, size_t n) {
     for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(test_rand(rng) >> 56);
     if (n) p[0] |= 1; /* never all zero */
 }
-
-/* ---- a gate: a host function that holds its stream until the test opens it ---- */
-
-typedef struct gate {
-    atomic_int entered;
-    atomic_int open;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    atomic_store(&g->entered, 1);
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    return GAIO_OK;
-}
-
-static void gate_close(gaio_stream *s, gate *g) {
-    atomic_store(&g->entered, 0);
-    atomic_store(&g->open, 0);
-    OK(gaio_launch_host_func(s, gate_fn, g));
-}
-
-static void gate_open(gate *g) { atomic_store(&g->open, 1); }
 
 /* ---- moving bytes between the host and any buffer ---- */
 
@@ -503,12 +477,6 @@ static void test_wrap(gaio_context *ctx, gaio_stream *s, int device, uint64_t *r
 }
 
 /* ---- pools ---- */
-
-static gaio_pool_stats stats_of(gaio_context *ctx, gaio_mem_kind k) {
-    gaio_pool_stats st;
-    OK(gaio_context_pool_stats(ctx, (int)k, &st));
-    return st;
-}
 
 static void test_pool(int device, uint64_t *rng) {
     gaio_context_options opt = {.pool_release_threshold = (size_t)16 << 20, .rng_seed = test_rand(rng)};

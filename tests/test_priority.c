@@ -7,30 +7,9 @@
 #include <stdatomic.h>
 
 #include "common.h"
+#include "support.h"
 
-#define BIG_TIMEOUT_NS (30ll * 1000000000ll)
 #define MAX_LOG 1024
-
-typedef struct gate {
-    atomic_int open, entered, timed_out;
-} gate;
-
-static gaio_status gate_fn(gaio_status st, void *user) {
-    (void)st;
-    gate *g = user;
-    atomic_store(&g->entered, 1);
-    for (int i = 0; i < 30000 && !atomic_load(&g->open); i++) test_sleep_ms(1);
-    if (!atomic_load(&g->open)) {
-        atomic_store(&g->timed_out, 1);
-        return GAIO_ERR_TIMEOUT;
-    }
-    return GAIO_OK;
-}
-
-static void wait_entered(gate *g) {
-    for (int i = 0; i < 30000 && !atomic_load(&g->entered); i++) test_sleep_ms(1);
-    CHECK(atomic_load(&g->entered));
-}
 
 /* Order log: host functions append their code. One worker, but written from a
  * gaio thread and read by the test after a synchronize: atomics all the same. */

@@ -8,10 +8,7 @@
 #include <math.h>
 
 #include "common.h"
-
-static size_t rand_range(uint64_t *rng, size_t lo, size_t hi) { /* [lo, hi] */
-    return lo + (size_t)(test_rand(rng) % (uint64_t)(hi - lo + 1));
-}
+#include "support.h"
 
 /* A 64-bit value whose two 32-bit halves are both non-zero. */
 static uint64_t rand_u64_both_halves(uint64_t *rng) {
@@ -84,12 +81,6 @@ static uint64_t ceil4(uint64_t n) { return n / 4 + (n % 4 != 0); }
 
 /* The kinds a fill may write (device code reaches them on every backend). */
 static const gaio_mem_kind FILL_KINDS[3] = {GAIO_MEM_DEVICE, GAIO_MEM_PINNED, GAIO_MEM_MANAGED};
-
-static void *host_ptr(gaio_buffer *b) {
-    void *p;
-    OK(gaio_buffer_host_ptr(b, &p));
-    return p;
-}
 
 static void expect_state(gaio_context *ctx, uint64_t seed, uint64_t offset) {
     uint64_t s, o;
