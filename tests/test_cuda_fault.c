@@ -22,6 +22,14 @@ static void run(int device) {
         printf("host: device faults are a GPU matter; nothing to check here\n");
         return;
     }
+    /* The fault poisons its device's context for the whole process: fault the first
+     * CUDA device only, and check the others from there. */
+    static int faulted_device = -1;
+    if (faulted_device >= 0) {
+        printf("device %d: checked after the fault on device %d\n", device, faulted_device);
+        return;
+    }
+    faulted_device = device;
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
     gaio_stream *a, *b;
@@ -34,6 +42,15 @@ static void run(int device) {
     OK(gaio_library_get_kernel(lib, "fault_write", &bad));
     OK(gaio_library_get_kernel(lib, "fault_spin", &spin));
 
+    /* contexts on the other GPUs, made before the fault */
+    int count = 0, n_other = 0;
+    OK(gaio_device_count(&count));
+    gaio_context *octx[8];
+    gaio_buffer *ob[8];
+    for (int other = device + 1; other < count && n_other < 8; other++, n_other++) {
+        OK(gaio_context_create(other, NULL, &octx[n_other]));
+        OK(gaio_buffer_alloc(octx[n_other], GAIO_MEM_PINNED, 64, &ob[n_other]));
+    }
     gaio_buffer *buf; /* allocated before the fault: a faulted context allocates nothing */
     OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, 64, &buf));
 
@@ -77,6 +94,28 @@ static void run(int device) {
     unsigned char *p;
     OK(gaio_buffer_host_ptr(hb, (void **)&p));
     for (int i = 0; i < 64; i++) CHECK(p[i] == 0x5a);
+
+    /* Other GPUs: CUDA documents an illegal address as fatal to the process's CUDA
+     * state, so work there may fail too; gaio must then say so, with GAIO_ERR_DEVICE
+     * and within the fault window, never hang. */
+    for (int i = 0; i < n_other; i++) {
+        gaio_stream *os;
+        OK(gaio_context_default_stream(octx[i], &os));
+        gaio_status ost = gaio_memset_async(os, ob[i], 0, 0x3c, 64);
+        gaio_future *of = NULL;
+        if (ost == GAIO_OK) ost = gaio_future_fence(os, &of);
+        if (ost == GAIO_OK) ost = gaio_future_wait(of, 5000000000ll);
+        CHECK(ost == GAIO_OK || ost == GAIO_ERR_DEVICE);
+        if (ost == GAIO_OK) {
+            unsigned char *q;
+            OK(gaio_buffer_host_ptr(ob[i], (void **)&q));
+            for (int j = 0; j < 64; j++) CHECK(q[j] == 0x3c);
+        }
+        printf("another GPU after the fault: %s\n", ost == GAIO_OK ? "still works" : gaio_last_error());
+        OK(gaio_future_release(of));
+        OK(gaio_buffer_release(ob[i]));
+        OK(gaio_context_release(octx[i]));
+    }
 
     OK(gaio_buffer_release(hb));
     OK(gaio_context_release(hctx));

@@ -66,7 +66,13 @@ gaio_status gaio__cuda_device_enter(const char *fn, cuda_device *d) {
     pthread_mutex_lock(&d->lock);
     gaio_status st = GAIO_OK;
     if (d->users == 0) {
+        /* With no context current: one of another device that faulted would hand its
+         * sticky error to calls about this device. */
+        CUcontext outer = NULL;
+        cu->cuCtxGetCurrent(&outer);
+        cu->cuCtxSetCurrent(NULL);
         CUresult r = cu->cuDevicePrimaryCtxRetain(&d->primary, d->dev);
+        cu->cuCtxSetCurrent(outer);
         if (r != CUDA_SUCCESS) {
             st = gaio__cu_fail(fn, "cuDevicePrimaryCtxRetain", r);
             goto out;

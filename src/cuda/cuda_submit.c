@@ -48,8 +48,27 @@ static CUresult allow_dynamic_shared(CUkernel k, CUdevice dev, const char **call
     return cu->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static_bytes, k, dev);
 }
 
+/* DEVICE memory of two different GPUs: the driver wants the two contexts named. Rows
+ * go one call each (CUDA_MEMCPY3D_PEER would batch them; not needed so far). */
+static CUresult copy_peer(const gaio_op *op, CUstream s, const char **call) {
+    const gaio_cu_table *cu = gaio__cu();
+    CUcontext dctx = ((cuda_device *)op->bufs[0]->ctx->be_data)->primary;
+    CUcontext sctx = ((cuda_device *)op->bufs[1]->ctx->be_data)->primary;
+    *call = "cuMemcpyPeerAsync";
+    for (size_t r = 0; r < op->u.copy.height; r++) {
+        CUresult res = cu->cuMemcpyPeerAsync((CUdeviceptr)(uintptr_t)(op->u.copy.dst + r * op->u.copy.dpitch), dctx,
+                                             (CUdeviceptr)(uintptr_t)(op->u.copy.src + r * op->u.copy.spitch), sctx,
+                                             op->u.copy.width, s);
+        if (res != CUDA_SUCCESS) return res;
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult gaio__cuda_copy(const gaio_op *op, CUstream s, const char **call) {
     const gaio_cu_table *cu = gaio__cu();
+    const gaio_buffer *dst = op->bufs[0], *src = op->bufs[1];
+    if (dst->kind == GAIO_MEM_DEVICE && src->kind == GAIO_MEM_DEVICE && dst->ctx->device != src->ctx->device)
+        return copy_peer(op, s, call);
     if (op->u.copy.height == 1) {
         *call = "cuMemcpyAsync";
         return cu->cuMemcpyAsync((CUdeviceptr)(uintptr_t)op->u.copy.dst, (CUdeviceptr)(uintptr_t)op->u.copy.src,
