@@ -10,6 +10,8 @@ typedef struct gaio_op gaio_op;
 typedef struct gaio_backend {
     const char *name;
     gaio_device_kind kind;
+    /* Bytes of per-op state the backend keeps (gaio_op.be), allocated with the op. */
+    size_t op_space;
     /* Devices of this kind present in the process (0 when the driver is missing). */
     int (*device_count)(void);
     gaio_status (*device_props)(int ordinal, gaio_device_props *props);

@@ -38,7 +38,10 @@ struct gaio_stream {
     pthread_mutex_t fail_lock;
     atomic_int fail_status;
     char fail_msg[GAIO_MSG_MAX];
-    atomic_ullong submitted, retired;
+    /* Written on every op by different threads (the submitter, and the worker or
+     * completion thread): a cache line each, so neither write evicts the other. */
+    _Alignas(64) atomic_ullong submitted;
+    _Alignas(64) atomic_ullong retired;
 };
 
 struct gaio_buffer {

@@ -6,15 +6,19 @@
 #include "core/submitter.h"
 
 gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size_t extra, void **extra_out) {
-    size_t head = sizeof(gaio_op) + nbufs * sizeof(gaio_buffer *);
+    /* One allocation: [op][backend space][buffer references][extra], 16-aligned parts. */
+    size_t op_bytes = (sizeof(gaio_op) + 15) & ~(size_t)15;
+    size_t be_bytes = (stream->ctx->be->op_space + 15) & ~(size_t)15;
+    size_t head = op_bytes + be_bytes + nbufs * sizeof(gaio_buffer *);
     head = (head + 15) & ~(size_t)15;
     gaio_op *op = calloc(1, head + extra);
     if (!op) return NULL;
     op->kind = kind;
     op->stream = stream;
     gaio__stream_ref(stream);
+    op->be = be_bytes ? (char *)op + op_bytes : NULL;
     op->nbufs = nbufs;
-    op->bufs = nbufs ? (gaio_buffer **)(op + 1) : NULL;
+    op->bufs = nbufs ? (gaio_buffer **)((char *)op + op_bytes + be_bytes) : NULL;
     if (extra_out) *extra_out = extra ? (char *)op + head : NULL;
     return op;
 }

@@ -192,9 +192,9 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
     if (done) *progress = true;
     while (done) {
         cuda_pending *next = done->next;
-        finish_op(done, fault, fault ? cs->dev->fault_msg : NULL);
-        free(done->err_msg);
-        free(done);
+        char *err_msg = done->err_msg;
+        finish_op(done, fault, fault ? cs->dev->fault_msg : NULL); /* frees done with its op */
+        free(err_msg);
         done = next;
     }
     /* After the ops before it have retired: a host function sees the failure of a wait

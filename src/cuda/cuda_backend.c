@@ -341,6 +341,7 @@ static gaio_status cuda_wrap_check(gaio_context *ctx, gaio_mem_kind kind, void *
 static const gaio_backend cuda_backend = {
     .name = "cuda",
     .kind = GAIO_DEVICE_CUDA,
+    .op_space = sizeof(cuda_pending),
     .device_count = cuda_device_count,
     .device_props = cuda_device_props,
     .context_init = cuda_context_init,

@@ -320,15 +320,11 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
         if (st != GAIO_OK) return st;
     }
     if (op->kind == GAIO_OP_WAIT) await_recorded(op->u.point.fut);
-    cuda_pending *p = calloc(1, sizeof *p);
-    if (!p) return gaio__fail(GAIO_ERR_NO_MEMORY, gaio__submitting_fn, "out of host memory for the op");
+    cuda_pending *p = op->be; /* allocated with the op: freed when it retires */
     p->op = op;
     cuda_scope sc;
     gaio_status st = gaio__cuda_enter(gaio__submitting_fn, d, &sc);
-    if (st != GAIO_OK) {
-        free(p);
-        return st;
-    }
+    if (st != GAIO_OK) return st;
     gaio_future *wait_on = NULL;
     pthread_mutex_lock(&cs->lock);
     if (cs->blocked) {
@@ -345,10 +341,7 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
     }
     pthread_mutex_unlock(&cs->lock);
     gaio__cuda_exit(&sc);
-    if (st != GAIO_OK) {
-        free(p);
-        return st;
-    }
+    if (st != GAIO_OK) return st;
     if (wait_on) wake_on(cs, wait_on);
     return GAIO_OK;
 }
