@@ -167,8 +167,9 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
     /* Never block on a stream's lock: its submitter holds it across driver calls, and a
      * blocked engine would cost the submitter a futex wake-up on every op. */
     uint64_t due = atomic_load_explicit(&cs->head_ticket, memory_order_acquire);
-    if (!fault && due != UINT64_MAX && seen < due) return false;
+    if (cs->dev->memops && !fault && due != UINT64_MAX && seen < due) return false;
     if (pthread_mutex_trylock(&cs->lock) != 0) return false;
+    if (!cs->dev->memops) seen = gaio__cuda_fallback_seen(cs); /* events stand in for the slot */
     while (cs->head) {
         cuda_pending *p = cs->head;
         if (!fault && p->ticket > seen) break;

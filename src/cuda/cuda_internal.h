@@ -50,6 +50,10 @@ typedef struct cuda_stream {
     unsigned unwritten;        /* ops issued since, waiting for the next ticket */
     atomic_bool unflushed;     /* unwritten > 0, for the engine to read without the lock */
     atomic_ullong last_issue_ns;
+    /* Without stream memory operations, a ticket is a CUevent recorded in its place:
+     * a FIFO the engine queries in order (fallback_seen). */
+    struct ticket_event *ev_head, *ev_tail;
+    uint64_t ev_seen;
     atomic_ullong head_ticket; /* ticket of the oldest pending op, UINT64_MAX when none: lets the
                                   engine skip the lock while nothing is due */
     cuda_pending *head, *tail;
@@ -107,6 +111,13 @@ CUresult gaio__cuda_copy(const gaio_op *op, CUstream s, const char **call);
 #define GAIO_CUDA_TICKET_BATCH 32u
 #define GAIO_CUDA_FLUSH_NS 20000u
 void gaio__cuda_flush(cuda_stream *cs, uint64_t now);
+/* Writes `ticket` into the stream's slot after the work enqueued so far (under cs->lock,
+ * with the device's context current): cuStreamWriteValue64, or the event fallback. */
+CUresult gaio__cuda_write_ticket(cuda_stream *cs, uint64_t ticket, const char **call);
+/* The event fallback's view of the slot: the highest ticket whose event has completed
+ * (under cs->lock). Frees the events it passes. */
+uint64_t gaio__cuda_fallback_seen(cuda_stream *cs);
+void gaio__cuda_fallback_free(cuda_stream *cs);
 /* The host work the stream waited for has run, or the point it waited for was reached:
  * hands its held ops to the driver until it has to wait again (cuda_submit.c). */
 void gaio__cuda_unblock(cuda_stream *cs);

@@ -211,8 +211,8 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
             atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
     }
     if (!fault && write) {
-        CUresult r = cu->cuStreamWriteValue64(cs->cu, cs->slot_dev, ticket, CU_STREAM_WRITE_VALUE_DEFAULT);
-        const char *call = "cuStreamWriteValue64";
+        const char *call = "";
+        CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
         if (r == CUDA_SUCCESS && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK) {
             r = cu->cuLaunchHostFunc(cs->cu, gaio__cuda_engine_kick, NULL);
             call = "cuLaunchHostFunc";
@@ -283,6 +283,65 @@ static void wake_on(cuda_stream *cs, gaio_future *f) {
 
 void gaio__cuda_unblock(cuda_stream *cs) { wake_on(cs, drain(cs)); }
 
+typedef struct ticket_event {
+    struct ticket_event *next;
+    uint64_t ticket;
+    CUevent ev;
+} ticket_event;
+
+CUresult gaio__cuda_write_ticket(cuda_stream *cs, uint64_t ticket, const char **call) {
+    const gaio_cu_table *cu = gaio__cu();
+    if (cs->dev->memops) {
+        *call = "cuStreamWriteValue64";
+        return cu->cuStreamWriteValue64(cs->cu, cs->slot_dev, ticket, CU_STREAM_WRITE_VALUE_DEFAULT);
+    }
+    ticket_event *t = malloc(sizeof *t);
+    if (!t) {
+        *call = "malloc (a ticket event)";
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *call = "cuEventCreate";
+    CUresult r = cu->cuEventCreate(&t->ev, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) {
+        *call = "cuEventRecord";
+        r = cu->cuEventRecord(t->ev, cs->cu);
+        if (r != CUDA_SUCCESS) cu->cuEventDestroy(t->ev);
+    }
+    if (r != CUDA_SUCCESS) {
+        free(t);
+        return r;
+    }
+    t->ticket = ticket;
+    t->next = NULL;
+    if (cs->ev_tail) cs->ev_tail->next = t;
+    else cs->ev_head = t;
+    cs->ev_tail = t;
+    return CUDA_SUCCESS;
+}
+
+uint64_t gaio__cuda_fallback_seen(cuda_stream *cs) {
+    const gaio_cu_table *cu = gaio__cu();
+    while (cs->ev_head && cu->cuEventQuery(cs->ev_head->ev) == CUDA_SUCCESS) {
+        ticket_event *t = cs->ev_head;
+        cs->ev_seen = t->ticket;
+        cs->ev_head = t->next;
+        if (!cs->ev_head) cs->ev_tail = NULL;
+        cu->cuEventDestroy(t->ev);
+        free(t);
+    }
+    return cs->ev_seen;
+}
+
+void gaio__cuda_fallback_free(cuda_stream *cs) {
+    while (cs->ev_head) {
+        ticket_event *t = cs->ev_head;
+        cs->ev_head = t->next;
+        gaio__cu()->cuEventDestroy(t->ev);
+        free(t);
+    }
+    cs->ev_tail = NULL;
+}
+
 /* The engine's side of lazy tickets: a stream quiet for a moment with ops under an
  * unwritten ticket gets that ticket written, so that they retire. Never blocks. */
 void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
@@ -294,12 +353,13 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
         cuda_scope sc;
         if (gaio__cuda_enter("gaio completion engine", cs->dev, &sc) == GAIO_OK) {
             uint64_t ticket = ++cs->next_ticket;
-            CUresult r = gaio__cu()->cuStreamWriteValue64(cs->cu, cs->slot_dev, ticket, CU_STREAM_WRITE_VALUE_DEFAULT);
+            const char *call = "";
+            CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
             cs->unwritten = 0;
             atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
             gaio__cuda_exit(&sc);
             if (r != CUDA_SUCCESS) {
-                (void)gaio__cu_fail("gaio completion engine", "cuStreamWriteValue64", r);
+                (void)gaio__cu_fail("gaio completion engine", call, r);
                 gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
             }
         }
