@@ -223,10 +223,11 @@ gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid
                          kernel->arg_sizes[i]);
             GAIO_REQUIRE(a->offset <= a->buffer->size, "args[%zu] offset %zu exceeds the buffer's %zu bytes", i,
                          a->offset, a->buffer->size);
-            char what[32];
-            snprintf(what, sizeof what, "args[%zu]", i);
-            gaio_status st = gaio__check_reach(__func__, what, a->buffer, stream, 0);
-            if (st != GAIO_OK) return st;
+            if (!gaio__reachable(a->buffer, stream, 0)) {
+                char what[32]; /* named only on failure: launches are a hot path */
+                snprintf(what, sizeof what, "args[%zu]", i);
+                return gaio__check_reach(__func__, what, a->buffer, stream, 0);
+            }
             nbufs++;
         } else {
             GAIO_REQUIRE(a->value != NULL, "args[%zu] has neither a value nor a buffer", i);

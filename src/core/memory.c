@@ -2,17 +2,15 @@
 
 gaio_status gaio__check_reach(const char *fn, const char *what, const gaio_buffer *b, const gaio_stream *s,
                                unsigned how) {
-    bool allow_peer = how & GAIO_REACH_PEER;
-    if (b->kind == GAIO_MEM_HOST && !(how & GAIO_REACH_PAGEABLE))
+    if (gaio__reachable(b, s, how)) return GAIO_OK;
+    if (b->kind == GAIO_MEM_HOST)
         return gaio__fail(GAIO_ERR_INVALID_ARG, fn,
                           "%s is HOST (pageable) memory, which device code cannot reach; use DEVICE, PINNED or MANAGED "
                           "memory (refused on every backend, so that programs stay portable)",
                           what);
-    if (b->kind != GAIO_MEM_DEVICE || b->ctx->device == s->ctx->device) return GAIO_OK;
-    if (allow_peer && b->ctx->be == s->ctx->be) return GAIO_OK;
     return gaio__fail(GAIO_ERR_INVALID_ARG, fn,
                       "%s is DEVICE memory of device %d but the stream runs on device %d%s", what, b->ctx->device,
-                      s->ctx->device, allow_peer ? " of another kind" : "");
+                      s->ctx->device, (how & GAIO_REACH_PEER) ? " of another kind" : "");
 }
 
 /* rows of width bytes, `pitch` apart, starting at offset: the last byte touched is

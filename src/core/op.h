@@ -88,6 +88,12 @@ void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg);
  * memory only where the host does the work or the driver stages it
  * (GAIO_REACH_PAGEABLE: copies and fills), never in kernels. */
 enum { GAIO_REACH_PEER = 1u << 0, GAIO_REACH_PAGEABLE = 1u << 1 };
+/* The same rule without a message, for hot paths. */
+static inline bool gaio__reachable(const gaio_buffer *b, const gaio_stream *s, unsigned how) {
+    if (b->kind == GAIO_MEM_HOST && !(how & GAIO_REACH_PAGEABLE)) return false;
+    if (b->kind != GAIO_MEM_DEVICE || b->ctx->device == s->ctx->device) return true;
+    return (how & GAIO_REACH_PEER) && b->ctx->be == s->ctx->be;
+}
 gaio_status gaio__check_reach(const char *fn, const char *what, const gaio_buffer *b, const gaio_stream *s,
                               unsigned how);
 
