@@ -29,13 +29,20 @@ static struct {
     atomic_bool napping; /* HYBRID: in a short timed sleep; new work pokes it awake */
     bool poked;
     cuda_stream *incoming; /* newly active streams, linked by incoming_next */
-    atomic_ullong last_submit_ns;
+    atomic_bool hint; /* set by submitters (only when clear), cleared by the engine: "work came" */
     pthread_t thread;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 /* New work or finished host work: end a HYBRID nap at once, so the engine spins again
  * while the GPU gets to the new tickets. A poke that races with the start of a nap
  * is lost; the nap is short (MAX_SLEEP_NS). */
+/* Tells the engine work came, so that it keeps spinning: a store only when the flag is
+ * clear, i.e. at most once per engine loop, not once per op. */
+static inline void engine_hint(void) {
+    if (!atomic_load_explicit(&eng.hint, memory_order_relaxed))
+        atomic_store_explicit(&eng.hint, true, memory_order_relaxed);
+}
+
 static void engine_poke(void) {
     if (!atomic_load_explicit(&eng.napping, memory_order_relaxed)) return;
     pthread_mutex_lock(&eng.lock);
@@ -59,10 +66,7 @@ void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pendin
         atomic_store_explicit(&cs->head_ticket, ticket, memory_order_release);
     }
     cs->tail = p;
-    /* The engine reads this line in its spin; write it only when it moved noticeably. */
-    uint64_t now = gaio__now_ns();
-    if (now - atomic_load_explicit(&eng.last_submit_ns, memory_order_relaxed) > 2000)
-        atomic_store_explicit(&eng.last_submit_ns, now, memory_order_relaxed);
+    engine_hint();
     if (cs->active) {
         engine_poke();
         return;
@@ -121,7 +125,7 @@ static void run_host_op(cuda_pending *p) {
 static void host_task(gaio_task *t) {
     cuda_pending *p = (cuda_pending *)t;
     run_host_op(p);
-    atomic_store_explicit(&eng.last_submit_ns, gaio__now_ns(), memory_order_relaxed); /* keep the engine alert */
+    engine_hint(); /* keep the engine alert: the ops held behind this one now go to the GPU */
     atomic_store_explicit(&p->host_done, true, memory_order_release);
     engine_poke();
 }
@@ -233,7 +237,7 @@ static void *engine_main(void *arg) {
     (void)arg;
     gaio__on_gaio_thread = true;
     cuda_stream *active = NULL; /* this thread's list, linked by active_next */
-    uint64_t last_progress = gaio__now_ns(), last_check = last_progress, sleep_ns = 1000;
+    uint64_t last_progress = gaio__now_ns(), last_check = last_progress, last_activity = last_progress, sleep_ns = 1000;
     const gaio_wait_policy policy = eng.policy;
     for (;;) {
         pthread_mutex_lock(&eng.lock);
@@ -292,8 +296,11 @@ static void *engine_main(void *arg) {
             pthread_mutex_unlock(&eng.lock);
             continue;
         }
-        uint64_t last = atomic_load_explicit(&eng.last_submit_ns, memory_order_relaxed);
-        if (last < last_progress) last = last_progress;
+        if (atomic_load_explicit(&eng.hint, memory_order_relaxed)) {
+            atomic_store_explicit(&eng.hint, false, memory_order_relaxed);
+            last_activity = now;
+        }
+        uint64_t last = last_activity > last_progress ? last_activity : last_progress;
         if (policy == GAIO_WAIT_SPIN || now - last < SPIN_NS) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
@@ -314,7 +321,10 @@ static void *engine_main(void *arg) {
         bool poked = eng.poked;
         eng.poked = false;
         pthread_mutex_unlock(&eng.lock);
-        if (poked) sleep_ns = 1000;
+        if (poked) {
+            sleep_ns = 1000;
+            last_activity = gaio__now_ns();
+        }
         else if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
     }
     return NULL;

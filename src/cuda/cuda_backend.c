@@ -178,7 +178,7 @@ static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
     pthread_mutex_init(&cs->lock, NULL);
     atomic_init(&cs->head_ticket, UINT64_MAX);
     atomic_init(&cs->unflushed, false);
-    atomic_init(&cs->last_issue_ns, 0);
+    atomic_init(&cs->issued, 0);
     cuda_scope sc;
     gaio_status st = gaio__cuda_enter("gaio_stream_create", d, &sc);
     if (st != GAIO_OK) {

@@ -49,7 +49,8 @@ typedef struct cuda_stream {
     uint64_t next_ticket;      /* the last ticket written (or being written) to the slot */
     unsigned unwritten;        /* ops issued since, waiting for the next ticket */
     atomic_bool unflushed;     /* unwritten > 0, for the engine to read without the lock */
-    atomic_ullong last_issue_ns;
+    atomic_ullong issued;          /* ops issued without a ticket write, ever (one writer) */
+    uint64_t flush_issued, flush_since; /* engine only: issued when it last changed, and when */
     /* Without stream memory operations, a ticket is a CUevent recorded in its place:
      * a FIFO the engine queries in order (fallback_seen). */
     struct ticket_event *ev_head, *ev_tail;

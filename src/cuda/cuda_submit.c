@@ -201,9 +201,9 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
     if (!write) {
         if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
             atomic_store_explicit(&cs->unflushed, true, memory_order_relaxed);
-        uint64_t now = gaio__now_ns();
-        if (now - atomic_load_explicit(&cs->last_issue_ns, memory_order_relaxed) > 2000)
-            atomic_store_explicit(&cs->last_issue_ns, now, memory_order_relaxed);
+        /* No clock read here: the engine notices the count stand still (gaio__cuda_flush). */
+        atomic_store_explicit(&cs->issued, atomic_load_explicit(&cs->issued, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     } else {
         cs->next_ticket = ticket;
         cs->unwritten = 0;
@@ -346,7 +346,14 @@ void gaio__cuda_fallback_free(cuda_stream *cs) {
  * unwritten ticket gets that ticket written, so that they retire. Never blocks. */
 void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
     if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed)) return;
-    if (now - atomic_load_explicit(&cs->last_issue_ns, memory_order_relaxed) < GAIO_CUDA_FLUSH_NS) return;
+    /* Quiet means: no op issued since the engine last looked, for GAIO_CUDA_FLUSH_NS. */
+    uint64_t issued = atomic_load_explicit(&cs->issued, memory_order_relaxed);
+    if (issued != cs->flush_issued) {
+        cs->flush_issued = issued;
+        cs->flush_since = now;
+        return;
+    }
+    if (now - cs->flush_since < GAIO_CUDA_FLUSH_NS) return;
     if (pthread_mutex_trylock(&cs->lock) != 0) return;
     if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed) &&
         atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK) {
