@@ -1,6 +1,7 @@
 /* gaio's own kernels: each .cu file of src/kernels compiled by nvcc into a fatbin that is
  * embedded in libgaio and loaded once, on first use, with cuLibraryLoadData. A
  * CUlibrary is context-independent: one load serves every device and context. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda/cuda_internal.h"
@@ -38,8 +39,9 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
                           k->name);
     pthread_once(&once, load_all);
     if (load_error != CUDA_SUCCESS) {
-        gaio_status st = gaio__cu_fail(fn, "cuLibraryLoadData", load_error);
-        return gaio__fail(st, fn, "loading gaio's kernels (%s) failed: %s", load_failed_name, gaio_last_error());
+        char call[128];
+        snprintf(call, sizeof call, "cuLibraryLoadData of gaio's kernels (%s)", load_failed_name);
+        return gaio__cu_fail(fn, call, load_error);
     }
     const gaio_cu_table *cu = gaio__cu();
     for (int i = 0; i < nlibs; i++) {
