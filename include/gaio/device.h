@@ -59,7 +59,8 @@ gaio_status gaio_device_count(int *count);
 
 /* Whether the backend of a device kind works in this process, in words: GAIO_OK and
  * e.g. "driver 13.0, 1 device"; GAIO_ERR_NOT_SUPPORTED when this build lacks the
- * backend; GAIO_ERR_DRIVER with the reason (no libcuda.so.1, cuInit failed, ...). */
+ * backend; GAIO_ERR_DRIVER with the reason (no libcuda.so.1, cuInit failed, ...).
+ * The text stays valid until the next call on the same thread. */
 gaio_status gaio_backend_status(gaio_device_kind kind, const char **description);
 gaio_status gaio_device_get_props(int device, gaio_device_props *props);
 

@@ -21,7 +21,6 @@ struct gaio_op {
     gaio_op_kind kind;
     gaio_stream *stream;
     bool counted; /* already counted in stream->retired (gaio__op_count_done) */
-    atomic_int claimed;
     void *be; /* the backend's op_space bytes, zeroed, freed with the op */ /* host functions on CUDA: set by whoever calls fn (the driver's thread or a fault) */
     size_t nbufs;
     gaio_buffer **bufs;

@@ -292,14 +292,12 @@ static void cuda_mem_free(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size
 
 gaio_status gaio__cuda_describe(const char **description);
 gaio_status gaio__cuda_describe(const char **description) {
-    static char text[320];
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    static _Thread_local char text[320]; /* valid on the calling thread until its next call */
     if (!gaio__cu()) {
         *description = gaio__cu_unavailable_reason();
         return GAIO_ERR_DRIVER;
     }
     int n = cuda_device_count(), v = gaio__cu_driver_version();
-    (void)once;
     snprintf(text, sizeof text, "ready: driver API %d.%d, %d device%s", v / 1000, v % 1000 / 10, n,
              n == 1 ? "" : "s");
     *description = text;

@@ -13,14 +13,14 @@
  * macros give the prototype of the versioned one. */
 #define GAIO_CU_FUNCTIONS(X)                                                                                  \
     X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
-    X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDeviceCanAccessPeer)                   \
+    X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute)                   \
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)            \
-    X(cuCtxGetStreamPriorityRange) X(cuCtxEnablePeerAccess) X(cuStreamCreateWithPriority) X(cuStreamDestroy)  \
+    X(cuCtxGetStreamPriorityRange) X(cuStreamCreateWithPriority) X(cuStreamDestroy)  \
     X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuStreamWriteValue64)   \
-    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) X(cuEventSynchronize)                 \
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                 \
     X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocManaged) X(cuMemHostAlloc) X(cuMemFreeHost)  \
     X(cuMemHostGetDevicePointer) X(cuMemcpyAsync) X(cuMemcpyPeerAsync) X(cuMemcpy2DAsync) X(cuMemsetD8Async) X(cuMemsetD2D8Async)  \
-    X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync)       \
+    X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync)       \
     X(cuMemFreeAsync) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuLibraryLoadData) X(cuLibraryLoadFromFile)     \
     X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetManaged) X(cuLibraryGetGlobal)                     \
     X(cuKernelGetFunction) X(cuKernelGetAttribute) X(cuKernelSetAttribute) X(cuPointerGetAttribute)
