@@ -20,6 +20,10 @@ void gaio__context_unref(gaio_context *ctx) {
     if (gaio__ref_dec(&ctx->ref)) context_destroy(ctx);
 }
 
+void gaio__context_unref_n(gaio_context *ctx, long n) {
+    if (n > 0 && gaio__ref_sub(&ctx->ref, n)) context_destroy(ctx);
+}
+
 gaio_status gaio_context_create(int device, const gaio_context_options *options, gaio_context **out) {
     GAIO_REQUIRE_PTR(out);
     *out = NULL;

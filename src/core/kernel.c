@@ -23,8 +23,17 @@ static bool reg_builtins_done;
 
 void gaio__kernel_ref(gaio_kernel *k) { gaio__ref_inc(&k->ref); }
 
+static void kernel_destroy(gaio_kernel *k);
+
 void gaio__kernel_unref(gaio_kernel *k) {
-    if (!gaio__ref_dec(&k->ref)) return;
+    if (gaio__ref_dec(&k->ref)) kernel_destroy(k);
+}
+
+void gaio__kernel_unref_n(gaio_kernel *k, long n) {
+    if (n > 0 && gaio__ref_sub(&k->ref, n)) kernel_destroy(k);
+}
+
+static void kernel_destroy(gaio_kernel *k) {
     free(k->name);
     free(k->arg_sizes);
     gaio_library *lib = k->lib;

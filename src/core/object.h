@@ -116,14 +116,17 @@ gaio_status gaio__kernel_bind_cuda(const char *fn, const char *name, void *cu_ke
 /* Retain/release used inside the library: no argument checks, no messages. */
 void gaio__context_ref(gaio_context *ctx);
 void gaio__context_unref(gaio_context *ctx);
+void gaio__context_unref_n(gaio_context *ctx, long n); /* n at once */
 void gaio__stream_ref(gaio_stream *s);
 void gaio__stream_unref(gaio_stream *s);
+void gaio__stream_unref_n(gaio_stream *s, long n);
 void gaio__buffer_ref(gaio_buffer *b);
 void gaio__buffer_unref(gaio_buffer *b);
 void gaio__future_ref(gaio_future *f);
 void gaio__future_unref(gaio_future *f);
 void gaio__kernel_ref(gaio_kernel *k);
 void gaio__kernel_unref(gaio_kernel *k);
+void gaio__kernel_unref_n(gaio_kernel *k, long n);
 
 /* A pending future (one reference, owned by the caller). NULL when out of memory. */
 gaio_future *gaio__future_new(void);

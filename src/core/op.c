@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/op_cache.h"
 #include "core/submitter.h"
 
 gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size_t extra, void **extra_out) {
@@ -11,8 +12,11 @@ gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size
     size_t be_bytes = (stream->ctx->be->op_space + 15) & ~(size_t)15;
     size_t head = op_bytes + be_bytes + nbufs * sizeof(gaio_buffer *);
     head = (head + 15) & ~(size_t)15;
-    gaio_op *op = calloc(1, head + extra);
+    int cached;
+    gaio_op *op = gaio__op_block_get(head + extra, &cached);
     if (!op) return NULL;
+    memset(op, 0, head + extra);
+    op->cached = cached != 0;
     op->kind = kind;
     op->stream = stream;
     gaio__stream_ref(stream);
@@ -28,18 +32,45 @@ void gaio__op_hold_buffer(gaio_op *op, size_t i, gaio_buffer *buf) {
     op->bufs[i] = buf;
 }
 
-static void op_release_refs(gaio_op *op) {
+/* With a batch, the stream's and kernels' references are only counted here and
+ * dropped in gaio__retire_batch_end. */
+static void op_release_refs(gaio_op *op, gaio_retire_batch *b) {
     for (size_t i = 0; i < op->nbufs; i++)
         if (op->bufs[i]) gaio__buffer_unref(op->bufs[i]);
-    if (op->kind == GAIO_OP_LAUNCH && op->u.launch.kernel) gaio__kernel_unref(op->u.launch.kernel);
+    gaio_kernel *k = op->kind == GAIO_OP_LAUNCH ? op->u.launch.kernel : NULL;
+    if (k && !b) {
+        gaio__kernel_unref(k);
+    } else if (k) {
+        if (b->kernel != k) {
+            if (b->kernel) gaio__kernel_unref_n(b->kernel, b->kernel_refs);
+            b->kernel = k;
+            b->kernel_refs = 0;
+        }
+        b->kernel_refs++;
+    }
     if ((op->kind == GAIO_OP_RECORD || op->kind == GAIO_OP_WAIT) && op->u.point.fut)
         gaio__future_unref(op->u.point.fut);
     gaio_stream *s = op->stream;
-    free(op);
-    gaio__stream_unref(s);
+    if (op->cached) gaio__op_block_put(op);
+    else free(op);
+    if (b) b->stream_refs++;
+    else gaio__stream_unref(s);
 }
 
-void gaio__op_discard(gaio_op *op) { op_release_refs(op); }
+void gaio__retire_batch_begin(gaio_retire_batch *b, gaio_stream *s, size_t n) {
+    *b = (gaio_retire_batch){.stream = s};
+    if (n) atomic_fetch_add_explicit(&s->retired, n, memory_order_release);
+}
+
+void gaio__retire_batch_end(gaio_retire_batch *b) {
+    if (b->kernel) gaio__kernel_unref_n(b->kernel, b->kernel_refs);
+    gaio__stream_unref_n(b->stream, b->stream_refs);
+    *b = (gaio_retire_batch){0};
+}
+
+void gaio__op_retire_in(gaio_op *op, gaio_retire_batch *b) { op_release_refs(op, b); }
+
+void gaio__op_discard(gaio_op *op) { op_release_refs(op, NULL); }
 
 _Thread_local const char *gaio__submitting_fn = "gaio_submit";
 
@@ -77,7 +108,7 @@ void gaio__op_fill_on_host(const gaio_op *op) {
 
 void gaio__op_retire(gaio_op *op) {
     gaio__op_count_done(op);
-    op_release_refs(op);
+    op_release_refs(op, NULL);
 }
 
 void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg) {

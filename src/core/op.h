@@ -4,6 +4,7 @@
 #ifndef GAIO_CORE_OP_H
 #define GAIO_CORE_OP_H
 
+#include "core/mpsc.h"
 #include "core/object.h"
 
 typedef enum gaio_op_kind {
@@ -17,10 +18,12 @@ typedef enum gaio_op_kind {
 } gaio_op_kind;
 
 struct gaio_op {
-    struct gaio_op *_Atomic next; /* queue link (the deferred queue links atomically) */
+    struct gaio_op *next; /* a backend's queue link */
+    gaio_mpsc_node mq;    /* the deferred-submission queue's link */
     gaio_op_kind kind;
     gaio_stream *stream;
     bool counted; /* already counted in stream->retired (gaio__op_count_done) */
+    bool cached;  /* its memory goes back to the op cache (core/op_cache.h) */
     void *be; /* the backend's op_space bytes, zeroed, freed with the op */ /* host functions on CUDA: set by whoever calls fn (the driver's thread or a fault) */
     size_t nbufs;
     gaio_buffer **bufs;
@@ -76,6 +79,22 @@ void gaio__op_fill_on_host(const gaio_op *op);
 
 /* The stream has passed the op: count it (if not yet) and drop its references. */
 void gaio__op_retire(gaio_op *op);
+
+/* Retiring n ops of one stream together (the CUDA engine retires what one ticket
+ * covers): begin counts all n as finished for gaio_stream_query at once, so do it
+ * before any of them completes a future; each op then retires in the batch, whose
+ * end drops the stream's and kernels' references in one step each. The caller
+ * keeps the stream alive until the end. */
+typedef struct gaio_retire_batch {
+    gaio_stream *stream;
+    long stream_refs;
+    gaio_kernel *kernel; /* the current run of launches of one kernel */
+    long kernel_refs;
+} gaio_retire_batch;
+/* The caller marks each op `counted` first. */
+void gaio__retire_batch_begin(gaio_retire_batch *b, gaio_stream *s, size_t n);
+void gaio__op_retire_in(gaio_op *op, gaio_retire_batch *b);
+void gaio__retire_batch_end(gaio_retire_batch *b);
 
 /* The op cannot run (its submission failed, or the stream failed earlier): fail
  * the stream with status, complete a RECORD's future with the failure, call a

@@ -16,6 +16,11 @@ static inline bool gaio__ref_dec(gaio_ref *r) { return atomic_fetch_sub_explicit
 
 
 
+/* Drops n references at once; true when they were the last. */
+static inline bool gaio__ref_sub(gaio_ref *r, long n) {
+    return atomic_fetch_sub_explicit(&r->n, n, memory_order_acq_rel) == n;
+}
+
 /* Takes a reference only while the object is alive (count > 0): for weak lists. */
 static inline bool gaio__ref_try_inc(gaio_ref *r) {
     long n = atomic_load_explicit(&r->n, memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/object.h"
+#include "core/op_cache.h"
 #include "core/submitter.h"
 #include "cpu/workers.h"
 #ifdef GAIO_HAVE_CUDA
@@ -142,6 +143,7 @@ gaio_status gaio_shutdown(void) {
 #ifdef GAIO_HAVE_CUDA
         gaio__cuda_engine_stop();
 #endif
+        gaio__op_cache_trim();
         rt_running = false;
     }
     pthread_mutex_unlock(&rt_lock);

@@ -64,6 +64,12 @@ void gaio__stream_unref(gaio_stream *s) {
     else if (gaio__ref_dec(&s->ref)) gaio__stream_destroy(s);
 }
 
+void gaio__stream_unref_n(gaio_stream *s, long n) {
+    if (n <= 0) return;
+    if (s->is_default) gaio__context_unref_n(s->ctx, n);
+    else if (gaio__ref_sub(&s->ref, n)) gaio__stream_destroy(s);
+}
+
 void gaio__stream_fail(gaio_stream *s, gaio_status status, const char *fmt, ...) {
     if (gaio__stream_status(s) != GAIO_OK) return;
     pthread_mutex_lock(&s->fail_lock);

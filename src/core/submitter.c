@@ -1,21 +1,22 @@
-/* Vyukov's intrusive MPSC queue: producers exchange the head pointer (wait-free),
- * the single consumer walks from the tail. The consumer sleeps on a condition
- * variable only after announcing it (Dekker-style with seq_cst), so producers
- * make a system call only when the thread is really asleep. */
+/* A per-device thread takes DEFERRED streams' ops from a lock-free MPSC queue
+ * (core/mpsc.h) and hands them to the backend in order. It sleeps on a condition
+ * variable only after announcing it (Dekker-style with seq_cst), so producers make
+ * a system call only when the thread is really asleep. */
 #include "core/submitter.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "core/mpsc.h"
 #include "core/op.h"
 
 #define MAX_DEVICES 64
 
 typedef struct submitter {
-    _Atomic(gaio_op *) head;
-    gaio_op *tail;
-    gaio_op stub;
+    gaio_mpsc q;
     atomic_int sleeping;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -27,34 +28,9 @@ typedef struct submitter {
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static submitter *_Atomic table[MAX_DEVICES];
 
-static void q_push(submitter *q, gaio_op *op) {
-    atomic_store_explicit(&op->next, NULL, memory_order_relaxed);
-    gaio_op *prev = atomic_exchange_explicit(&q->head, op, memory_order_seq_cst);
-    atomic_store_explicit(&prev->next, op, memory_order_release);
-}
-
-/* NULL when empty or when a producer is between its two steps. */
 static gaio_op *q_pop(submitter *q) {
-    gaio_op *tail = q->tail;
-    gaio_op *next = atomic_load_explicit(&tail->next, memory_order_acquire);
-    if (tail == &q->stub) {
-        if (!next) return NULL;
-        q->tail = next;
-        tail = next;
-        next = atomic_load_explicit(&next->next, memory_order_acquire);
-    }
-    if (next) {
-        q->tail = next;
-        return tail;
-    }
-    if (tail != atomic_load_explicit(&q->head, memory_order_acquire)) return NULL;
-    q_push(q, &q->stub);
-    next = atomic_load_explicit(&tail->next, memory_order_acquire);
-    if (next) {
-        q->tail = next;
-        return tail;
-    }
-    return NULL;
+    gaio_mpsc_node *n = gaio__mpsc_pop(&q->q);
+    return n ? (gaio_op *)((char *)n - offsetof(gaio_op, mq)) : NULL;
 }
 
 static void *submitter_main(void *arg) {
@@ -68,19 +44,19 @@ static void *submitter_main(void *arg) {
             if (st != GAIO_OK) gaio__op_abandon(op, st, gaio_last_error());
             continue;
         }
-        if (atomic_load_explicit(&q->head, memory_order_seq_cst) != q->tail) {
+        if (!gaio__mpsc_empty(&q->q)) {
             sched_yield(); /* a producer is mid-push: its link lands in a moment */
             continue;
         }
         atomic_store_explicit(&q->sleeping, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&q->head, memory_order_seq_cst) == q->tail) {
+        if (gaio__mpsc_empty(&q->q)) {
             pthread_mutex_lock(&q->lock);
             while (!q->wake && !q->stop) pthread_cond_wait(&q->cond, &q->lock);
             q->wake = false;
             bool stop = q->stop;
             pthread_mutex_unlock(&q->lock);
             atomic_store_explicit(&q->sleeping, 0, memory_order_relaxed);
-            if (stop && atomic_load(&q->head) == q->tail) return NULL;
+            if (stop && gaio__mpsc_empty(&q->q)) return NULL;
         } else {
             atomic_store_explicit(&q->sleeping, 0, memory_order_relaxed);
         }
@@ -98,13 +74,13 @@ static gaio_status submitter_get(int device, submitter **out) {
     pthread_mutex_lock(&table_lock);
     q = atomic_load_explicit(&table[device], memory_order_relaxed);
     if (!q) {
-        q = calloc(1, sizeof *q);
+        q = aligned_alloc(64, (sizeof *q + 63) & ~(size_t)63); /* the queue's ends sit on lines of their own */
+        if (q) memset(q, 0, sizeof *q);
         if (!q) {
             pthread_mutex_unlock(&table_lock);
             return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the submission thread");
         }
-        atomic_init(&q->head, &q->stub);
-        q->tail = &q->stub;
+        gaio__mpsc_init(&q->q);
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->cond, NULL);
         int rc = pthread_create(&q->thread, NULL, submitter_main, q);
@@ -126,7 +102,7 @@ gaio_status gaio__submitter_push(int device, gaio_op *op) {
     submitter *q = NULL;
     gaio_status st = submitter_get(device, &q);
     if (st != GAIO_OK) return st;
-    q_push(q, op);
+    gaio__mpsc_push(&q->q, &op->mq);
     if (atomic_load_explicit(&q->sleeping, memory_order_seq_cst)) {
         pthread_mutex_lock(&q->lock);
         q->wake = true;

@@ -6,6 +6,7 @@
  * backs off to short sleeps; with nothing outstanding it blocks on a condition
  * variable and costs no CPU. Every FAULT_CHECK_NS without progress it asks the
  * driver whether a stream's context faulted. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +20,20 @@
 #define FAULT_CHECK_NS 2000000u
 
 static struct {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* only to sleep and to wake the engine: never on its polling path */
     pthread_cond_t cond;
     bool started;
     bool stop;
     bool kicked; /* BLOCK: the driver signalled a completed point */
     gaio_wait_policy policy;
-    int sleeping;
-    atomic_bool napping; /* HYBRID: in a short timed sleep; new work pokes it awake */
+    atomic_bool sleeping; /* nothing active: blocked on cond until a stream becomes active */
+    atomic_bool napping;  /* HYBRID: in a short timed sleep; new work pokes it awake */
     bool poked;
-    cuda_stream *incoming; /* newly active streams, linked by incoming_next */
-    atomic_bool hint; /* set by submitters (only when clear), cleared by the engine: "work came" */
     pthread_t thread;
+    /* Written by submitters; each on a line of its own so that the engine's reads of
+     * one do not evict the other. */
+    _Alignas(64) _Atomic(cuda_stream *) incoming; /* newly active streams (a stack), linked by incoming_next */
+    _Alignas(64) atomic_bool hint; /* set by submitters (only when clear), cleared by the engine: "work came" */
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 /* New work or finished host work: end a HYBRID nap at once, so the engine spins again
@@ -52,32 +55,38 @@ static void engine_poke(void) {
 }
 
 void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p) {
+    /* Under cs->lock (the caller holds it): pushes are in ticket order. */
     p->next = NULL;
     p->cs = cs;
     p->dispatched = false;
     atomic_init(&p->host_done, false);
     p->ticket = ticket;
     p->op = op;
-    /* Under cs->lock (the caller holds it). */
-    if (cs->tail) {
-        cs->tail->next = p;
-    } else {
-        cs->head = p;
-        atomic_store_explicit(&cs->head_ticket, ticket, memory_order_release);
-    }
-    cs->tail = p;
+    gaio__mpsc_push(&cs->pending, &p->qn); /* seq_cst: pairs with poll_stream going idle */
     engine_hint();
-    if (cs->active) {
+    /* Load before exchanging: while the engine holds the stream, the flag's line
+     * stays shared and this costs no write. */
+    if (atomic_load_explicit(&cs->active, memory_order_seq_cst) ||
+        atomic_exchange_explicit(&cs->active, true, memory_order_seq_cst)) {
         engine_poke();
         return;
     }
-    cs->active = true;
     gaio__stream_ref(cs->stream); /* the engine's, dropped when the stream goes idle */
-    pthread_mutex_lock(&eng.lock);
-    cs->incoming_next = eng.incoming;
-    eng.incoming = cs;
-    if (eng.sleeping) pthread_cond_signal(&eng.cond);
-    pthread_mutex_unlock(&eng.lock);
+    /* A lock-free push: the engine takes the whole stack at once, so no ABA. The
+     * seq_cst push and the load of `sleeping` pair with the engine's store of
+     * `sleeping` and its load of `incoming` (engine_sleep): one of us sees the other. */
+    cuda_stream *top = atomic_load_explicit(&eng.incoming, memory_order_relaxed);
+    do {
+        cs->incoming_next = top;
+    } while (!atomic_compare_exchange_weak_explicit(&eng.incoming, &top, cs, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    if (atomic_load_explicit(&eng.sleeping, memory_order_seq_cst)) {
+        pthread_mutex_lock(&eng.lock);
+        pthread_cond_signal(&eng.cond);
+        pthread_mutex_unlock(&eng.lock);
+    } else {
+        engine_poke();
+    }
 }
 
 /* A copy with a pageable side, or between host memories. Host memories: the worker
@@ -131,7 +140,7 @@ static void host_task(gaio_task *t) {
 }
 
 /* What the stream's passing an op means on the host. */
-static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg) {
+static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg, gaio_retire_batch *batch) {
     gaio_op *op = p->op;
     gaio_stream *s = op->stream;
     if (fault) gaio__stream_fail(s, fault, "%s", fault_msg);
@@ -160,23 +169,56 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg)
     default:
         break;
     }
-    gaio__op_retire(op);
+    gaio__op_retire_in(op, batch);
 }
 
-/* Retires what the slot (or a fault) lets go; returns true if the stream went idle. */
+static inline cuda_pending *pending_of(gaio_mpsc_node *n) {
+    return (cuda_pending *)((char *)n - offsetof(cuda_pending, qn));
+}
+
+/* The slot as far as this engine pass may trust it. */
+static uint64_t slot_seen(cuda_stream *cs) {
+    if (cs->dev->memops) return __atomic_load_n(cs->slot, __ATOMIC_ACQUIRE); /* and the GPU's writes before it */
+    /* Events stand in for the slot; their list is shared with submitters. */
+    if (pthread_mutex_trylock(&cs->lock) != 0) return cs->ev_seen;
+    uint64_t seen = gaio__cuda_fallback_seen(cs);
+    pthread_mutex_unlock(&cs->lock);
+    return seen;
+}
+
+/* The stream's queue looked empty: give the stream back (active = false) unless a
+ * submitter pushed meanwhile. The seq_cst store, then the seq_cst look at the
+ * queue, pair with track's push, then load of `active`: either we see its op, or
+ * it sees the stream inactive and hands it to us again through `incoming`.
+ * Returns true if the stream went idle (the engine drops it from its list). */
+static bool go_idle(cuda_stream *cs) {
+    /* Only between submissions: a submitter still inside its critical section may
+     * have had its op retired already, and the stream must outlive its unlock (the
+     * engine's reference may be the last). */
+    if (pthread_mutex_trylock(&cs->lock) != 0) return false;
+    atomic_store_explicit(&cs->active, false, memory_order_seq_cst);
+    bool idle = gaio__mpsc_empty(&cs->pending) ||
+                /* An op came: keep the stream, unless its submitter already re-queued it. */
+                atomic_exchange_explicit(&cs->active, true, memory_order_seq_cst);
+    pthread_mutex_unlock(&cs->lock);
+    return idle;
+}
+
+/* Retires what the slot (or a fault) lets go; returns true if the stream went idle.
+ * Takes no lock: submitters never wait for the engine, nor it for them. */
 static bool poll_stream(cuda_stream *cs, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
-    uint64_t seen = __atomic_load_n(cs->slot, __ATOMIC_ACQUIRE); /* and the GPU's writes before it */
+    gaio_mpsc_node *front = gaio__mpsc_peek(&cs->pending);
+    if (!front) return gaio__mpsc_empty(&cs->pending) && go_idle(cs);
+    uint64_t seen = fault ? UINT64_MAX : slot_seen(cs);
+    if (pending_of(front)->ticket > seen) return false;
     cuda_pending *done = NULL, **tail = &done, *dispatch = NULL;
-    /* Never block on a stream's lock: its submitter holds it across driver calls, and a
-     * blocked engine would cost the submitter a futex wake-up on every op. */
-    uint64_t due = atomic_load_explicit(&cs->head_ticket, memory_order_acquire);
-    if (cs->dev->memops && !fault && due != UINT64_MAX && seen < due) return false;
-    if (pthread_mutex_trylock(&cs->lock) != 0) return false;
-    if (!cs->dev->memops) seen = gaio__cuda_fallback_seen(cs); /* events stand in for the slot */
-    while (cs->head) {
-        cuda_pending *p = cs->head;
-        if (!fault && p->ticket > seen) break;
+    size_t ndone = 0;
+    for (;;) {
+        gaio_mpsc_node *n = gaio__mpsc_peek(&cs->pending);
+        if (!n) break;
+        cuda_pending *p = pending_of(n);
+        if (p->ticket > seen) break;
         if (gaio__cuda_is_host_op(p->op) && !atomic_load_explicit(&p->host_done, memory_order_acquire)) {
             if (!p->dispatched && !fault) {
                 p->dispatched = true;
@@ -184,23 +226,25 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
             }
             if (p->dispatched) break; /* its task is running; the ops after it are held until it is done */
         }
-        cs->head = p->next;
+        if (!gaio__mpsc_pop(&cs->pending)) break; /* its successor is mid-push: next pass */
         p->next = NULL;
+        p->op->counted = true; /* all at once, below */
         *tail = p;
         tail = &p->next;
+        ndone++;
     }
-    if (!cs->head) cs->tail = NULL;
-    atomic_store_explicit(&cs->head_ticket, cs->head ? cs->head->ticket : UINT64_MAX, memory_order_release);
-    bool idle = cs->head == NULL;
-    if (idle) cs->active = false;
-    pthread_mutex_unlock(&cs->lock);
-    if (done) *progress = true;
-    while (done) {
-        cuda_pending *next = done->next;
-        char *err_msg = done->err_msg;
-        finish_op(done, fault, fault ? cs->dev->fault_msg : NULL); /* frees done with its op */
-        free(err_msg);
-        done = next;
+    if (done) {
+        *progress = true;
+        gaio_retire_batch batch;
+        gaio__retire_batch_begin(&batch, cs->stream, ndone); /* the engine's reference keeps the stream */
+        while (done) {
+            cuda_pending *next = done->next;
+            char *err_msg = done->err_msg;
+            finish_op(done, fault, fault ? cs->dev->fault_msg : NULL, &batch); /* frees done with its op */
+            free(err_msg);
+            done = next;
+        }
+        gaio__retire_batch_end(&batch);
     }
     /* After the ops before it have retired: a host function sees the failure of a wait
      * or of a refused op just ahead of it. */
@@ -209,7 +253,7 @@ static bool poll_stream(cuda_stream *cs, bool *progress) {
         gaio__cpu_task_push(&dispatch->task);
         *progress = true;
     }
-    return idle;
+    return false; /* idle only once a later pass finds the queue empty */
 }
 
 void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg) {
@@ -233,30 +277,52 @@ static void check_fault(cuda_stream *cs) {
     gaio__cuda_device_fault(cs->dev, st == GAIO_ERR_DEVICE ? st : GAIO_ERR_DEVICE, gaio_last_error());
 }
 
+/* Blocks until a stream becomes active; false once told to stop with none. */
+static bool engine_sleep(void) {
+    pthread_mutex_lock(&eng.lock);
+    atomic_store_explicit(&eng.sleeping, true, memory_order_seq_cst);
+    while (!atomic_load_explicit(&eng.incoming, memory_order_seq_cst) && !eng.stop)
+        pthread_cond_wait(&eng.cond, &eng.lock);
+    atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
+    bool go_on = atomic_load_explicit(&eng.incoming, memory_order_relaxed) != NULL || !eng.stop;
+    pthread_mutex_unlock(&eng.lock);
+    return go_on;
+}
+
+static struct timespec realtime_after(uint64_t ns) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += (long)ns;
+    if (t.tv_nsec >= 1000000000) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000;
+    }
+    return t;
+}
+
+/* How often an idle pass looks at the quiet-stream counters (gaio__cuda_flush): each
+ * look reads a line the submitter writes on every op. */
+#define FLUSH_LOOK_NS 2000u
+
 static void *engine_main(void *arg) {
     (void)arg;
     gaio__on_gaio_thread = true;
     cuda_stream *active = NULL; /* this thread's list, linked by active_next */
     uint64_t last_progress = gaio__now_ns(), last_check = last_progress, last_activity = last_progress, sleep_ns = 1000;
+    uint64_t last_flush = last_progress;
     const gaio_wait_policy policy = eng.policy;
     for (;;) {
-        pthread_mutex_lock(&eng.lock);
-        while (!active && !eng.incoming) {
-            if (eng.stop) {
-                pthread_mutex_unlock(&eng.lock);
-                return NULL;
+        /* Loads first: the exchange writes the line, which submitters then miss on. */
+        if (!active && !atomic_load_explicit(&eng.incoming, memory_order_acquire) && !engine_sleep()) return NULL;
+        if (atomic_load_explicit(&eng.incoming, memory_order_relaxed)) {
+            cuda_stream *cs = atomic_exchange_explicit(&eng.incoming, NULL, memory_order_acquire);
+            while (cs) {
+                cuda_stream *next = cs->incoming_next;
+                cs->active_next = active;
+                active = cs;
+                cs = next;
             }
-            eng.sleeping++;
-            pthread_cond_wait(&eng.cond, &eng.lock);
-            eng.sleeping--;
         }
-        while (eng.incoming) {
-            cuda_stream *cs = eng.incoming;
-            eng.incoming = cs->incoming_next;
-            cs->active_next = active;
-            active = cs;
-        }
-        pthread_mutex_unlock(&eng.lock);
 
         bool progress = false;
         for (cuda_stream **pp = &active; *pp;) {
@@ -275,7 +341,10 @@ static void *engine_main(void *arg) {
             sleep_ns = 1000;
             continue;
         }
-        for (cuda_stream *cs = active; cs; cs = cs->active_next) gaio__cuda_flush(cs, now);
+        if (now - last_flush >= FLUSH_LOOK_NS) {
+            last_flush = now;
+            for (cuda_stream *cs = active; cs; cs = cs->active_next) gaio__cuda_flush(cs, now);
+        }
         if (active && now - last_check > FAULT_CHECK_NS) {
             last_check = now;
             for (cuda_stream *cs = active; cs; cs = cs->active_next) check_fault(cs);
@@ -283,22 +352,12 @@ static void *engine_main(void *arg) {
         if (policy == GAIO_WAIT_BLOCK) {
             /* Sleep until a host callback behind a record op kicks us; time out to retire
              * other ops and to look for faults. */
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 1000000;
-            if (until.tv_nsec >= 1000000000) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000;
-            }
+            struct timespec until = realtime_after(1000000);
             pthread_mutex_lock(&eng.lock);
-            if (!eng.kicked && !eng.incoming) pthread_cond_timedwait(&eng.cond, &eng.lock, &until);
+            if (!eng.kicked && !atomic_load(&eng.incoming)) pthread_cond_timedwait(&eng.cond, &eng.lock, &until);
             eng.kicked = false;
             pthread_mutex_unlock(&eng.lock);
             continue;
-        }
-        if (atomic_load_explicit(&eng.hint, memory_order_relaxed)) {
-            atomic_store_explicit(&eng.hint, false, memory_order_relaxed);
-            last_activity = now;
         }
         uint64_t last = last_activity > last_progress ? last_activity : last_progress;
         if (policy == GAIO_WAIT_SPIN || now - last < SPIN_NS) {
@@ -307,16 +366,17 @@ static void *engine_main(void *arg) {
 #endif
             continue;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += (long)sleep_ns;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
+        /* About to nap: did work come meanwhile? Read here only, not on every pass, so
+         * that the flag's line stays in the submitters' caches while they submit. */
+        if (atomic_load_explicit(&eng.hint, memory_order_relaxed)) {
+            atomic_store_explicit(&eng.hint, false, memory_order_relaxed);
+            last_activity = now;
+            continue;
         }
+        struct timespec until = realtime_after(sleep_ns);
         pthread_mutex_lock(&eng.lock);
-        atomic_store_explicit(&eng.napping, true, memory_order_relaxed);
-        if (!eng.poked && !eng.incoming) pthread_cond_timedwait(&eng.cond, &eng.lock, &until);
+        atomic_store_explicit(&eng.napping, true, memory_order_seq_cst);
+        if (!eng.poked && !atomic_load(&eng.incoming)) pthread_cond_timedwait(&eng.cond, &eng.lock, &until);
         atomic_store_explicit(&eng.napping, false, memory_order_relaxed);
         bool poked = eng.poked;
         eng.poked = false;
@@ -324,8 +384,9 @@ static void *engine_main(void *arg) {
         if (poked) {
             sleep_ns = 1000;
             last_activity = gaio__now_ns();
+        } else if (sleep_ns < MAX_SLEEP_NS) {
+            sleep_ns *= 2;
         }
-        else if (sleep_ns < MAX_SLEEP_NS) sleep_ns *= 2;
     }
     return NULL;
 }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/mpsc.h"
 #include "core/op.h"
 #include "cpu/workers.h"
 #include "cuda/driver.h"
@@ -27,7 +28,8 @@ typedef struct cuda_device {
 /* A pending op: retired once the stream's completion slot reaches its ticket. */
 typedef struct cuda_pending {
     gaio_task task; /* host work (host functions, pageable fills and copies) runs as a pool task */
-    struct cuda_pending *next;
+    gaio_mpsc_node qn;         /* in the stream's pending queue */
+    struct cuda_pending *next; /* in a held list, or the engine's list of ops to finish */
     struct cuda_stream *cs;
     uint64_t ticket;
     gaio_op *op;
@@ -55,14 +57,15 @@ typedef struct cuda_stream {
      * a FIFO the engine queries in order (fallback_seen). */
     struct ticket_event *ev_head, *ev_tail;
     uint64_t ev_seen;
-    atomic_ullong head_ticket; /* ticket of the oldest pending op, UINT64_MAX when none: lets the
-                                  engine skip the lock while nothing is due */
-    cuda_pending *head, *tail;
+    /* Issued ops in ticket order: submitters push (under the lock), the completion
+     * engine pops without it, so neither ever waits for the other. */
+    gaio_mpsc pending;
+    /* Set by the submitter that hands the stream to the engine, cleared by the engine
+     * when it finds the queue empty (completion.c: track, poll_stream). */
+    atomic_bool active;
     struct cuda_stream *active_next;   /* in the completion engine's own list while it has pending ops */
     struct cuda_stream *incoming_next; /* in the engine's incoming list (a separate link: a stream can
                                           be re-queued while the engine still walks its own list) */
-    bool active;
-    uint64_t last_progress_ns;
     /* While the stream waits on the host (for its host work to run, or for a point no
      * stream has enqueued yet), later ops are held here in order instead of reaching
      * the driver: if the host work fails the stream, they are skipped, not run. */
