@@ -4,13 +4,18 @@
 
 #include "core/clock.h"
 #include "core/op.h"
+#include "core/op_cache.h"
 
 /* HYBRID: how long a waiter spins before it sleeps on the condition variable. */
 #define SPIN_WAIT_NS 50000u
 
 gaio_future *gaio__future_new(void) {
-    gaio_future *f = calloc(1, sizeof *f);
+    /* From the op cache: a fence or event point costs no malloc either. */
+    int cached;
+    gaio_future *f = gaio__op_block_get(sizeof *f, &cached);
     if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    f->cached = cached != 0;
     gaio__ref_init(&f->ref);
     pthread_mutex_init(&f->lock, NULL);
     pthread_condattr_t attr;
@@ -39,7 +44,8 @@ void gaio__future_unref(gaio_future *f) {
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
     free(f->msg);
-    free(f);
+    if (f->cached) gaio__op_block_put(f);
+    else free(f);
 }
 
 /* How many futures this thread is running the callbacks of (nested completions). */
@@ -114,11 +120,12 @@ gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
         uint64_t start = gaio__now_ns();
         uint64_t budget = policy == GAIO_WAIT_SPIN ? (uint64_t)timeout_ns : SPIN_WAIT_NS;
         if (budget > (uint64_t)timeout_ns) budget = (uint64_t)timeout_ns;
+        const bool few = gaio__runtime_few_cores();
         for (unsigned i = 0; !gaio__future_is_done(fut); i++) {
             if ((i & 63) == 63 && gaio__now_ns() - start >= budget) break;
-            /* After a short pure spin, yield between looks: where cores are few, the
-             * thread that completes the future may be waiting for this one's. */
-            if (i >= 256) sched_yield();
+            /* After a short pure spin, yield between looks where cores are few: the
+             * thread that completes the future may be waiting for this one's core. */
+            if (few && i >= 256) sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
             else __builtin_ia32_pause();
 #endif

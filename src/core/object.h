@@ -83,6 +83,7 @@ struct gaio_future {
     bool marker; /* an event's point: other streams may wait on it, so devices mark it (CUevent);
                     a fence is only watched by the host and needs none */
     bool dispatching; /* the completing thread still runs callbacks: later ones queue behind */
+    bool cached;      /* its memory goes back to the op cache */
     /* A point recorded on a device stream carries the backend's own marker (CUDA: a
      * CUevent), set before the record op is submitted and freed with the future. */
     void *be_event;
@@ -157,6 +158,9 @@ gaio_status gaio__runtime_enter(gaio_context *ctx);
 void gaio__runtime_leave(gaio_context *ctx);
 int gaio__runtime_cpu_workers(void);
 gaio_wait_policy gaio__runtime_wait_policy(void);
+/* Two online cores or fewer: spinners yield now and then, since the thread they wait
+ * for may need their core. */
+bool gaio__runtime_few_cores(void);
 /* Set on gaio's own threads (workers, submitters): they must not join themselves. */
 extern _Thread_local bool gaio__on_gaio_thread;
 

@@ -1,4 +1,4 @@
-/* Recycled memory for ops. An op is allocated by the thread that submits it and
+/* Recycled memory for ops (and the futures of fences and events). An op is allocated by the thread that submits it and
  * freed by the thread that retires it (a CPU worker, the CUDA completion engine):
  * with malloc, every such pair takes the allocator's arena lock on both threads.
  * Here each thread keeps a small list of blocks; a retiring thread hands blocks

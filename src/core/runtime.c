@@ -39,6 +39,17 @@ static int default_workers(void) {
     return n > 0 ? (int)n : 1;
 }
 
+bool gaio__runtime_few_cores(void) {
+    static atomic_int few = -1; /* unknown yet; the answer does not change */
+    int v = atomic_load_explicit(&few, memory_order_relaxed);
+    if (v < 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        v = n > 0 && n <= 2;
+        atomic_store_explicit(&few, v, memory_order_relaxed);
+    }
+    return v != 0;
+}
+
 gaio_status gaio_configure(const gaio_config *config) {
     if (config) {
         GAIO_REQUIRE(config->cpu_workers >= 0 && config->cpu_workers <= 1024,

@@ -3,8 +3,10 @@
  * completes their futures. Reading a slot costs a load, not a driver call, so
  * no stream's completion waits behind another's. While work is outstanding the
  * thread spins for a short window after the last submission or progress, then
- * backs off to short sleeps; with nothing outstanding it blocks on a condition
- * variable and costs no CPU. Every FAULT_CHECK_NS without progress it asks the
+ * backs off to short sleeps; with nothing outstanding it spins a moment more
+ * (SPIN_NS, or IDLE_SPIN_SPIN_NS under SPIN) and then blocks on a condition
+ * variable, costing no CPU. Submitters and the engine share no lock: ops reach it
+ * through lock-free queues. Every FAULT_CHECK_NS without progress it asks the
  * driver whether a stream's context faulted. */
 #include <stddef.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "cuda/cuda_internal.h"
 
 #define SPIN_NS 50000u
+#define IDLE_SPIN_SPIN_NS 1000000u /* SPIN: how long the engine spins with nothing in flight */
 #define MAX_SLEEP_NS 200000u
 #define FAULT_CHECK_NS 2000000u
 
@@ -23,7 +26,7 @@ static struct {
     pthread_mutex_t lock; /* only to sleep and to wake the engine: never on its polling path */
     pthread_cond_t cond;
     bool started;
-    bool stop;
+    atomic_bool stop; /* read by the engine while it spins idle */
     bool kicked; /* BLOCK: the driver signalled a completed point */
     gaio_wait_policy policy;
     atomic_bool sleeping; /* nothing active: blocked on cond until a stream becomes active */
@@ -208,10 +211,13 @@ static bool go_idle(cuda_stream *cs) {
  * Takes no lock: submitters never wait for the engine, nor it for them. */
 static bool poll_stream(cuda_stream *cs, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
-    gaio_mpsc_node *front = gaio__mpsc_peek(&cs->pending);
-    if (!front) return gaio__mpsc_empty(&cs->pending) && go_idle(cs);
     uint64_t seen = fault ? UINT64_MAX : slot_seen(cs);
-    if (pending_of(front)->ticket > seen) return false;
+    if (cs->due && seen < cs->due) return false;
+    gaio_mpsc_node *front = gaio__mpsc_peek(&cs->pending);
+    cs->due = front ? pending_of(front)->ticket : 0;
+    if (!front) return gaio__mpsc_empty(&cs->pending) && go_idle(cs);
+    if (cs->due > seen) return false;
+    cs->due = 0; /* the front moves: look again next pass */
     cuda_pending *done = NULL, **tail = &done, *dispatch = NULL;
     size_t ndone = 0;
     for (;;) {
@@ -281,10 +287,10 @@ static void check_fault(cuda_stream *cs) {
 static bool engine_sleep(void) {
     pthread_mutex_lock(&eng.lock);
     atomic_store_explicit(&eng.sleeping, true, memory_order_seq_cst);
-    while (!atomic_load_explicit(&eng.incoming, memory_order_seq_cst) && !eng.stop)
+    while (!atomic_load_explicit(&eng.incoming, memory_order_seq_cst) && !atomic_load(&eng.stop))
         pthread_cond_wait(&eng.cond, &eng.lock);
     atomic_store_explicit(&eng.sleeping, false, memory_order_relaxed);
-    bool go_on = atomic_load_explicit(&eng.incoming, memory_order_relaxed) != NULL || !eng.stop;
+    bool go_on = atomic_load_explicit(&eng.incoming, memory_order_relaxed) != NULL || !atomic_load(&eng.stop);
     pthread_mutex_unlock(&eng.lock);
     return go_on;
 }
@@ -311,9 +317,24 @@ static void *engine_main(void *arg) {
     uint64_t last_progress = gaio__now_ns(), last_check = last_progress, last_activity = last_progress, sleep_ns = 1000;
     uint64_t last_flush = last_progress;
     const gaio_wait_policy policy = eng.policy;
+    const uint64_t idle_spin_ns = policy == GAIO_WAIT_SPIN ? IDLE_SPIN_SPIN_NS : SPIN_NS;
     for (;;) {
+        if (!active && !atomic_load_explicit(&eng.incoming, memory_order_acquire)) {
+            /* Nothing in flight. Spin a while before sleeping: a caller that submits
+             * again soon (a request loop) then pays no wake-up, neither its own system
+             * call nor the engine's scheduling delay. */
+            uint64_t now = gaio__now_ns();
+            uint64_t busy = last_activity > last_progress ? last_activity : last_progress;
+            if (policy != GAIO_WAIT_BLOCK && now - busy < idle_spin_ns && !atomic_load(&eng.stop)) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+                continue;
+            }
+            if (!engine_sleep()) return NULL;
+            last_activity = gaio__now_ns();
+        }
         /* Loads first: the exchange writes the line, which submitters then miss on. */
-        if (!active && !atomic_load_explicit(&eng.incoming, memory_order_acquire) && !engine_sleep()) return NULL;
         if (atomic_load_explicit(&eng.incoming, memory_order_relaxed)) {
             cuda_stream *cs = atomic_exchange_explicit(&eng.incoming, NULL, memory_order_acquire);
             while (cs) {
@@ -395,13 +416,13 @@ static void *engine_main(void *arg) {
 void gaio__cuda_engine_stop(void) {
     pthread_mutex_lock(&eng.lock);
     bool started = eng.started;
-    eng.stop = true;
+    atomic_store(&eng.stop, true);
     pthread_cond_broadcast(&eng.cond);
     pthread_mutex_unlock(&eng.lock);
     if (started) pthread_join(eng.thread, NULL);
     pthread_mutex_lock(&eng.lock);
     eng.started = false;
-    eng.stop = false;
+    atomic_store(&eng.stop, false);
     pthread_mutex_unlock(&eng.lock);
 }
 

@@ -40,38 +40,50 @@ typedef struct cuda_pending {
     char *err_msg;
 } cuda_pending;
 
+/* Laid out by who writes what, so that the submitting thread and the completion
+ * engine do not take cache lines from each other on every op. */
 typedef struct cuda_stream {
+    /* Set at creation, read by both. */
     gaio_stream *stream;
     cuda_device *dev;
     CUstream cu;
     bool foreign;
     volatile uint64_t *slot; /* pinned, mapped host memory the GPU writes tickets into */
     CUdeviceptr slot_dev;
-    pthread_mutex_t lock;    /* submission order, tickets, pending list */
+
+    /* The submitters' (under the lock, unless atomic). */
+    _Alignas(64) pthread_mutex_t lock; /* submission order, tickets, held ops */
     uint64_t next_ticket;      /* the last ticket written (or being written) to the slot */
     unsigned unwritten;        /* ops issued since, waiting for the next ticket */
     atomic_bool unflushed;     /* unwritten > 0, for the engine to read without the lock */
-    atomic_ullong issued;          /* ops issued without a ticket write, ever (one writer) */
-    uint64_t flush_issued, flush_since; /* engine only: issued when it last changed, and when */
-    /* Without stream memory operations, a ticket is a CUevent recorded in its place:
-     * a FIFO the engine queries in order (fallback_seen). */
-    struct ticket_event *ev_head, *ev_tail;
-    uint64_t ev_seen;
-    /* Issued ops in ticket order: submitters push (under the lock), the completion
-     * engine pops without it, so neither ever waits for the other. */
-    gaio_mpsc pending;
+    atomic_ullong issued;      /* ops issued without a ticket write, ever (one writer) */
     /* Set by the submitter that hands the stream to the engine, cleared by the engine
-     * when it finds the queue empty (completion.c: track, poll_stream). */
+     * when it finds the queue empty (completion.c: track, go_idle). Read on every op. */
     atomic_bool active;
-    struct cuda_stream *active_next;   /* in the completion engine's own list while it has pending ops */
     struct cuda_stream *incoming_next; /* in the engine's incoming list (a separate link: a stream can
                                           be re-queued while the engine still walks its own list) */
+    /* Without stream memory operations, a ticket is a CUevent recorded in its place:
+     * a FIFO the engine queries in order (fallback_seen, under the lock). */
+    struct ticket_event *ev_head, *ev_tail;
+    uint64_t ev_seen;
     /* While the stream waits on the host (for its host work to run, or for a point no
      * stream has enqueued yet), later ops are held here in order instead of reaching
      * the driver: if the host work fails the stream, they are skipped, not run. */
     bool blocked;
     cuda_pending *held_head, *held_tail;
     bool doomed; /* an op already issued fails the stream: later ops skip their device work */
+
+    /* Issued ops in ticket order: submitters push (under the lock), the completion
+     * engine pops without it, so neither ever waits for the other. Its ends are
+     * 64-aligned lines of their own. */
+    gaio_mpsc pending;
+
+    /* The engine's own. */
+    _Alignas(64) struct cuda_stream *active_next; /* in the engine's list while it has pending ops */
+    uint64_t due; /* the ticket of the oldest pending op as last seen, 0 if unknown: the
+                     engine compares the slot with it without touching the op, whose line
+                     the submitter writes when it links the next op */
+    uint64_t flush_issued, flush_since; /* issued when it last changed, and when */
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);
