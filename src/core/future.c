@@ -49,7 +49,7 @@ void gaio__future_unref(gaio_future *f) {
 }
 
 /* How many futures this thread is running the callbacks of (nested completions). */
-static _Thread_local int tl_dispatching;
+static GAIO_HOT_TLS int tl_dispatching;
 
 void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) {
     /* Callbacks may drop the last outside reference: hold one until we are done. */

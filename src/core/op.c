@@ -72,7 +72,7 @@ void gaio__op_retire_in(gaio_op *op, gaio_retire_batch *b) { op_release_refs(op,
 
 void gaio__op_discard(gaio_op *op) { op_release_refs(op, NULL); }
 
-_Thread_local const char *gaio__submitting_fn = "gaio_submit";
+GAIO_HOT_TLS const char *gaio__submitting_fn = "gaio_submit";
 
 gaio_status gaio__submit_from(const char *fn, gaio_op *op) {
     gaio_stream *s = op->stream;

@@ -66,7 +66,7 @@ void gaio__op_discard(gaio_op *op);
 gaio_status gaio__submit_from(const char *fn, gaio_op *op);
 #define gaio__submit(op) gaio__submit_from(__func__, (op))
 /* The public function submitting on this thread, for backends' messages. */
-extern _Thread_local const char *gaio__submitting_fn;
+extern GAIO_HOT_TLS const char *gaio__submitting_fn;
 
 /* Counts the op as finished for gaio_stream_query (once). A RECORD op calls this
  * before it completes its future, so that whoever wakes on that future (e.g.

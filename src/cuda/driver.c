@@ -62,9 +62,13 @@ static void load(void) {
     reason[0] = '\0';
 }
 
-const gaio_cu_table *gaio__cu(void) {
+const gaio_cu_table *_Atomic gaio__cu_ready;
+
+const gaio_cu_table *gaio__cu_load(void) {
     pthread_once(&once, load);
-    return loaded ? &table : NULL;
+    if (!loaded) return NULL;
+    atomic_store_explicit(&gaio__cu_ready, &table, memory_order_release);
+    return &table;
 }
 
 const char *gaio__cu_unavailable_reason(void) {

@@ -5,6 +5,7 @@
 #define GAIO_CUDA_DRIVER_H
 
 #include <cuda.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "gaio/status.h"
@@ -38,8 +39,13 @@ typedef struct gaio_cu_table {
 } gaio_cu_table;
 
 /* The loaded table, or NULL when no usable driver is present (the reason is in
- * gaio__cu_unavailable_reason). Loads once, on first use. */
-const gaio_cu_table *gaio__cu(void);
+ * gaio__cu_unavailable_reason). Loads once, on first use; afterwards one load. */
+const gaio_cu_table *gaio__cu_load(void);
+extern const gaio_cu_table *_Atomic gaio__cu_ready; /* set once loaded */
+static inline const gaio_cu_table *gaio__cu(void) {
+    const gaio_cu_table *t = atomic_load_explicit(&gaio__cu_ready, memory_order_acquire);
+    return t ? t : gaio__cu_load();
+}
 const char *gaio__cu_unavailable_reason(void);
 int gaio__cu_driver_version(void);
 
