@@ -52,12 +52,11 @@ void gaio__future_unref(gaio_future *f) {
 static GAIO_HOT_TLS int tl_dispatching;
 
 void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) {
-    /* Callbacks may drop the last outside reference: hold one until we are done. */
-    gaio__future_ref(f);
+    /* The caller's reference (an op's, a join's) keeps f alive while callbacks drop
+     * theirs: no reference of our own, whose count the waiter's release would share. */
     pthread_mutex_lock(&f->lock);
     if (atomic_load_explicit(&f->done, memory_order_relaxed)) {
         pthread_mutex_unlock(&f->lock);
-        gaio__future_unref(f);
         return;
     }
     f->status = status;
@@ -82,7 +81,6 @@ void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) 
     f->dispatching = false;
     if (f->waiters) pthread_cond_broadcast(&f->cond); /* callers of then waiting for us */
     pthread_mutex_unlock(&f->lock);
-    gaio__future_unref(f);
 }
 
 gaio_status gaio_future_retain(gaio_future *fut) {

@@ -131,7 +131,8 @@ void gaio__kernel_unref_n(gaio_kernel *k, long n);
 
 /* A pending future (one reference, owned by the caller). NULL when out of memory. */
 gaio_future *gaio__future_new(void);
-/* Completes f once; msg may be NULL. Runs callbacks on this thread. */
+/* Completes f once; msg may be NULL. Runs callbacks on this thread. The caller
+ * holds a reference to f across the call (callbacks may drop the others). */
 void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg);
 static inline bool gaio__future_is_done(gaio_future *f) {
     return atomic_load_explicit(&f->done, memory_order_acquire) != 0;

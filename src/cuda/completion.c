@@ -18,6 +18,7 @@
 #include "cuda/cuda_internal.h"
 
 #define SPIN_NS 50000u
+#define LINGER_NS 50000u /* an empty stream stays in the engine's list this long */
 #define IDLE_SPIN_SPIN_NS 1000000u /* SPIN: how long the engine spins with nothing in flight */
 #define MAX_SLEEP_NS 200000u
 #define FAULT_CHECK_NS 2000000u
@@ -209,13 +210,23 @@ static bool go_idle(cuda_stream *cs) {
 
 /* Retires what the slot (or a fault) lets go; returns true if the stream went idle.
  * Takes no lock: submitters never wait for the engine, nor it for them. */
-static bool poll_stream(cuda_stream *cs, bool *progress) {
+static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
     uint64_t seen = fault ? UINT64_MAX : slot_seen(cs);
     if (cs->due && seen < cs->due) return false;
     gaio_mpsc_node *front = gaio__mpsc_peek(&cs->pending);
     cs->due = front ? pending_of(front)->ticket : 0;
-    if (!front) return gaio__mpsc_empty(&cs->pending) && go_idle(cs);
+    if (!front) {
+        /* Empty: keep watching a moment before giving the stream back, so that a
+         * caller submitting again soon pays neither the hand-over (a reference, a
+         * push to `incoming`) nor a race with go_idle for the stream's lock. */
+        if (!gaio__mpsc_empty(&cs->pending)) return false;
+        if (!cs->empty_since) cs->empty_since = now;
+        if (now - cs->empty_since < LINGER_NS) return false;
+        cs->empty_since = 0;
+        return go_idle(cs);
+    }
+    cs->empty_since = 0;
     if (cs->due > seen) return false;
     cs->due = 0; /* the front moves: look again next pass */
     cuda_pending *done = NULL, **tail = &done, *dispatch = NULL;
@@ -346,9 +357,10 @@ static void *engine_main(void *arg) {
         }
 
         bool progress = false;
+        uint64_t pass = gaio__now_ns();
         for (cuda_stream **pp = &active; *pp;) {
             cuda_stream *cs = *pp;
-            if (poll_stream(cs, &progress)) {
+            if (poll_stream(cs, pass, &progress)) {
                 *pp = cs->active_next;
                 gaio__stream_unref(cs->stream);
             } else {

@@ -84,6 +84,7 @@ typedef struct cuda_stream {
                      engine compares the slot with it without touching the op, whose line
                      the submitter writes when it links the next op */
     uint64_t flush_issued, flush_since; /* issued when it last changed, and when */
+    uint64_t empty_since; /* when the engine found the queue empty, 0 if it is not */
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);
