@@ -357,17 +357,16 @@ static void *engine_main(void *arg) {
         }
 
         bool progress = false;
-        uint64_t pass = gaio__now_ns();
+        uint64_t now = gaio__now_ns(); /* once per pass: a clock read is most of an idle pass */
         for (cuda_stream **pp = &active; *pp;) {
             cuda_stream *cs = *pp;
-            if (poll_stream(cs, pass, &progress)) {
+            if (poll_stream(cs, now, &progress)) {
                 *pp = cs->active_next;
                 gaio__stream_unref(cs->stream);
             } else {
                 pp = &cs->active_next;
             }
         }
-        uint64_t now = gaio__now_ns();
         if (progress) {
             last_progress = now;
             last_check = now;
