@@ -40,16 +40,17 @@ static struct {
     _Alignas(64) atomic_bool hint; /* set by submitters (only when clear), cleared by the engine: "work came" */
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
-/* New work or finished host work: end a HYBRID nap at once, so the engine spins again
- * while the GPU gets to the new tickets. A poke that races with the start of a nap
- * is lost; the nap is short (MAX_SLEEP_NS). */
 /* Tells the engine work came, so that it keeps spinning: a store only when the flag is
- * clear, i.e. at most once per engine loop, not once per op. */
+ * clear, and the engine clears it only when it is about to nap, so this is a load on
+ * nearly every op, not a write. */
 static inline void engine_hint(void) {
     if (!atomic_load_explicit(&eng.hint, memory_order_relaxed))
         atomic_store_explicit(&eng.hint, true, memory_order_relaxed);
 }
 
+/* New work or finished host work: end a HYBRID nap at once, so the engine spins again
+ * while the GPU gets to the new tickets. A poke that races with the start of a nap
+ * is lost; the nap is short (MAX_SLEEP_NS). */
 static void engine_poke(void) {
     if (!atomic_load_explicit(&eng.napping, memory_order_relaxed)) return;
     pthread_mutex_lock(&eng.lock);
@@ -66,15 +67,14 @@ void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pendin
     atomic_init(&p->host_done, false);
     p->ticket = ticket;
     p->op = op;
-    gaio__mpsc_push(&cs->pending, &p->qn); /* seq_cst: pairs with poll_stream going idle */
+    gaio__mpsc_push(&cs->pending, &p->qn);
     engine_hint();
-    /* Load before exchanging: while the engine holds the stream, the flag's line
-     * stays shared and this costs no write. */
-    if (atomic_load_explicit(&cs->active, memory_order_seq_cst) ||
-        atomic_exchange_explicit(&cs->active, true, memory_order_seq_cst)) {
+    /* `active` changes only under cs->lock (here, and in go_idle). */
+    if (atomic_load_explicit(&cs->active, memory_order_relaxed)) {
         engine_poke();
         return;
     }
+    atomic_store_explicit(&cs->active, true, memory_order_relaxed);
     gaio__stream_ref(cs->stream); /* the engine's, dropped when the stream goes idle */
     /* A lock-free push: the engine takes the whole stack at once, so no ABA. The
      * seq_cst push and the load of `sleeping` pair with the engine's store of
@@ -191,19 +191,16 @@ static uint64_t slot_seen(cuda_stream *cs) {
 }
 
 /* The stream's queue looked empty: give the stream back (active = false) unless a
- * submitter pushed meanwhile. The seq_cst store, then the seq_cst look at the
- * queue, pair with track's push, then load of `active`: either we see its op, or
- * it sees the stream inactive and hands it to us again through `incoming`.
- * Returns true if the stream went idle (the engine drops it from its list). */
+ * submitter pushed meanwhile; a later push hands it to the engine again through
+ * `incoming`. Returns true if the stream went idle (the engine drops it from its
+ * list, and its reference). Under the stream's lock, which every push holds, and
+ * only between submissions for another reason too: a submitter still inside its
+ * critical section may have had its op retired already, and the stream must
+ * outlive its unlock (the engine's reference may be the last). */
 static bool go_idle(cuda_stream *cs) {
-    /* Only between submissions: a submitter still inside its critical section may
-     * have had its op retired already, and the stream must outlive its unlock (the
-     * engine's reference may be the last). */
     if (pthread_mutex_trylock(&cs->lock) != 0) return false;
-    atomic_store_explicit(&cs->active, false, memory_order_seq_cst);
-    bool idle = gaio__mpsc_empty(&cs->pending) ||
-                /* An op came: keep the stream, unless its submitter already re-queued it. */
-                atomic_exchange_explicit(&cs->active, true, memory_order_seq_cst);
+    bool idle = gaio__mpsc_empty(&cs->pending);
+    if (idle) atomic_store_explicit(&cs->active, false, memory_order_relaxed);
     pthread_mutex_unlock(&cs->lock);
     return idle;
 }
