@@ -178,6 +178,13 @@ gaio_status gaio_kernel_unregister(const char *name) {
     return GAIO_OK;
 }
 
+void gaio__kernel_forget_builtin_handles(void) {
+    pthread_mutex_lock(&reg_lock);
+    for (reg_entry *e = reg_head; e; e = e->next)
+        if (!e->kernel->lib) atomic_store_explicit(&e->kernel->cu_kernel, NULL, memory_order_release);
+    pthread_mutex_unlock(&reg_lock);
+}
+
 gaio_status gaio_kernel_find(const char *name, gaio_kernel **out) {
     GAIO_REQUIRE_PTR(out);
     *out = NULL;

@@ -110,6 +110,8 @@ struct gaio_library {
 
 void gaio__library_ref(gaio_library *lib);
 void gaio__library_unref(gaio_library *lib);
+/* gaio's own CUDA kernels were unloaded (gaio_shutdown): their cached handles go. */
+void gaio__kernel_forget_builtin_handles(void);
 /* Registers (or joins) a CUDA kernel under name; arg sizes from the driver. */
 gaio_status gaio__kernel_bind_cuda(const char *fn, const char *name, void *cu_kernel, gaio_library *lib, size_t nargs,
                                    const size_t *arg_sizes, gaio_kernel **out);

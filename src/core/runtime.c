@@ -11,7 +11,7 @@
 #include "core/submitter.h"
 #include "cpu/workers.h"
 #ifdef GAIO_HAVE_CUDA
-void gaio__cuda_engine_stop(void);
+void gaio__cuda_shutdown(void);
 #endif
 
 _Thread_local bool gaio__on_gaio_thread;
@@ -152,7 +152,7 @@ gaio_status gaio_shutdown(void) {
         gaio__submitters_stop();
         gaio__cpu_workers_stop();
 #ifdef GAIO_HAVE_CUDA
-        gaio__cuda_engine_stop();
+        gaio__cuda_shutdown();
 #endif
         gaio__op_cache_trim();
         rt_running = false;

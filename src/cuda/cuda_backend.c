@@ -56,6 +56,14 @@ void gaio__cuda_exit(cuda_scope *sc) {
     if (sc->switched) gaio__cu()->cuCtxSetCurrent(sc->saved);
 }
 
+/* gaio_shutdown, with no context alive: the process-wide CUDA state goes too, so
+ * that nothing of gaio's keeps a primary context retained or a library loaded. */
+void gaio__cuda_shutdown(void) {
+    gaio__cuda_engine_stop();
+    gaio__cuda_slots_release_all();
+    gaio__cuda_kernels_unload();
+}
+
 static int attr(cuda_device *d, CUdevice_attribute a) {
     int v = 0;
     gaio__cu()->cuDeviceGetAttribute(&v, a, d->dev);

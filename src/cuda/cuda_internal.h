@@ -104,6 +104,10 @@ void gaio__cuda_exit(cuda_scope *sc);
 /* Completion slots: 8-byte words in pinned, device-mapped host memory. */
 gaio_status gaio__cuda_slot_alloc(cuda_device *d, volatile uint64_t **host, CUdeviceptr *dev);
 void gaio__cuda_slot_free(volatile uint64_t *host, CUdeviceptr dev);
+/* At gaio_shutdown (no stream alive): frees the slabs and their context retains. */
+void gaio__cuda_slots_release_all(void);
+/* At gaio_shutdown: unloads gaio's own kernel libraries (cuda_kernels.c). */
+void gaio__cuda_kernels_unload(void);
 
 /* The completion engine (completion.c). */
 gaio_status gaio__cuda_engine_start(void);
@@ -111,6 +115,8 @@ gaio_status gaio__cuda_engine_start(void);
  * allocation, owned by the engine from here): it retires when the slot passes `ticket`. */
 void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p);
 void gaio__cuda_engine_stop(void);
+/* gaio_shutdown: stops the engine, frees slots, unloads gaio's kernels (cuda_backend.c). */
+void gaio__cuda_shutdown(void);
 void CUDA_CB gaio__cuda_engine_kick(void *unused);
 gaio_wait_policy gaio__cuda_engine_policy(void);
 /* Fails every op of every stream of the device (a fault); later submissions fail too. */

@@ -1,13 +1,15 @@
 /* gaio's own kernels: each .cu file of src/kernels compiled by nvcc into a fatbin that is
  * embedded in libgaio and loaded once, on first use, with cuLibraryLoadData. A
- * CUlibrary is context-independent: one load serves every device and context. */
+ * CUlibrary is context-independent: one load serves every device and context.
+ * gaio_shutdown unloads them (gaio__cuda_kernels_unload); the next use loads again. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda/cuda_internal.h"
 #include "cuda/embedded_kernels.h"
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool loaded;
 static CUlibrary libs[64];
 static int nlibs;
 static CUresult load_error = CUDA_SUCCESS;
@@ -34,14 +36,22 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
     }
     if (strncmp(k->name, "gaio_", 5) != 0)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
-                          "kernel '%s' has only a host implementation; loading CUDA libraries of your own "
-                          "(cubin, fatbin, PTX, NVRTC) is not implemented yet",
+                          "kernel '%s' has only a host implementation; to run it on a GPU, load a CUDA "
+                          "library that defines it (gaio_library_load_data, _load_file or _compile)",
                           k->name);
-    pthread_once(&once, load_all);
-    if (load_error != CUDA_SUCCESS) {
+    /* Only until the kernel's handle is cached: launches after the first skip this. */
+    pthread_mutex_lock(&load_lock);
+    if (!loaded) {
+        load_all();
+        loaded = true;
+    }
+    CUresult load_r = load_error;
+    const char *load_name = load_failed_name;
+    pthread_mutex_unlock(&load_lock);
+    if (load_r != CUDA_SUCCESS) {
         char call[128];
-        snprintf(call, sizeof call, "cuLibraryLoadData of gaio's kernels (%s)", load_failed_name);
-        return gaio__cu_fail(fn, call, load_error);
+        snprintf(call, sizeof call, "cuLibraryLoadData of gaio's kernels (%s)", load_name);
+        return gaio__cu_fail(fn, call, load_r);
     }
     const gaio_cu_table *cu = gaio__cu();
     for (int i = 0; i < nlibs; i++) {
@@ -54,4 +64,16 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
         }
     }
     return gaio__fail(GAIO_ERR_NOT_FOUND, fn, "built-in kernel '%s' is missing from gaio's CUDA kernels", k->name);
+}
+
+void gaio__cuda_kernels_unload(void) {
+    const gaio_cu_table *cu = atomic_load(&gaio__cu_ready); /* nothing was loaded without it */
+    pthread_mutex_lock(&load_lock);
+    for (int i = 0; i < nlibs; i++) cu->cuLibraryUnload(libs[i]);
+    nlibs = 0;
+    loaded = false;
+    load_error = CUDA_SUCCESS;
+    load_failed_name = NULL;
+    pthread_mutex_unlock(&load_lock);
+    gaio__kernel_forget_builtin_handles();
 }
