@@ -82,6 +82,26 @@ static void run(int device) {
     OK(gaio_stream_synchronize(s[1]));
     for (unsigned j = 0; j < N; j++) CHECK(h[j] == base2 + j * 3u);
 
+    /* 2D, peer to peer: a W x H byte rectangle of device 0's memory (pitch SP, from
+     * byte X0 of each row) into device 1's (pitch DP); bytes between rows untouched */
+    enum { W = 1000, H = 300, SP = 4096, DP = 2048, X0 = 12 };
+    OK(gaio_memset_async(s[1], dev[1], 0, 0x5A, (size_t)H * DP));
+    OK(gaio_memcpy_2d_async(s[1], dev[1], 0, DP, dev[0], X0, SP, W, H));
+    OK(gaio_memcpy_async(s[1], pinned, 0, dev[1], 0, (size_t)H * DP));
+    OK(gaio_stream_synchronize(s[1]));
+    const unsigned char *got = (const unsigned char *)h;
+    for (size_t r = 0; r < H; r++)
+        for (size_t x = 0; x < DP; x++) {
+            size_t src_byte = r * SP + X0 + x; /* device 0 holds base2 + j * 3 at word j */
+            unsigned word = base2 + (unsigned)(src_byte / 4) * 3u;
+            unsigned char want = x < W ? (unsigned char)(word >> (8 * (src_byte % 4))) : 0x5A;
+            if (got[r * DP + x] != want) {
+                fprintf(stderr, "2D peer copy: row %zu byte %zu is 0x%02x, expected 0x%02x\n", r, x, got[r * DP + x],
+                        want);
+                exit(1);
+            }
+        }
+
     /* DEVICE memory of device 0 in a kernel on device 1: refused, nothing enqueued */
     gaio_arg wrong[3] = {GAIO_ARG_BUFFER(dev[0]), GAIO_ARG(count), GAIO_ARG(base2)};
     FAILS(GAIO_ERR_INVALID_ARG, gaio_launch(s[1], k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, wrong, 3),

@@ -48,20 +48,34 @@ static CUresult allow_dynamic_shared(CUkernel k, CUdevice dev, const char **call
     return cu->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static_bytes, k, dev);
 }
 
-/* DEVICE memory of two different GPUs: the driver wants the two contexts named. Rows
- * go one call each (CUDA_MEMCPY3D_PEER would batch them; not needed so far). */
+/* DEVICE memory of two different GPUs: the driver wants the two contexts named. A 2D
+ * copy is one 3D peer copy of depth 1. */
 static CUresult copy_peer(const gaio_op *op, CUstream s, const char **call) {
     const gaio_cu_table *cu = gaio__cu();
     CUcontext dctx = ((cuda_device *)op->bufs[0]->ctx->be_data)->primary;
     CUcontext sctx = ((cuda_device *)op->bufs[1]->ctx->be_data)->primary;
-    *call = "cuMemcpyPeerAsync";
-    for (size_t r = 0; r < op->u.copy.height; r++) {
-        CUresult res = cu->cuMemcpyPeerAsync((CUdeviceptr)(uintptr_t)(op->u.copy.dst + r * op->u.copy.dpitch), dctx,
-                                             (CUdeviceptr)(uintptr_t)(op->u.copy.src + r * op->u.copy.spitch), sctx,
-                                             op->u.copy.width, s);
-        if (res != CUDA_SUCCESS) return res;
+    if (op->u.copy.height == 1) {
+        *call = "cuMemcpyPeerAsync";
+        return cu->cuMemcpyPeerAsync((CUdeviceptr)(uintptr_t)op->u.copy.dst, dctx,
+                                     (CUdeviceptr)(uintptr_t)op->u.copy.src, sctx, op->u.copy.width, s);
     }
-    return CUDA_SUCCESS;
+    CUDA_MEMCPY3D_PEER m;
+    memset(&m, 0, sizeof m);
+    m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.srcDevice = (CUdeviceptr)(uintptr_t)op->u.copy.src;
+    m.srcContext = sctx;
+    m.srcPitch = op->u.copy.spitch;
+    m.srcHeight = op->u.copy.height;
+    m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.dstDevice = (CUdeviceptr)(uintptr_t)op->u.copy.dst;
+    m.dstContext = dctx;
+    m.dstPitch = op->u.copy.dpitch;
+    m.dstHeight = op->u.copy.height;
+    m.WidthInBytes = op->u.copy.width;
+    m.Height = op->u.copy.height;
+    m.Depth = 1;
+    *call = "cuMemcpy3DPeerAsync";
+    return cu->cuMemcpy3DPeerAsync(&m, s);
 }
 
 CUresult gaio__cuda_copy(const gaio_op *op, CUstream s, const char **call) {

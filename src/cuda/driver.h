@@ -20,7 +20,7 @@
     X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuStreamWriteValue64)   \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                 \
     X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocManaged) X(cuMemHostAlloc) X(cuMemFreeHost)  \
-    X(cuMemHostGetDevicePointer) X(cuMemcpyAsync) X(cuMemcpyPeerAsync) X(cuMemcpy2DAsync) X(cuMemsetD8Async) X(cuMemsetD2D8Async)  \
+    X(cuMemHostGetDevicePointer) X(cuMemcpyAsync) X(cuMemcpyPeerAsync) X(cuMemcpy3DPeerAsync) X(cuMemcpy2DAsync) X(cuMemsetD8Async) X(cuMemsetD2D8Async)  \
     X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync)       \
     X(cuMemFreeAsync) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuLibraryLoadData) X(cuLibraryLoadFromFile)     \
     X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetManaged) X(cuLibraryGetGlobal)                     \
