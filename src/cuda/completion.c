@@ -18,7 +18,9 @@
 #include "cuda/cuda_internal.h"
 
 #define SPIN_NS 50000u
-#define LINGER_NS 50000u /* an empty stream stays in the engine's list this long */
+#ifndef GAIO_CUDA_LINGER_NS /* a knob for A/B runs of the benchmark (1: hand back at once) */
+#define GAIO_CUDA_LINGER_NS 50000u /* an empty stream stays in the engine's list this long */
+#endif
 #define IDLE_SPIN_SPIN_NS 1000000u /* SPIN: how long the engine spins with nothing in flight */
 #define MAX_SLEEP_NS 200000u
 #define FAULT_CHECK_NS 2000000u
@@ -219,7 +221,7 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
          * push to `incoming`) nor a race with go_idle for the stream's lock. */
         if (!gaio__mpsc_empty(&cs->pending)) return false;
         if (!cs->empty_since) cs->empty_since = now;
-        if (now - cs->empty_since < LINGER_NS) return false;
+        if (now - cs->empty_since < GAIO_CUDA_LINGER_NS) return false;
         cs->empty_since = 0;
         return go_idle(cs);
     }
