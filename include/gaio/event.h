@@ -32,7 +32,9 @@ gaio_status gaio_stream_wait_event(gaio_stream *stream, gaio_event *event);
 gaio_status gaio_event_query(gaio_event *event);
 gaio_status gaio_event_synchronize(gaio_event *event);
 
-/* Milliseconds between two reached points; both events recorded with timing. */
+/* Milliseconds between two reached points; both events recorded with timing.
+ * GAIO_ERR_NOT_READY until gaio has seen both points reached (wait for both, not
+ * only for the later one: each point's completion is observed on its own stream). */
 gaio_status gaio_event_elapsed_ms(gaio_event *start, gaio_event *end, float *ms);
 
 #ifdef __cplusplus

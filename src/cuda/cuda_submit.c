@@ -224,25 +224,32 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
         if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
             atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
     }
+    bool kick = false; /* BLOCK: wake the engine by a host callback once the GPU gets here */
     if (!fault && write) {
         const char *call = "";
         CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
-        if (r == CUDA_SUCCESS && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK) {
-            r = cu->cuLaunchHostFunc(cs->cu, gaio__cuda_engine_kick, NULL);
-            call = "cuLaunchHostFunc";
-        }
         if (r != CUDA_SUCCESS) {
             /* The op is in the stream but its ticket is not: only a broken context does
              * this. Fail the device so the engine retires everything, this op included. */
             (void)gaio__cu_fail(fn, call, r);
             gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
         }
+        kick = r == CUDA_SUCCESS && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK;
     }
     if (host && !skip) {
         p->blocks = true;
         cs->blocked = true;
     }
-    gaio__cuda_track(cs, op, ticket, p);
+    gaio__cuda_track(cs, op, ticket, p); /* the engine may retire and free the op from here on */
+    if (kick) {
+        /* After track: a kick that ran before the op was under watch would wake the
+         * engine to find nothing, and the op would wait out the engine's 1 ms timeout. */
+        CUresult r = cu->cuLaunchHostFunc(cs->cu, gaio__cuda_engine_kick, NULL);
+        if (r != CUDA_SUCCESS) {
+            (void)gaio__cu_fail(fn, "cuLaunchHostFunc", r);
+            gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
+        }
+    }
     return GAIO_OK;
 }
 
