@@ -61,7 +61,7 @@ static gaio_status reg_join(const char *fn, const char *name, gaio_host_kernel h
     reg_entry *found = reg_find(name);
     if (found) {
         gaio_kernel *k = found->kernel;
-        if (host_fn && k->host_fn)
+        if (host_fn && atomic_load(&k->host_fn))
             return gaio__fail(GAIO_ERR_STATE, fn, "a kernel named '%s' is registered already", name);
         void *bound = atomic_load(&k->cu_kernel);
         if (cu_kernel && bound && bound != cu_kernel)
@@ -72,7 +72,7 @@ static gaio_status reg_join(const char *fn, const char *name, gaio_host_kernel h
                               "kernel '%s' is registered with %zu arguments of other sizes than the %zu given here; "
                               "the host and CUDA versions must take the same arguments",
                               name, k->nargs, nargs);
-        if (host_fn) k->host_fn = host_fn;
+        if (host_fn) atomic_store_explicit(&k->host_fn, host_fn, memory_order_release);
         if (cu_kernel && !bound) {
             atomic_store(&k->cu_kernel, cu_kernel);
             k->lib = lib;
@@ -98,7 +98,7 @@ static gaio_status reg_join(const char *fn, const char *name, gaio_host_kernel h
     if (nargs) memcpy(sizes, arg_sizes, nargs * sizeof *sizes);
     gaio__ref_init(&k->ref);
     k->name = copy;
-    k->host_fn = host_fn;
+    atomic_init(&k->host_fn, host_fn);
     k->nargs = nargs;
     k->arg_sizes = sizes;
     atomic_init(&k->cu_kernel, cu_kernel);
@@ -252,7 +252,7 @@ gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid
         }
         bytes += (kernel->arg_sizes[i] + 15) & ~(size_t)15;
     }
-    if (stream->ctx->be->kind == GAIO_DEVICE_HOST && !kernel->host_fn)
+    if (stream->ctx->be->kind == GAIO_DEVICE_HOST && !atomic_load_explicit(&kernel->host_fn, memory_order_acquire))
         return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "kernel '%s' has no host implementation; it runs on CUDA devices only",
                          kernel->name);
     void *extra;

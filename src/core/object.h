@@ -96,7 +96,7 @@ struct gaio_future {
 struct gaio_kernel {
     gaio_ref ref;
     char *name;
-    gaio_host_kernel host_fn;
+    _Atomic(gaio_host_kernel) host_fn; /* joined under the registry's lock while launches read it */
     size_t nargs;
     size_t *arg_sizes;
     _Atomic(void *) cu_kernel; /* the CUkernel, once resolved (context-independent) */

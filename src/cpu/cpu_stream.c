@@ -25,7 +25,8 @@ static void exec_launch(gaio_op *op) {
         }
         info.shared_mem = scratch;
     }
-    gaio_status st = k->host_fn(&info, op->u.launch.argv);
+    gaio_host_kernel fn = atomic_load_explicit(&k->host_fn, memory_order_acquire); /* set before the launch */
+    gaio_status st = fn(&info, op->u.launch.argv);
     free(scratch);
     if (st != GAIO_OK)
         gaio__stream_fail(s, st, "kernel '%s' failed with %s", k->name, gaio_status_string(st));
