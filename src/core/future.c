@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/hot.h"
 #include "core/op.h"
 #include "core/op_cache.h"
 
@@ -11,11 +12,11 @@
 
 gaio_future *gaio__future_new(void) {
     /* From the op cache: a fence or event point costs no malloc either. */
-    int cached;
+    bool cached;
     gaio_future *f = gaio__op_block_get(sizeof *f, &cached);
     if (!f) return NULL;
     memset(f, 0, sizeof *f);
-    f->cached = cached != 0;
+    f->cached = cached;
     gaio__ref_init(&f->ref);
     pthread_mutex_init(&f->lock, NULL);
     pthread_condattr_t attr;

@@ -15,7 +15,7 @@ typedef struct gaio_mpsc_node {
 } gaio_mpsc_node;
 
 /* Producers' and consumer's ends on cache lines of their own: allocate the
- * structure holding a queue 64-aligned. */
+ * structure holding a queue with gaio__calloc_lines (core/hot.h). */
 typedef struct gaio_mpsc {
     _Alignas(64) _Atomic(gaio_mpsc_node *) head; /* producers */
     _Alignas(64) gaio_mpsc_node *tail;           /* the consumer */

@@ -12,11 +12,11 @@ gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size
     size_t be_bytes = (stream->ctx->be->op_space + 15) & ~(size_t)15;
     size_t head = op_bytes + be_bytes + nbufs * sizeof(gaio_buffer *);
     head = (head + 15) & ~(size_t)15;
-    int cached;
+    bool cached;
     gaio_op *op = gaio__op_block_get(head + extra, &cached);
     if (!op) return NULL;
     memset(op, 0, head + extra);
-    op->cached = cached != 0;
+    op->cached = cached;
     op->kind = kind;
     op->stream = stream;
     gaio__stream_ref(stream);

@@ -4,6 +4,7 @@
 #ifndef GAIO_CORE_OP_H
 #define GAIO_CORE_OP_H
 
+#include "core/hot.h"
 #include "core/mpsc.h"
 #include "core/object.h"
 

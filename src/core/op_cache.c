@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "core/ref.h"
+#include "core/hot.h"
 
 /* Under AddressSanitizer every op comes from malloc, so that a use after retire
  * is reported rather than hidden by reuse. */
@@ -104,12 +104,12 @@ static void park_chain(void) {
     } while (!atomic_compare_exchange_weak_explicit(&parked, &top, c, memory_order_release, memory_order_relaxed));
 }
 
-void *gaio__op_block_get(size_t bytes, int *cached) {
+void *gaio__op_block_get(size_t bytes, bool *cached) {
     if (!GAIO_OP_CACHE || bytes > GAIO_OP_BLOCK_BYTES) {
-        *cached = 0;
+        *cached = false;
         return malloc(bytes);
     }
-    *cached = 1;
+    *cached = true;
     if (!tl.registered) register_thread();
     if (!tl.free) refill();
     block *b = tl.free;

@@ -7,6 +7,7 @@
 #ifndef GAIO_CORE_OP_CACHE_H
 #define GAIO_CORE_OP_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Blocks are this large; bigger ops come from malloc (gaio__op_block_get says which). */
@@ -14,7 +15,7 @@
 
 /* A block of at least `bytes`, not zeroed; *cached says whether it must go back
  * through gaio__op_block_put (true) or free (false). NULL when out of memory. */
-void *gaio__op_block_get(size_t bytes, int *cached);
+void *gaio__op_block_get(size_t bytes, bool *cached);
 void gaio__op_block_put(void *block);
 /* Frees the blocks parked for other threads (gaio_shutdown). */
 void gaio__op_cache_trim(void);

@@ -5,15 +5,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-/* Thread-locals read on every op: the initial-exec model makes each access one
- * instruction instead of a __tls_get_addr call. They are small (glibc keeps static
- * TLS to spare for libraries loaded later with dlopen, e.g. from Python). */
-#if defined(__GNUC__)
-#define GAIO_HOT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
-#else
-#define GAIO_HOT_TLS _Thread_local
-#endif
-
 typedef struct gaio_ref {
     atomic_long n;
 } gaio_ref;

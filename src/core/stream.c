@@ -10,10 +10,8 @@
 
 gaio_status gaio__stream_new(gaio_context *ctx, int priority, unsigned flags, void *native, bool is_default,
                              gaio_stream **out) {
-    size_t bytes = (sizeof(gaio_stream) + 63) & ~(size_t)63;
-    gaio_stream *s = aligned_alloc(64, bytes); /* its counters sit on cache lines of their own */
+    gaio_stream *s = gaio__calloc_lines(sizeof *s); /* its counters sit on cache lines of their own */
     if (!s) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the stream");
-    memset(s, 0, bytes);
     gaio__ref_init(&s->ref);
     s->ctx = ctx;
     s->is_default = is_default;

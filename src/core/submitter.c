@@ -8,8 +8,8 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "core/hot.h"
 #include "core/mpsc.h"
 #include "core/op.h"
 
@@ -74,8 +74,7 @@ static gaio_status submitter_get(int device, submitter **out) {
     pthread_mutex_lock(&table_lock);
     q = atomic_load_explicit(&table[device], memory_order_relaxed);
     if (!q) {
-        q = aligned_alloc(64, (sizeof *q + 63) & ~(size_t)63); /* the queue's ends sit on lines of their own */
-        if (q) memset(q, 0, sizeof *q);
+        q = gaio__calloc_lines(sizeof *q); /* the queue's ends sit on lines of their own */
         if (!q) {
             pthread_mutex_unlock(&table_lock);
             return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the submission thread");

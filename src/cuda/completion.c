@@ -61,14 +61,13 @@ static void engine_poke(void) {
     pthread_mutex_unlock(&eng.lock);
 }
 
-void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p) {
+void gaio__cuda_track(cuda_stream *cs, cuda_pending *p, uint64_t ticket) {
     /* Under cs->lock (the caller holds it): pushes are in ticket order. */
     p->next = NULL;
     p->cs = cs;
     p->dispatched = false;
     atomic_init(&p->host_done, false);
     p->ticket = ticket;
-    p->op = op;
     gaio__mpsc_push(&cs->pending, &p->qn);
     engine_hint();
     /* `active` changes only under cs->lock (here, and in go_idle). */
@@ -155,8 +154,7 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg,
     if (gaio__cuda_is_host_op(op) && !atomic_load_explicit(&p->host_done, memory_order_acquire))
         run_host_op(p); /* after a fault, never dispatched: run it here, once, with the failure */
     switch (op->kind) {
-    case GAIO_OP_RECORD: {
-        gaio__op_count_done(op);
+    case GAIO_OP_RECORD: { /* counted as done already, with its batch */
         if (st == GAIO_OK) {
             gaio__future_complete(op->u.point.fut, GAIO_OK, NULL);
         } else {

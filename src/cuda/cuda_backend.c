@@ -179,8 +179,7 @@ static void cuda_context_fini(gaio_context *ctx) { gaio__cuda_device_leave(ctx->
 static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
     cuda_device *d = s->ctx->be_data;
     const gaio_cu_table *cu = gaio__cu();
-    cuda_stream *cs = aligned_alloc(64, (sizeof *cs + 63) & ~(size_t)63); /* its queue's ends: a line each */
-    if (cs) memset(cs, 0, sizeof *cs);
+    cuda_stream *cs = gaio__calloc_lines(sizeof *cs); /* fields grouped by writer, a line each */
     if (!cs) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the stream");
     cs->stream = s;
     cs->dev = d;

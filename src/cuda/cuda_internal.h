@@ -111,9 +111,9 @@ void gaio__cuda_kernels_unload(void);
 
 /* The completion engine (completion.c). */
 gaio_status gaio__cuda_engine_start(void);
-/* Puts a submitted op under watch (call under cs->lock; p is the caller's
- * allocation, owned by the engine from here): it retires when the slot passes `ticket`. */
-void gaio__cuda_track(cuda_stream *cs, gaio_op *op, uint64_t ticket, cuda_pending *p);
+/* Puts the op of p (its backend space; p->op set) under watch, under cs->lock: it
+ * retires when the slot passes `ticket`, and the engine owns it from here. */
+void gaio__cuda_track(cuda_stream *cs, cuda_pending *p, uint64_t ticket);
 void gaio__cuda_engine_stop(void);
 /* gaio_shutdown: stops the engine, frees slots, unloads gaio's kernels (cuda_backend.c). */
 void gaio__cuda_shutdown(void);

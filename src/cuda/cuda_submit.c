@@ -240,7 +240,7 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
         p->blocks = true;
         cs->blocked = true;
     }
-    gaio__cuda_track(cs, op, ticket, p); /* the engine may retire and free the op from here on */
+    gaio__cuda_track(cs, p, ticket); /* the engine may retire and free the op from here on */
     if (kick) {
         /* After track: a kick that ran before the op was under watch would wake the
          * engine to find nothing, and the op would wait out the engine's 1 ms timeout. */
