@@ -19,6 +19,7 @@
 #include "gaio/cq.h"
 #include "gaio/kernel.h"
 #include "gaio/rng.h"
+#include "gaio/image.h"
 #include "gaio/library.h"
 
 #endif

@@ -13,10 +13,18 @@ typedef struct gaio_builtin_kernel {
     const size_t *arg_sizes;
 } gaio_builtin_kernel;
 
-/* The host implementations, ending with an entry whose name is NULL. */
-const gaio_builtin_kernel *gaio__builtin_kernels(void);
+/* The host implementations: tables each ending with an entry whose name is NULL,
+ * the list of tables ending with NULL (src/cpu/builtin_kernels.c). */
+const gaio_builtin_kernel *const *gaio__builtin_kernel_tables(void);
 
 /* A reference to a registered built-in kernel. */
 gaio_status gaio__kernel_builtin(const char *name, gaio_kernel **out);
+
+/* gaio_launch for gaio's own ops: failures name fn, and the op also holds the
+ * `nheld` buffers (ones whose addresses travel inside by-value arguments) until it
+ * has run. */
+gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid,
+                              gaio_dim3 block, size_t shared_mem_bytes, const gaio_arg *args, size_t nargs,
+                              gaio_buffer *const *held, size_t nheld);
 
 #endif

@@ -119,8 +119,9 @@ static gaio_status reg_join(const char *fn, const char *name, gaio_host_kernel h
 static void reg_ensure_builtins(void) {
     if (reg_builtins_done) return;
     reg_builtins_done = true;
-    for (const gaio_builtin_kernel *b = gaio__builtin_kernels(); b->name; b++)
-        (void)reg_join("gaio", b->name, b->fn, NULL, NULL, b->nargs, b->arg_sizes, NULL);
+    for (const gaio_builtin_kernel *const *t = gaio__builtin_kernel_tables(); *t; t++)
+        for (const gaio_builtin_kernel *b = *t; b->name; b++)
+            (void)reg_join("gaio", b->name, b->fn, NULL, NULL, b->nargs, b->arg_sizes, NULL);
 }
 
 gaio_status gaio__kernel_bind_cuda(const char *fn, const char *name, void *cu_kernel, gaio_library *lib, size_t nargs,
@@ -216,6 +217,14 @@ static bool dim_ok(gaio_dim3 d) { return d.x > 0 && d.y > 0 && d.z > 0; }
 
 gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid, gaio_dim3 block,
                         size_t shared_mem_bytes, const gaio_arg *args, size_t nargs) {
+    return gaio__launch_held(__func__, stream, kernel, grid, block, shared_mem_bytes, args, nargs, NULL, 0);
+}
+
+gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid,
+                              gaio_dim3 block, size_t shared_mem_bytes, const gaio_arg *args, size_t nargs,
+                              gaio_buffer *const *held, size_t nheld) {
+#undef GAIO_FAIL
+#define GAIO_FAIL(status, ...) gaio__fail((status), fn, __VA_ARGS__)
     GAIO_REQUIRE_PTR(stream);
     GAIO_REQUIRE_PTR(kernel);
     GAIO_REQUIRE(dim_ok(grid), "grid (%u, %u, %u) has a zero dimension", grid.x, grid.y, grid.z);
@@ -242,7 +251,7 @@ gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid
             if (!gaio__reachable(a->buffer, stream, 0)) {
                 char what[32]; /* named only on failure: launches are a hot path */
                 snprintf(what, sizeof what, "args[%zu]", i);
-                return gaio__check_reach(__func__, what, a->buffer, stream, 0);
+                return gaio__check_reach(fn, what, a->buffer, stream, 0);
             }
             nbufs++;
         } else {
@@ -255,8 +264,12 @@ gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid
     if (stream->ctx->be->kind == GAIO_DEVICE_HOST && !atomic_load_explicit(&kernel->host_fn, memory_order_acquire))
         return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "kernel '%s' has no host implementation; it runs on CUDA devices only",
                          kernel->name);
+    for (size_t i = 0; i < nheld; i++) {
+        GAIO_REQUIRE(held[i] != NULL, "held buffer %zu is NULL", i);
+        if (!gaio__reachable(held[i], stream, 0)) return gaio__check_reach(fn, "a buffer of the launch", held[i], stream, 0);
+    }
     void *extra;
-    gaio_op *op = gaio__op_new(GAIO_OP_LAUNCH, stream, nbufs, bytes, &extra);
+    gaio_op *op = gaio__op_new(GAIO_OP_LAUNCH, stream, nbufs + nheld, bytes, &extra);
     if (!op) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the launch");
     void **argv = extra;
     char *store = (char *)(argv + nargs);
@@ -273,9 +286,12 @@ gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid
         }
         store += (kernel->arg_sizes[i] + 15) & ~(size_t)15;
     }
+    for (size_t i = 0; i < nheld; i++) gaio__op_hold_buffer(op, b++, held[i]);
     gaio__kernel_ref(kernel);
     op->u.launch.kernel = kernel;
     op->u.launch.argv = argv;
     op->u.launch.info = (gaio_launch_info){grid, block, shared_mem_bytes, NULL};
-    return gaio__submit(op);
+    return gaio__submit_from(fn, op);
 }
+#undef GAIO_FAIL
+#define GAIO_FAIL(status, ...) gaio__fail((status), __func__, __VA_ARGS__)

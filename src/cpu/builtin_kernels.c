@@ -3,6 +3,7 @@
 
 #include "core/builtin_kernels.h"
 #include "core/philox.h"
+#include "image/cpu/tables.h"
 
 typedef struct rng_args {
     void *dst;
@@ -75,4 +76,11 @@ static const gaio_builtin_kernel builtins[] = {
     {NULL, NULL, 0, NULL},
 };
 
-const gaio_builtin_kernel *gaio__builtin_kernels(void) { return builtins; }
+const gaio_builtin_kernel *const *gaio__builtin_kernel_tables(void) {
+    static const gaio_builtin_kernel *const tables[] = {
+        builtins,
+        GAIO_IMAGE_KERNEL_TABLES,
+        NULL,
+    };
+    return tables;
+}

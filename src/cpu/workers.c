@@ -26,6 +26,11 @@ static struct {
     int count;
 } rq = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
+/* Read by host kernels on workers (gaio__cpu_parallel_for); set before they start. */
+static atomic_int worker_count;
+
+int gaio__cpu_worker_count(void) { return atomic_load_explicit(&worker_count, memory_order_relaxed); }
+
 void gaio__cpu_rq_push(cpu_stream *cs) {
     int l = cs->level;
     pthread_mutex_lock(&rq.lock);
@@ -125,6 +130,7 @@ gaio_status gaio__cpu_workers_start(int count) {
     pthread_mutex_lock(&rq.lock);
     rq.stop = false;
     pthread_mutex_unlock(&rq.lock);
+    atomic_store(&worker_count, count);
     for (int i = 0; i < count; i++) {
         int rc = pthread_create(&threads[i], NULL, worker_main, NULL);
         if (rc != 0) {
@@ -134,6 +140,7 @@ gaio_status gaio__cpu_workers_start(int count) {
             pthread_mutex_unlock(&rq.lock);
             for (int j = 0; j < i; j++) pthread_join(threads[j], NULL);
             free(threads);
+            atomic_store(&worker_count, 0);
             return GAIO_FAIL(GAIO_ERR_SYSTEM, "pthread_create for worker %d of %d failed: %s", i, count, strerror(rc));
         }
     }
@@ -151,4 +158,5 @@ void gaio__cpu_workers_stop(void) {
     free(rq.threads);
     rq.threads = NULL;
     rq.count = 0;
+    atomic_store(&worker_count, 0);
 }

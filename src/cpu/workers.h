@@ -39,6 +39,18 @@ typedef struct gaio_task {
 } gaio_task;
 void gaio__cpu_task_push(gaio_task *task);
 
+/* Runs fn(arg, begin, end) over [0, n) split into chunks of at least `grain`
+ * items, on the calling thread and on workers of the pool that are free; returns
+ * when every chunk has run. The caller never waits for a worker that has not
+ * started: it runs what nobody took itself, so a pool busy with other streams
+ * costs speed, never progress. Host kernels use it to split a batch. */
+typedef void (*gaio_range_fn)(void *arg, size_t begin, size_t end);
+void gaio__cpu_parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg);
+/* Threads that gaio__cpu_parallel_for may use (the pool's size; at least 1). */
+int gaio__cpu_parallelism(void);
+/* The pool's size (0 while it is stopped). */
+int gaio__cpu_worker_count(void);
+
 gaio_status gaio__cpu_workers_start(int count);
 void gaio__cpu_workers_stop(void);
 

@@ -6,8 +6,7 @@
 
 typedef struct gaio_embedded_fatbin {
     const char *name; /* the .cu file it came from */
-    const void *data;
-    size_t size;
+    const unsigned char *data, *end; /* the fatbin's bytes: [data, end) */
 } gaio_embedded_fatbin;
 
 /* Ends with an entry whose name is NULL. */

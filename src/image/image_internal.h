@@ -1,0 +1,48 @@
+/* What the image ops share: descriptor checks that name the argument at fault,
+ * and the launch of a built-in image kernel. Ops are written like a user of the
+ * core would write them (DESIGN.md: layers above the core). */
+#ifndef GAIO_IMAGE_INTERNAL_H
+#define GAIO_IMAGE_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "core/error.h"
+#include "gaio/image.h"
+#include "gaio/kernel.h"
+#include "image/kimg.h"
+
+/* Checks img as argument `arg` of fn, for ops on `stream` (the buffer must be
+ * memory the stream's kernels may touch: its device's, or pinned or managed host
+ * memory) and resolves it for kernels. */
+gaio_status gaio__img_resolve(const char *fn, const char *arg, const gaio_image *img, gaio_stream *stream,
+                              gaio_kimg *out);
+
+/* The same for a descriptor on its own (no stream): fills zero strides. */
+gaio_status gaio__img_check(const char *fn, const char *arg, const gaio_image *img, gaio_image *resolved,
+                            size_t *bytes);
+
+/* Do the bytes spanned by two resolved images overlap? */
+bool gaio__img_overlap(const gaio_kimg *a, const gaio_kimg *b);
+
+/* Bytes from the first to one past the last byte of a resolved image batch. */
+uint64_t gaio__img_span(const gaio_kimg *k);
+
+/* Each failure names fn; these format the common ones. */
+gaio_status gaio__img_mismatch(const char *fn, const char *what, const gaio_image *src, const gaio_image *dst);
+
+/* True when the stream runs on a CUDA device (ops pick grids with it). */
+bool gaio__img_on_cuda(const gaio_stream *stream);
+
+/* Launches the built-in kernel `name` on stream, holding the `nheld` buffers until
+ * it has run (images reach kernels as addresses inside gaio_kimg arguments). */
+gaio_status gaio__img_launch(const char *fn, gaio_stream *stream, const char *name, gaio_dim3 grid, gaio_dim3 block,
+                             size_t shared_mem, const gaio_arg *args, size_t nargs, gaio_buffer *const *held,
+                             size_t nheld);
+
+/* A CUDA grid of 2D tiles over width x height for every plane of a batch:
+ * blockDim (bx, by), grid (ceil(w / (bx * per_x)), ceil(h / (by * per_y)), planes)
+ * with z capped at 65535 (kernels stride over z). */
+gaio_dim3 gaio__img_grid2d(int64_t width, int64_t height, int64_t planes, uint32_t bx, uint32_t by, uint32_t per_x,
+                           uint32_t per_y);
+
+#endif
