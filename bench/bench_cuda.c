@@ -54,6 +54,7 @@ int gaio_bench_cuda_run(FILE *out) {
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "bench_cu.h"
 #include "bench_util.h"
 #include "gaio/gaio.h"
 
@@ -127,67 +128,10 @@ static const char bench_ptx[] =
 
 /* ---- the driver, opened at run time ---- */
 
-/* Prototypes in cuda.h are those of the versioned symbols cuGetProcAddress returns
- * for CUDA 12.0 (cuda.h maps e.g. cuMemAlloc to cuMemAlloc_v2 for both). */
-#define BENCH_CU_ABI 12000
-#define BENCH_CU_FUNCTIONS(X)                                                                                      \
-    X(cuInit) X(cuGetErrorName) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain)                  \
-    X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuStreamCreate) X(cuStreamDestroy)       \
-    X(cuStreamSynchronize) X(cuStreamQuery) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuStreamWriteValue64)         \
-    X(cuLibraryLoadData) X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuMemHostAlloc) X(cuMemFreeHost)              \
-    X(cuMemHostGetDevicePointer) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocAsync) X(cuMemFreeAsync)
-
-static struct {
-#define BENCH_CU_FIELD(name) __typeof__(&name) name;
-    BENCH_CU_FUNCTIONS(BENCH_CU_FIELD)
-#undef BENCH_CU_FIELD
-} cu;
-static bool cu_loaded;
-
-typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-
-static int cu_load(void) {
-    if (cu_loaded) return 0;
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, PROG ": dlopen(libcuda.so.1) failed: %s\n", dlerror());
-        return -1;
-    }
-    /* Kept open: gaio holds the same library open anyway. */
-    void *sym = dlsym(lib, "cuGetProcAddress_v2");
-    if (!sym) {
-        fprintf(stderr, PROG ": the driver has no cuGetProcAddress_v2 (older than CUDA 12)\n");
-        return -1;
-    }
-    get_proc_fn get_proc;
-    memcpy(&get_proc, &sym, sizeof sym);
-#define BENCH_CU_LOAD(name)                                                                                 \
-    {                                                                                                       \
-        void *p = NULL;                                                                                     \
-        CUdriverProcAddressQueryResult q;                                                                   \
-        CUresult r = get_proc(#name, &p, BENCH_CU_ABI, CU_GET_PROC_ADDRESS_DEFAULT, &q);                    \
-        if (r != CUDA_SUCCESS || !p) {                                                                      \
-            fprintf(stderr, PROG ": the driver lacks %s (CUDA 12.0 ABI; error %d)\n", #name, (int)r);       \
-            return -1;                                                                                      \
-        }                                                                                                   \
-        memcpy(&cu.name, &p, sizeof p);                                                                     \
-    }
-    BENCH_CU_FUNCTIONS(BENCH_CU_LOAD)
-#undef BENCH_CU_LOAD
-    cu_loaded = true;
-    return 0;
-}
-
-static int cu_fail(CUresult r, const char *what) {
-    const char *name = NULL;
-    if (cu.cuGetErrorName && cu.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
-    fprintf(stderr, PROG ": %s failed: %s (%d)\n", what, name ? name : "unknown CUresult", (int)r);
-    return -1;
-}
-#define CU(call)                                                \
-    do {                                                        \
-        CUresult r_ = (call);                                   \
-        if (r_ != CUDA_SUCCESS) return cu_fail(r_, #call);      \
+#define CU(call)                                                          \
+    do {                                                                  \
+        CUresult r_ = (call);                                             \
+        if (r_ != CUDA_SUCCESS) return bench_cu_fail(PROG, r_, #call);    \
     } while (0)
 
 /* ---- spinning ---- */
@@ -297,19 +241,19 @@ static const gaio_dim3 ONE = {1, 1, 1};
 static int launch_g_empty(bench *b, gaio_stream *s) { return bench_launch_empty(PROG, s, b->g_empty); }
 
 static CUresult launch_r_empty(bench *b, CUstream s) {
-    return cu.cuLaunchKernel((CUfunction)b->r_empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+    return bench_cu.cuLaunchKernel((CUfunction)b->r_empty, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
 }
 
 static CUresult launch_r_spin(bench *b, CUstream s) {
     void *params[] = {&b->spin_ns};
-    return cu.cuLaunchKernel((CUfunction)b->r_spin, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
+    return bench_cu.cuLaunchKernel((CUfunction)b->r_spin, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
 }
 
 /* Raw calls run on the primary context. gaio restores the calling thread's context
  * after each call, but sets none when it releases the device's last user (its last
  * context), so the raw side sets it again after those points. */
 static int raw_current(bench *b) {
-    CU(cu.cuCtxSetCurrent(b->primary));
+    CU(bench_cu.cuCtxSetCurrent(b->primary));
     return 0;
 }
 
@@ -340,7 +284,7 @@ static int launch_raw(bench *b, const void *arg, double *v) {
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < LAUNCH_BATCH; i++) CU(launch_r_empty(b, s));
     uint64_t t1 = bench_now_ns();
-    CU(cu.cuStreamSynchronize(s));
+    CU(bench_cu.cuStreamSynchronize(s));
     *v = (double)(t1 - t0) / LAUNCH_BATCH;
     return 0;
 }
@@ -352,10 +296,10 @@ static int launch_raw_ticket(bench *b, const void *arg, double *v) {
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < LAUNCH_BATCH; i++) {
         CU(launch_r_empty(b, s));
-        CU(cu.cuStreamWriteValue64(s, slot_dev(b, 0), ++b->tickets[0], CU_STREAM_WRITE_VALUE_DEFAULT));
+        CU(bench_cu.cuStreamWriteValue64(s, slot_dev(b, 0), ++b->tickets[0], CU_STREAM_WRITE_VALUE_DEFAULT));
     }
     uint64_t t1 = bench_now_ns();
-    CU(cu.cuStreamSynchronize(s));
+    CU(bench_cu.cuStreamSynchronize(s));
     *v = (double)(t1 - t0) / LAUNCH_BATCH;
     return 0;
 }
@@ -393,7 +337,7 @@ static int rt_raw_sync(bench *b, const void *arg, double *v) {
     (void)arg;
     uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
-    CU(cu.cuStreamSynchronize(b->rs[0]));
+    CU(bench_cu.cuStreamSynchronize(b->rs[0]));
     *v = (double)(bench_now_ns() - t0);
     return 0;
 }
@@ -407,7 +351,7 @@ static int rt_raw_hostfn(bench *b, const void *arg, double *v) {
     (void)arg;
     uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
-    CU(cu.cuLaunchHostFunc(b->rs[0], host_signal_eventfd, b));
+    CU(bench_cu.cuLaunchHostFunc(b->rs[0], host_signal_eventfd, b));
     struct pollfd p = {.fd = b->evfd, .events = POLLIN};
     for (;;) {
         int n = poll(&p, 1, (int)(TIMEOUT_NS / 1000000u));
@@ -428,7 +372,7 @@ static int rt_floor(bench *b, const void *arg, double *v) {
     uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
     uint64_t want = ++b->tickets[0];
-    CU(cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU(bench_cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
     if (spin_slot(slot(b, 0), want, "the floor's counter") != 0) return -1;
     *v = (double)(bench_now_ns() - t0);
     return 0;
@@ -478,7 +422,7 @@ static int tput_raw_hostfn(bench *b, const void *arg, double *v) {
     for (int i = 0; i < TPUT_OPS; i++) {
         CUstream s = b->rs[i % ns];
         CU(launch_r_empty(b, s));
-        CU(cu.cuLaunchHostFunc(s, host_count, b));
+        CU(bench_cu.cuLaunchHostFunc(s, host_count, b));
     }
     if (spin_count(&b->host_count, TPUT_OPS, "raw host functions") != 0) return -1;
     *v = (double)TPUT_OPS * 1e9 / (double)(bench_now_ns() - t0);
@@ -492,7 +436,7 @@ static int tput_floor(bench *b, const void *arg, double *v) {
         int k = i % ns;
         CU(launch_r_empty(b, b->rs[k]));
         uint64_t want = ++b->tickets[k];
-        CU(cu.cuStreamWriteValue64(b->rs[k], slot_dev(b, k), want, CU_STREAM_WRITE_VALUE_DEFAULT));
+        CU(bench_cu.cuStreamWriteValue64(b->rs[k], slot_dev(b, k), want, CU_STREAM_WRITE_VALUE_DEFAULT));
     }
     for (int k = 0; k < ns; k++)
         if (spin_slot(slot(b, k), b->tickets[k], "the floor's counters") != 0) return -1;
@@ -532,7 +476,7 @@ static int hol_gaio(bench *b, const void *arg, double *v) {
 static void *rt_main(void *arg) {
     bench *b = arg;
     rt_thread *t = &b->rt;
-    CUresult r = cu.cuCtxSetCurrent(b->primary);
+    CUresult r = bench_cu.cuCtxSetCurrent(b->primary);
     if (r != CUDA_SUCCESS) atomic_store(&t->error, (int)r);
     for (;;) {
         pthread_mutex_lock(&t->lock);
@@ -543,7 +487,7 @@ static void *rt_main(void *arg) {
         }
         rt_job j = t->q[t->head++ % RT_QUEUE];
         pthread_mutex_unlock(&t->lock);
-        r = cu.cuStreamSynchronize(j.stream);
+        r = bench_cu.cuStreamSynchronize(j.stream);
         if (r != CUDA_SUCCESS) atomic_store(&t->error, (int)r);
         atomic_store_explicit(j.done, 1, memory_order_release);
     }
@@ -586,7 +530,7 @@ static int rt_post(bench *b, CUstream s, atomic_ulong *done) {
 
 static int rt_error(bench *b) {
     int r = atomic_load(&b->rt.error);
-    return r == CUDA_SUCCESS ? 0 : cu_fail((CUresult)r, "cuStreamSynchronize (runtime thread)");
+    return r == CUDA_SUCCESS ? 0 : bench_cu_fail(PROG, (CUresult)r, "cuStreamSynchronize (runtime thread)");
 }
 
 static int hol_runtime_thread(bench *b, const void *arg, double *v) {
@@ -612,16 +556,16 @@ static int hol_floor(bench *b, const void *arg, double *v) {
     uint64_t t0 = bench_now_ns();
     CU(launch_r_empty(b, b->rs[0]));
     uint64_t want = ++b->tickets[0];
-    CU(cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU(bench_cu.cuStreamWriteValue64(b->rs[0], slot_dev(b, 0), want, CU_STREAM_WRITE_VALUE_DEFAULT));
     if (spin_slot(slot(b, 0), want, "the floor's counter") != 0) return -1;
     uint64_t t1 = bench_now_ns();
     b->hol_floor_n++;
-    CUresult q = cu.cuStreamQuery(b->rs[1]);
+    CUresult q = bench_cu.cuStreamQuery(b->rs[1]);
     if (q != CUDA_ERROR_NOT_READY) {
         CU(q);
         b->hol_floor_late++;
     }
-    CU(cu.cuStreamSynchronize(b->rs[1]));
+    CU(bench_cu.cuStreamSynchronize(b->rs[1]));
     *v = (double)(t1 - t0);
     return 0;
 }
@@ -632,7 +576,7 @@ static int measure_spin(bench *b, double *ns) {
     for (int i = -1; i < 3; i++) {
         uint64_t t0 = bench_now_ns();
         CU(launch_r_spin(b, b->rs[1]));
-        CU(cu.cuStreamSynchronize(b->rs[1]));
+        CU(bench_cu.cuStreamSynchronize(b->rs[1]));
         if (i >= 0) v[i] = (double)(bench_now_ns() - t0);
     }
     *ns = bench_median(v, 3);
@@ -659,11 +603,11 @@ static int alloc_raw_async(bench *b, const void *arg, double *v) {
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < ALLOC_BATCH; i++) {
         CUdeviceptr p;
-        CU(cu.cuMemAllocAsync(&p, ALLOC_BYTES, s));
-        CU(cu.cuMemFreeAsync(p, s));
+        CU(bench_cu.cuMemAllocAsync(&p, ALLOC_BYTES, s));
+        CU(bench_cu.cuMemFreeAsync(p, s));
     }
     uint64_t t1 = bench_now_ns();
-    CU(cu.cuStreamSynchronize(s));
+    CU(bench_cu.cuStreamSynchronize(s));
     *v = (double)(t1 - t0) / ALLOC_BATCH;
     return 0;
 }
@@ -674,8 +618,8 @@ static int alloc_raw_sync(bench *b, const void *arg, double *v) {
     uint64_t t0 = bench_now_ns();
     for (int i = 0; i < ALLOC_SYNC_BATCH; i++) {
         CUdeviceptr p;
-        CU(cu.cuMemAlloc(&p, ALLOC_BYTES));
-        CU(cu.cuMemFree(p));
+        CU(bench_cu.cuMemAlloc(&p, ALLOC_BYTES));
+        CU(bench_cu.cuMemFree(p));
     }
     *v = (double)(bench_now_ns() - t0) / ALLOC_SYNC_BATCH;
     return 0;
@@ -684,20 +628,20 @@ static int alloc_raw_sync(bench *b, const void *arg, double *v) {
 /* ---- setup and teardown ---- */
 
 static int raw_open(bench *b) {
-    if (cu_load() != 0) return -1;
-    CU(cu.cuInit(0));
-    CU(cu.cuCtxGetCurrent(&b->saved_ctx));
-    CU(cu.cuDeviceGet(&b->dev, b->props.ordinal));
-    CU(cu.cuDevicePrimaryCtxRetain(&b->primary, b->dev));
+    if (bench_cu_load(PROG) != 0) return -1;
+    CU(bench_cu.cuInit(0));
+    CU(bench_cu.cuCtxGetCurrent(&b->saved_ctx));
+    CU(bench_cu.cuDeviceGet(&b->dev, b->props.ordinal));
+    CU(bench_cu.cuDevicePrimaryCtxRetain(&b->primary, b->dev));
     b->retained = true;
     if (raw_current(b) != 0) return -1;
-    CU(cu.cuLibraryLoadData(&b->rlib, bench_ptx, NULL, NULL, 0, NULL, NULL, 0));
-    CU(cu.cuLibraryGetKernel(&b->r_empty, b->rlib, "bench_empty"));
-    CU(cu.cuLibraryGetKernel(&b->r_spin, b->rlib, "bench_spin"));
-    for (int i = 0; i < NSTREAMS; i++) CU(cu.cuStreamCreate(&b->rs[i], CU_STREAM_NON_BLOCKING));
-    CU(cu.cuMemHostAlloc(&b->slot_mem, NSTREAMS * SLOT_STRIDE, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    CU(bench_cu.cuLibraryLoadData(&b->rlib, bench_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CU(bench_cu.cuLibraryGetKernel(&b->r_empty, b->rlib, "bench_empty"));
+    CU(bench_cu.cuLibraryGetKernel(&b->r_spin, b->rlib, "bench_spin"));
+    for (int i = 0; i < NSTREAMS; i++) CU(bench_cu.cuStreamCreate(&b->rs[i], CU_STREAM_NON_BLOCKING));
+    CU(bench_cu.cuMemHostAlloc(&b->slot_mem, NSTREAMS * SLOT_STRIDE, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
     memset(b->slot_mem, 0, NSTREAMS * SLOT_STRIDE);
-    CU(cu.cuMemHostGetDevicePointer(&b->slot_dev, b->slot_mem, 0));
+    CU(bench_cu.cuMemHostGetDevicePointer(&b->slot_dev, b->slot_mem, 0));
     b->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (b->evfd < 0) {
         fprintf(stderr, PROG ": eventfd failed: %s\n", strerror(errno));
@@ -711,20 +655,20 @@ static void raw_close(bench *b) {
     if (b->evfd >= 0) close(b->evfd);
     b->evfd = -1;
     if (!b->retained) return;
-    if (cu.cuCtxSetCurrent(b->primary) == CUDA_SUCCESS) {
+    if (bench_cu.cuCtxSetCurrent(b->primary) == CUDA_SUCCESS) {
         for (int i = 0; i < NSTREAMS; i++)
             if (b->rs[i]) {
-                cu.cuStreamSynchronize(b->rs[i]);
-                cu.cuStreamDestroy(b->rs[i]);
+                bench_cu.cuStreamSynchronize(b->rs[i]);
+                bench_cu.cuStreamDestroy(b->rs[i]);
                 b->rs[i] = NULL;
             }
-        if (b->slot_mem) cu.cuMemFreeHost(b->slot_mem);
+        if (b->slot_mem) bench_cu.cuMemFreeHost(b->slot_mem);
         b->slot_mem = NULL;
     }
-    if (b->rlib) cu.cuLibraryUnload(b->rlib);
+    if (b->rlib) bench_cu.cuLibraryUnload(b->rlib);
     b->rlib = NULL;
-    cu.cuCtxSetCurrent(b->saved_ctx);
-    cu.cuDevicePrimaryCtxRelease(b->dev);
+    bench_cu.cuCtxSetCurrent(b->saved_ctx);
+    bench_cu.cuDevicePrimaryCtxRelease(b->dev);
     b->retained = false;
 }
 
@@ -1066,9 +1010,9 @@ int gaio_bench_cuda_run(FILE *out) {
     if (gaio_restart(NULL) != 0) goto done;
 
     int driver = 0;
-    CUresult dr = cu.cuDriverGetVersion(&driver);
+    CUresult dr = bench_cu.cuDriverGetVersion(&driver);
     if (dr != CUDA_SUCCESS) {
-        cu_fail(dr, "cuDriverGetVersion");
+        bench_cu_fail(PROG, dr, "cuDriverGetVersion");
         goto done;
     }
     static table t;

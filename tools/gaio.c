@@ -1,21 +1,27 @@
 /* gaio: the command-line tool.
  *
  *   gaio info       devices and backends of this build on this machine
- *   gaio bench      the CPU-backend benchmark, then the CUDA-backend one (the same as
- *                   bench/gaio_bench_cpu and bench/gaio_bench_cuda; the CUDA part says
- *                   "skipped" where there is no GPU)
+ *   gaio bench      [core|image]: the core benchmarks (bench/gaio_bench_cpu, _cuda), then
+ *                   the image ops against OpenCV, NPP and torchvision (gaio_bench_image);
+ *                   GPU parts say "skipped" where there is no GPU
  *   gaio version    versions of the tool's headers and of the library
+ *   gaio resize     IN OUT WxH: resize a PNG or JPEG image on a device (cmd_image.c)
+ *   gaio convert    IN OUT --op OP: flip, rotate, crop, border, warp, color... on a device
  *
  * Exit status: 0 on success (also on machines without a GPU), 1 when a gaio call
- * failed, 2 for a usage error. */
+ * failed or a file could not be read or written, 2 for a usage error. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd_image.h"
 #include "gaio/gaio.h"
 
 #if GAIO_CLI_HAVE_BENCH
 #include "bench_cpu.h"
 #include "bench_cuda.h"
+#include "bench_image_cpu.h"
+#include "bench_image_cuda.h"
 #endif
 
 static int failed(gaio_status st, const char *what) {
@@ -25,15 +31,21 @@ static int failed(gaio_status st, const char *what) {
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: gaio <command>\n"
+            "usage: gaio <command> [arguments]\n"
             "\n"
             "commands:\n"
             "  info       list the devices and the backends of this build\n"
-            "  bench      run the benchmarks: CPU backend (submission, latency, throughput),\n"
-            "             then CUDA backend against raw CUDA (launch, completion round trip,\n"
-            "             throughput, head-of-line blocking, pool); skipped without a GPU\n"
+            "  bench [core|image]\n"
+            "             run the benchmarks (both parts by default): core: CPU backend\n"
+            "             (submission, latency, throughput), then CUDA backend against raw CUDA\n"
+            "             (launch, completion round trip, throughput, head-of-line blocking,\n"
+            "             pool); image: resize and preprocess against OpenCV (CPU), NPP and\n"
+            "             torchvision (GPU), as ratios of the bandwidth floor; GPU parts are\n"
+            "             skipped without a GPU\n"
             "  version    print the version\n"
-            "  help       print this help (also --help, -h)\n"
+            "  help       print this help (also --help, -h)\n");
+    gaio_cmd_image_usage(out);
+    fprintf(out,
             "\n"
             "environment:\n"
             "  GAIO_CPU_WORKERS   threads of the CPU backend's worker pool (default: online cores)\n");
@@ -101,14 +113,30 @@ static int cmd_info(void) {
     return 0;
 }
 
-static int cmd_bench(void) {
+/* `gaio bench [core|image]`: both parts by default. Each part runs even when an
+ * earlier one failed: each reports its own failures. */
+static int cmd_bench(const char *which) {
 #if GAIO_CLI_HAVE_BENCH
-    int cpu = gaio_bench_cpu_run(stdout);
-    printf("\n");
-    /* Runs even when the CPU part failed: each reports its own failures. */
-    int cuda = gaio_bench_cuda_run(stdout);
-    return cpu == 0 && cuda == 0 ? 0 : 1;
+    bool core = !which || !strcmp(which, "core"), image = !which || !strcmp(which, "image");
+    if (!core && !image) {
+        fprintf(stderr, "gaio bench: unknown part '%s' (core or image)\n", which);
+        return 2;
+    }
+    int fails = 0;
+    if (core) {
+        fails += gaio_bench_cpu_run(stdout) != 0;
+        printf("\n");
+        fails += gaio_bench_cuda_run(stdout) != 0;
+    }
+    if (image) {
+        if (core) printf("\n");
+        fails += gaio_bench_image_cpu_run(stdout) != 0;
+        printf("\n");
+        fails += gaio_bench_image_cuda_run(stdout) != 0;
+    }
+    return fails ? 1 : 0;
 #else
+    (void)which;
     fprintf(stderr, "gaio: the benchmark was not built (configure with -DGAIO_BUILD_BENCH=ON)\n");
     return 1;
 #endif
@@ -125,12 +153,14 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) return argc == 2 ? cmd_version() : (usage(stderr), 2);
+    if (!strcmp(cmd, "resize")) return gaio_cmd_resize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "convert")) return gaio_cmd_convert(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench") && argc <= 3) return cmd_bench(argc > 2 ? argv[2] : NULL);
     if (argc != 2) {
         fprintf(stderr, "gaio: '%s' takes no arguments\n", cmd);
         return 2;
     }
     if (!strcmp(cmd, "info")) return cmd_info();
-    if (!strcmp(cmd, "bench")) return cmd_bench();
     fprintf(stderr, "gaio: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

@@ -93,7 +93,8 @@ gaio_status gaio_image_at(const gaio_image *img, int32_t index, gaio_image *view
 
 typedef enum gaio_interp {
     GAIO_INTERP_NEAREST = 0,       /* OpenCV's INTER_NEAREST: src = floor(dst * scale) */
-    GAIO_INTERP_NEAREST_EXACT = 1, /* pixel centres, as PIL, CV-CUDA and OpenCV's INTER_NEAREST_EXACT */
+    GAIO_INTERP_NEAREST_EXACT = 1, /* pixel centres, as PIL, CV-CUDA and OpenCV >= 4.7's INTER_NEAREST_EXACT
+                                      (OpenCV 4.6 takes the other pixel at exact ties of even sizes) */
     GAIO_INTERP_LINEAR = 2,        /* bilinear with pixel-centre alignment (INTER_LINEAR) */
     GAIO_INTERP_CUBIC = 3,         /* bicubic, a = -0.75 (INTER_CUBIC) */
     GAIO_INTERP_AREA = 4           /* pixel-area average when shrinking, INTER_AREA's rules (linear-like when enlarging) */
@@ -109,8 +110,9 @@ gaio_status gaio_resize(gaio_stream *stream, const gaio_image *src, const gaio_i
 gaio_status gaio_crop_resize(gaio_stream *stream, const gaio_image *src, const gaio_rect *rois, const gaio_image *dst,
                              gaio_interp interp);
 
-/* The same over a variable-size batch: srcs[i] (batch 1 each, any sizes, same
- * dtype, layout and channels) -> image i of dst (batch == count). */
+/* The same over a variable-size batch: srcs[i] (batch 1 each, any sizes and
+ * buffers, all of one dtype, layout and channel count) -> image i of dst (batch ==
+ * count). Up to 256 images per launch; larger batches take ceil(count / 256). */
 gaio_status gaio_crop_resize_varshape(gaio_stream *stream, const gaio_image *srcs, int32_t count,
                                       const gaio_rect *rois, const gaio_image *dst, gaio_interp interp);
 

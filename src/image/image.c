@@ -31,7 +31,7 @@ const char *gaio_dtype_name(gaio_dtype dtype) {
     return "?";
 }
 
-static const char *layout_name(gaio_layout l) {
+const char *gaio__img_layout_name(gaio_layout l) {
     switch (l) {
     case GAIO_LAYOUT_HWC: return "HWC";
     case GAIO_LAYOUT_CHW: return "CHW";
@@ -93,11 +93,11 @@ gaio_status gaio__img_check(const char *fn, const char *arg, const gaio_image *i
         return BAD("%s.channels is %d: must be in [1, %d]", arg, (int)im.channels, MAX_CHANNELS);
     if (is_yuv(im.layout)) {
         if (im.dtype != GAIO_DTYPE_U8 || im.channels != 3)
-            return BAD("%s is %s %s with %d channels: YUV frames are u8 with 3 channels", arg, layout_name(im.layout),
-                       gaio_dtype_name(im.dtype), (int)im.channels);
+            return BAD("%s is %s %s with %d channels: YUV frames are u8 with 3 channels", arg,
+                       gaio__img_layout_name(im.layout), gaio_dtype_name(im.dtype), (int)im.channels);
         if ((im.width | im.height) & 1)
             return BAD("%s is a %dx%d %s frame: YUV 4:2:0 needs an even width and height", arg, (int)im.width,
-                       (int)im.height, layout_name(im.layout));
+                       (int)im.height, gaio__img_layout_name(im.layout));
     }
     if (im.offset % e) return BAD("%s.offset %zu is not a multiple of the %s element size %zu", arg, im.offset,
                                   gaio_dtype_name(im.dtype), e);
@@ -137,7 +137,7 @@ gaio_status gaio__img_check(const char *fn, const char *arg, const gaio_image *i
     if (total > (unsigned __int128)size || im.offset > size - (size_t)total)
         return BAD("%s (%d x %dx%dx%d %s %s) spans %llu bytes from offset %zu but its buffer holds %zu", arg,
                    (int)im.batch, (int)im.width, (int)im.height, (int)im.channels, gaio_dtype_name(im.dtype),
-                   layout_name(im.layout), (unsigned long long)total, im.offset, size);
+                   gaio__img_layout_name(im.layout), (unsigned long long)total, im.offset, size);
     if (resolved) *resolved = im;
     if (bytes) *bytes = (size_t)total;
     return GAIO_OK;
@@ -167,6 +167,22 @@ gaio_status gaio__img_resolve(const char *fn, const char *arg, const gaio_image 
     return GAIO_OK;
 }
 
+gaio_status gaio__img_resolve_planar(const char *fn, const char *op, gaio_stream *stream, const gaio_image *src,
+                                     const gaio_image *dst, gaio_kimg *ks, gaio_kimg *kd,
+                                     gaio_status layout_status) {
+    gaio_status st = gaio__img_resolve(fn, "src", src, stream, ks);
+    if (st != GAIO_OK) return st;
+    st = gaio__img_resolve(fn, "dst", dst, stream, kd);
+    if (st != GAIO_OK) return st;
+    if (is_yuv(src->layout))
+        return gaio__fail(layout_status, fn, "src is a %s frame: %s takes HWC or CHW images",
+                          gaio__img_layout_name(src->layout), op);
+    if (is_yuv(dst->layout))
+        return gaio__fail(layout_status, fn, "dst is a %s frame: %s takes HWC or CHW images",
+                          gaio__img_layout_name(dst->layout), op);
+    return GAIO_OK;
+}
+
 gaio_status gaio_image_check(const gaio_image *img, gaio_image *resolved, size_t *bytes) {
     return gaio__img_check(__func__, "img", img, resolved, bytes);
 }
@@ -177,7 +193,8 @@ gaio_status gaio_image_roi(const gaio_image *img, gaio_rect roi, gaio_image *vie
     gaio_image im;
     gaio_status st = gaio__img_check(fn, "img", img, &im, NULL);
     if (st != GAIO_OK) return st;
-    if (is_yuv(im.layout)) return BAD("img is a %s frame: ROIs are for HWC and CHW images", layout_name(im.layout));
+    if (is_yuv(im.layout))
+        return BAD("img is a %s frame: ROIs are for HWC and CHW images", gaio__img_layout_name(im.layout));
     if (roi.width < 1 || roi.height < 1 || roi.x < 0 || roi.y < 0 || roi.x > im.width - roi.width ||
         roi.y > im.height - roi.height)
         return BAD("roi (x %d, y %d, %dx%d) is empty or outside the %dx%d image", (int)roi.x, (int)roi.y,
@@ -217,9 +234,9 @@ bool gaio__img_overlap(const gaio_kimg *a, const gaio_kimg *b) {
 
 gaio_status gaio__img_mismatch(const char *fn, const char *what, const gaio_image *src, const gaio_image *dst) {
     return BAD("%s: src is %d x %dx%dx%d %s %s but dst is %d x %dx%dx%d %s %s", what, (int)src->batch, (int)src->width,
-               (int)src->height, (int)src->channels, gaio_dtype_name(src->dtype), layout_name(src->layout),
+               (int)src->height, (int)src->channels, gaio_dtype_name(src->dtype), gaio__img_layout_name(src->layout),
                (int)dst->batch, (int)dst->width, (int)dst->height, (int)dst->channels, gaio_dtype_name(dst->dtype),
-               layout_name(dst->layout));
+               gaio__img_layout_name(dst->layout));
 }
 
 bool gaio__img_on_cuda(const gaio_stream *stream) { return stream->ctx->be->kind == GAIO_DEVICE_CUDA; }

@@ -17,6 +17,13 @@
 gaio_status gaio__img_resolve(const char *fn, const char *arg, const gaio_image *img, gaio_stream *stream,
                               gaio_kimg *out);
 
+/* The prologue of ops on an HWC or CHW src and dst: resolves both, and fails with
+ * `layout_status` (INVALID_ARG or NOT_SUPPORTED) naming the frame if either is a
+ * YUV frame ("src is a NV12 frame: <op> takes HWC or CHW images"). */
+gaio_status gaio__img_resolve_planar(const char *fn, const char *op, gaio_stream *stream, const gaio_image *src,
+                                     const gaio_image *dst, gaio_kimg *ks, gaio_kimg *kd,
+                                     gaio_status layout_status);
+
 /* The same for a descriptor on its own (no stream): fills zero strides. */
 gaio_status gaio__img_check(const char *fn, const char *arg, const gaio_image *img, gaio_image *resolved,
                             size_t *bytes);
@@ -26,6 +33,9 @@ bool gaio__img_overlap(const gaio_kimg *a, const gaio_kimg *b);
 
 /* Bytes from the first to one past the last byte of a resolved image batch. */
 uint64_t gaio__img_span(const gaio_kimg *k);
+
+/* "HWC", "CHW", "NV12", "I420" ("?" if none). */
+const char *gaio__img_layout_name(gaio_layout layout);
 
 /* Each failure names fn; these format the common ones. */
 gaio_status gaio__img_mismatch(const char *fn, const char *what, const gaio_image *src, const gaio_image *dst);

@@ -5,7 +5,18 @@
  *   images        timg_new / timg_upload / timg_download / timg_free: a host array
  *                 and a gaio image of the same shape on the test's device
  *   random data   trand_fill: every dtype, never all zeros
- *   comparison    expect_close: max |got - want| over an array, the first bad index
+ *   strided       tgeom / timg_strided / timg_get: an image with padded rows, planes
+ *                 and images (and an offset) filled from packed data, read back packed;
+ *                 timg_scatter / timg_gather copy between packed data and such a layout
+ *   comparison    expect_close: max |got - want| over an array, the first bad index;
+ *                 timg_expect_close: an image's packed contents against a golden array;
+ *                 timg_expect_poison: nothing touched an image's poisoned buffer
+ *   contexts      tctx_open / tctx_close: the test's context and stream, and on a CUDA
+ *                 device a stream of the CPU backend to compare with (thost_open /
+ *                 thost_close alone)
+ *   bad input     EXPECT_REFUSED / EXPECT_INVALID / EXPECT_UNSUPPORTED: the call fails
+ *                 with the status, names the function, and its message names `needle`
+ *   memory        tmalloc: malloc that exits on failure
  *
  * Golden files live in the directory named by GAIO_GOLDEN_DIR (set by ctest). */
 #ifndef GAIO_TEST_IMAGE_TEST_H
@@ -97,6 +108,13 @@ static inline void npy_free(npy_array *a) {
     a->data = NULL;
 }
 
+/* malloc(n), never NULL (exits on failure; n == 0 gives a valid pointer). */
+static inline void *tmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    CHECK(p);
+    return p;
+}
+
 /* ---- random data ---- */
 
 /* Uniform over the dtype's range (u8, u16, s16) or over [-lo, hi) for floats. */
@@ -125,6 +143,13 @@ static inline void trand_fill(void *data, size_t count, gaio_dtype dtype, uint64
         case GAIO_DTYPE_F32: ((float *)data)[i] = lo + (hi - lo) * u; break;
         }
     }
+}
+
+/* A malloc'd array of `count` random elements (trand_fill); free() it. */
+static inline void *trand_new(gaio_dtype dtype, size_t count, uint64_t *seed, float lo, float hi) {
+    void *d = tmalloc(count * gaio_dtype_size(dtype));
+    trand_fill(d, count, dtype, seed, lo, hi);
+    return d;
 }
 
 /* ---- images on the test's device ---- */
@@ -184,6 +209,76 @@ static inline void timg_free(timg *t) {
     t->im.buffer = NULL;
 }
 
+/* ---- images with any strides (HWC and CHW) ---- */
+
+typedef struct tgeom {
+    size_t offset, row_pad, plane_pad, image_pad; /* bytes, rounded down to the element size */
+    const char *name;
+} tgeom;
+
+static inline size_t timg_planes(const gaio_image *im) {
+    return im->layout == GAIO_LAYOUT_CHW ? (size_t)im->channels : 1;
+}
+static inline size_t timg_row_elems(const gaio_image *im) {
+    return (size_t)im->width * (im->layout == GAIO_LAYOUT_HWC ? (size_t)im->channels : 1);
+}
+/* Elements of the whole batch. */
+static inline size_t timg_elems(const gaio_image *im) {
+    return (size_t)im->batch * timg_planes(im) * (size_t)im->height * timg_row_elems(im);
+}
+/* Byte offset of row y of plane p of image n (strides resolved). */
+static inline size_t timg_row_at(const gaio_image *im, size_t n, size_t p, size_t y) {
+    return im->offset + n * im->image_stride + p * im->plane_pitch + y * im->row_pitch;
+}
+
+/* Copies rows from packed data into a buffer laid out as im (strides resolved). */
+static inline void timg_scatter(const gaio_image *im, unsigned char *buf, const void *packed) {
+    size_t rb = timg_row_elems(im) * gaio_dtype_size(im->dtype);
+    for (size_t k = 0, r = 0; k < (size_t)im->batch; k++)
+        for (size_t p = 0; p < timg_planes(im); p++)
+            for (size_t y = 0; y < (size_t)im->height; y++, r++)
+                memcpy(buf + timg_row_at(im, k, p, y), (const char *)packed + r * rb, rb);
+}
+/* The reverse: the rows of im in buf, packed. */
+static inline void timg_gather(const gaio_image *im, const unsigned char *buf, void *packed) {
+    size_t rb = timg_row_elems(im) * gaio_dtype_size(im->dtype);
+    for (size_t k = 0, r = 0; k < (size_t)im->batch; k++)
+        for (size_t p = 0; p < timg_planes(im); p++)
+            for (size_t y = 0; y < (size_t)im->height; y++, r++)
+                memcpy((char *)packed + r * rb, buf + timg_row_at(im, k, p, y), rb);
+}
+
+/* A DEVICE image of the stream's device with geometry g (explicit strides), the rest
+ * of its buffer 0xCD; holds `packed` (NULL: poison only). */
+static inline timg timg_strided(gaio_stream *s, gaio_dtype dt, gaio_layout lay, int n, int w, int h, int c,
+                                tgeom g, const void *packed) {
+    timg t;
+    size_t e = gaio_dtype_size(dt);
+    t.im = gaio_image_make(NULL, g.offset - g.offset % e, dt, lay, n, w, h, c);
+    t.im.row_pitch = timg_row_elems(&t.im) * e + g.row_pad - g.row_pad % e;
+    t.im.plane_pitch = lay == GAIO_LAYOUT_CHW ? t.im.row_pitch * (size_t)h + g.plane_pad - g.plane_pad % e : 0;
+    t.im.image_stride = (lay == GAIO_LAYOUT_CHW ? t.im.plane_pitch * (size_t)c : t.im.row_pitch * (size_t)h) +
+                        g.image_pad - g.image_pad % e;
+    t.bytes = t.im.offset + t.im.image_stride * (size_t)n;
+    unsigned char *host = tmalloc(t.bytes);
+    memset(host, 0xCD, t.bytes);
+    if (packed) timg_scatter(&t.im, host, packed);
+    OK(gaio_buffer_alloc_async(s, GAIO_MEM_DEVICE, t.bytes, &t.im.buffer));
+    tbuf_upload(s, t.im.buffer, host, t.bytes);
+    free(host);
+    return t;
+}
+
+/* Waits for the stream; the image's elements (HWC or CHW, any strides), packed. */
+static inline void timg_get(gaio_stream *s, const timg *t, void *out) {
+    gaio_image r;
+    OK(gaio_image_check(&t->im, &r, NULL));
+    unsigned char *host = tmalloc(t->bytes);
+    tbuf_download(s, t->im.buffer, host, t->bytes);
+    timg_gather(&r, host, out);
+    free(host);
+}
+
 /* ---- comparison ---- */
 
 static inline double tval(const void *data, size_t i, gaio_dtype dt) {
@@ -224,5 +319,84 @@ static inline int expect_close(const char *what, const void *got, const void *wa
     printf("  %-48s ok (%zu values, max |diff| %g)\n", what, count, worst);
     return 1;
 }
+
+/* timg_get, then expect_close against a golden array of the same elements. */
+static inline int timg_expect_close(gaio_stream *s, const timg *t, const char *what, const npy_array *want,
+                                    double abs_tol, double rel_tol) {
+    void *got = tmalloc(want->bytes);
+    timg_get(s, t, got);
+    int ok = expect_close(what, got, want->data, want->count, want->dtype, abs_tol, rel_tol);
+    free(got);
+    return ok;
+}
+
+/* Waits for the stream; every byte of the image's buffer still holds the 0xCD poison
+ * (after refused calls: nothing was enqueued). */
+static inline void timg_expect_poison(gaio_stream *s, const timg *t) {
+    unsigned char *b = tmalloc(t->bytes);
+    tbuf_download(s, t->im.buffer, b, t->bytes);
+    for (size_t i = 0; i < t->bytes; i++) CHECK(b[i] == 0xCD);
+    free(b);
+}
+
+/* ---- contexts ---- */
+
+/* On a CUDA device, a stream of the CPU backend (device 0) to compare with, its
+ * context in *host_ctx; otherwise NULL. */
+static inline gaio_stream *thost_open(int device, gaio_context **host_ctx) {
+    gaio_stream *hs = NULL;
+    gaio_device_props p;
+    *host_ctx = NULL;
+    OK(gaio_device_get_props(device, &p));
+    if (p.kind == GAIO_DEVICE_CUDA) {
+        OK(gaio_context_create(0, NULL, host_ctx));
+        OK(gaio_stream_create(*host_ctx, 0, 0, &hs));
+    }
+    return hs;
+}
+
+static inline void thost_close(gaio_stream *hs, gaio_context *host_ctx) {
+    if (!hs) return;
+    OK(gaio_stream_release(hs));
+    OK(gaio_context_release(host_ctx));
+}
+
+typedef struct tctx {
+    gaio_context *ctx, *host_ctx;
+    gaio_stream *s;      /* on the test's device */
+    gaio_stream *host_s; /* thost_open's: the CPU backend on a CUDA run, else NULL */
+} tctx;
+
+static inline tctx tctx_open(int device) {
+    tctx t;
+    OK(gaio_context_create(device, NULL, &t.ctx));
+    OK(gaio_stream_create(t.ctx, 0, 0, &t.s));
+    t.host_s = thost_open(device, &t.host_ctx);
+    return t;
+}
+
+/* Waits for the test's stream, then releases everything. */
+static inline void tctx_close(tctx *t) {
+    OK(gaio_stream_synchronize(t->s));
+    OK(gaio_stream_release(t->s));
+    OK(gaio_context_release(t->ctx));
+    thost_close(t->host_s, t->host_ctx);
+}
+
+/* ---- bad input ---- */
+
+/* The call fails with `status`, its message names the function `fn` and contains
+ * `needle` (the argument at fault). */
+#define EXPECT_REFUSED(status, call, fn, needle)                                                              \
+    do {                                                                                                      \
+        FAILS(status, call, fn);                                                                              \
+        if (!strstr(gaio_last_error(), needle)) {                                                             \
+            fprintf(stderr, "%s:%d: %s: message does not name '%s': '%s'\n", __FILE__, __LINE__, #call, needle, \
+                    gaio_last_error());                                                                       \
+            exit(1);                                                                                          \
+        }                                                                                                     \
+    } while (0)
+#define EXPECT_INVALID(call, fn, needle) EXPECT_REFUSED(GAIO_ERR_INVALID_ARG, call, fn, needle)
+#define EXPECT_UNSUPPORTED(call, fn, needle) EXPECT_REFUSED(GAIO_ERR_NOT_SUPPORTED, call, fn, needle)
 
 #endif
