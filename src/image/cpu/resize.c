@@ -26,8 +26,11 @@
 #include "image/resize_math.h"
 
 /* Hot loops get an AVX2 clone, picked at load time (int32 multiplies and float
- * rounding are much cheaper there than in baseline SSE2). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
+ * rounding are much cheaper there than in baseline SSE2). Not under sanitizers:
+ * the clones' ifunc resolvers run before the sanitizer runtime exists and crash
+ * (ThreadSanitizer segfaults at load). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define RS_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
