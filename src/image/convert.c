@@ -37,16 +37,8 @@ gaio_status gaio_convert(gaio_stream *stream, const gaio_image *src, const gaio_
     gaio__img_merge_rows(&ks, &kd, true, false);
     int64_t len = ks.width, rows = (int64_t)ks.batch * ks.planes * ks.height;
     gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
-    if (gaio__img_on_cuda(stream)) {
-        /* A thread takes 4 vectors of 16 bytes of the wider side, 2 between u8 images
-         * (Steps in src/kernels/image/convert.cu). */
-        size_t es = gaio_dtype_size(src->dtype), ed = gaio_dtype_size(dst->dtype);
-        int64_t ew = (int64_t)(es > ed ? es : ed), per = (ew == 1 ? 32 : 64) / ew, threads = (len + per - 1) / per;
-        uint32_t bx = 32;
-        while (bx < 256 && (int64_t)bx < threads) bx *= 2;
-        block = (gaio_dim3){bx, 256 / bx, 1};
-        grid = gaio__img_grid2d(len, rows, 1, block.x, block.y, (uint32_t)per, 1);
-    }
+    if (gaio__img_on_cuda(stream))
+        gaio__img_elementwise_shape(len, rows, gaio_dtype_size(src->dtype), gaio_dtype_size(dst->dtype), &grid, &block);
     float a = (float)scale, b = (float)offset;
     gaio_arg args[4] = {GAIO_ARG(ks), GAIO_ARG(kd), GAIO_ARG(a), GAIO_ARG(b)};
     gaio_buffer *held[2] = {src->buffer, dst->buffer};

@@ -1,6 +1,7 @@
 #include "image/elementwise.h"
 
 #include "gaio/image.h"
+#include "image/image_internal.h"
 
 /* Longest merged row: the CUDA kernels index a row's elements in 32 bits. */
 #define MAX_ROW_ELEMS ((int64_t)1 << 30)
@@ -41,4 +42,12 @@ void gaio__img_merge_rows(gaio_kimg *s, gaio_kimg *d, bool merge_planes, bool ke
         if (k[i]->planes == 1) k[i]->plane_pitch = 0;
         if (k[i]->batch == 1) k[i]->image_stride = 0;
     }
+}
+
+void gaio__img_elementwise_shape(int64_t len, int64_t rows, size_t es, size_t ed, gaio_dim3 *grid, gaio_dim3 *block) {
+    int64_t ew = (int64_t)(es > ed ? es : ed), per = (ew == 1 ? 32 : 64) / ew, threads = (len + per - 1) / per;
+    uint32_t bx = 32;
+    while (bx < 256 && (int64_t)bx < threads) bx *= 2;
+    *block = (gaio_dim3){bx, 256 / bx, 1};
+    *grid = gaio__img_grid2d(len, rows, 1, block->x, block->y, (uint32_t)per, 1);
 }

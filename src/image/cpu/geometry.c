@@ -5,36 +5,12 @@
  * src/kernels/image/geometry.cu. */
 #include "image/cpu/host_kernel.h"
 #include "image/cpu/tables.h"
+#include "image/border_math.h"
 
 gaio_status gaio__img_warp_affine_host(const gaio_launch_info *info, void *const *args);
 
-enum { BORDER_CONSTANT = 0, BORDER_REPLICATE = 1, BORDER_REFLECT = 2, BORDER_REFLECT_101 = 3, BORDER_WRAP = 4 };
-enum { FLIP_HORIZONTAL = 1, FLIP_VERTICAL = 2 };
-
 static int esize(int dtype) { return dtype == GAIO_K_U8 ? 1 : dtype == GAIO_K_F32 ? 4 : 2; }
 static int pixel_bytes(const gaio_kimg *k) { return k->channels * esize(k->dtype); }
-
-/* OpenCV's borderInterpolate in closed form (borders may be many times wider than
- * the image): the src index of p, or -1 for the constant. */
-static int border_index(int p, int len, int type) {
-    if ((unsigned)p < (unsigned)len) return p;
-    switch (type) {
-    case BORDER_REPLICATE: return p < 0 ? 0 : len - 1;
-    case BORDER_REFLECT:
-    case BORDER_REFLECT_101: {
-        if (len == 1) return 0;
-        int delta = type == BORDER_REFLECT_101, period = 2 * len - 2 * delta;
-        int q = p % period;
-        if (q < 0) q += period;
-        return q < len ? q : period - 1 + delta - q;
-    }
-    case BORDER_WRAP: {
-        int q = p % len;
-        return q < 0 ? q + len : q;
-    }
-    default: return -1;
-    }
-}
 
 /* Pixel moves with the common sizes known at compile time, so that memcpy becomes
  * one or two moves and loops vectorise. */
@@ -124,7 +100,7 @@ static void border_rows(void *arg, size_t begin, size_t end) {
         int64_t p = j->d.planes > 1 ? z % j->d.planes : 0;
         const char *cpix = j->cpix[p < 4 ? p : 4];
         char *d = gaio_kimg_row(&j->d, z, y);
-        int sy = border_index((int)y - j->top, j->s.height, j->border);
+        int sy = gaio_border_index((int)y - j->top, j->s.height, j->border);
         if (sy < 0) {
             fill_pixels(d, cpix, w, (int)pb);
             continue;
@@ -136,7 +112,7 @@ static void border_rows(void *arg, size_t begin, size_t end) {
                 x += sw - 1;
                 continue;
             }
-            int sx = border_index((int)x - j->left, (int)sw, j->border);
+            int sx = gaio_border_index((int)x - j->left, (int)sw, j->border);
             memcpy(d + x * pb, sx < 0 ? cpix : s + sx * pb, (size_t)pb);
         }
     }

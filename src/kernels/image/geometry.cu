@@ -22,6 +22,7 @@
 // Every kernel grid-strides, so any grid covers the images.
 #include <stdint.h>
 
+#include "image/border_math.h"
 #include "image/kimg.h"
 
 namespace {
@@ -35,8 +36,6 @@ constexpr int MAX_TILE = 128;      // rotate: tile side for 1-byte pixels
 constexpr int ROT_STAGE = 18944;   // rotate: the largest tile, 128 rows of 37 words
 
 enum { K_COPY = 0, K_REVERSE = 1, K_BORDER = 2 };
-enum { BORDER_CONSTANT = 0, BORDER_REPLICATE = 1, BORDER_REFLECT = 2, BORDER_REFLECT_101 = 3, BORDER_WRAP = 4 };
-enum { FLIP_HORIZONTAL = 1, FLIP_VERTICAL = 2 };
 
 __device__ __forceinline__ int esize(int dtype) { return dtype == GAIO_K_U8 ? 1 : dtype == GAIO_K_F32 ? 4 : 2; }
 
@@ -78,27 +77,6 @@ template <int G> __device__ __forceinline__ void st_g(uint8_t *p, uint32_t v) {
 __device__ __forceinline__ int fdiv(int n, int d, uint32_t m) { return d == 1 ? n : (int)__umulhi((uint32_t)n, m); }
 __device__ __forceinline__ uint32_t fdiv_magic(int d) { return d == 1 ? 0u : 0xffffffffu / (uint32_t)d + 1u; }
 
-// OpenCV's borderInterpolate in closed form (no loop for borders many times
-// wider than the image): the src index for p, or -1 for the constant.
-__device__ __forceinline__ int border_index(int p, int len, int type) {
-    if ((unsigned)p < (unsigned)len) return p;
-    switch (type) {
-    case BORDER_REPLICATE: return p < 0 ? 0 : len - 1;
-    case BORDER_REFLECT:
-    case BORDER_REFLECT_101: {
-        if (len == 1) return 0;
-        int delta = type == BORDER_REFLECT_101, period = 2 * len - 2 * delta;
-        int q = p % period;
-        if (q < 0) q += period;
-        return q < len ? q : period - 1 + delta - q;
-    }
-    case BORDER_WRAP: {
-        int q = p % len;
-        return q < 0 ? q + len : q;
-    }
-    default: return -1;
-    }
-}
 
 // ---- staging: global bytes -> shared memory ----
 // The n bytes at g go to a shared row so that g[i] lands at row[(g & 15) + i]:
@@ -321,7 +299,7 @@ struct BorderOp {
     uint32_t cbits[4]; // element bits of the constant of channels (HWC) or planes (CHW) 0..3
     static constexpr bool border = true;
     __device__ void job(int64_t z, int y, int x0, int n, int pb, RowJob &j) const {
-        int sy = border_index(y - top, s.height, type);
+        int sy = gaio_border_index(y - top, s.height, type);
         j.d = (uint8_t *)gaio_kimg_row(&d, z, y) + (int64_t)x0 * pb;
         j.s = nullptr;
         j.ns = 0;
@@ -339,7 +317,7 @@ struct BorderOp {
             if (j.ix0 == 0 && j.ix1 == n) j.kind = K_COPY;
         }
     }
-    __device__ int bx(int x) const { return border_index(x - left, s.width, type); }
+    __device__ int bx(int x) const { return gaio_border_index(x - left, s.width, type); }
     // Byte t of the constant pixel of plane p (CHW: the plane's channel).
     __device__ uint8_t cbyte(int p, int t) const {
         int e = esize(d.dtype), c = d.planes > 1 ? p : t / e;
