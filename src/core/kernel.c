@@ -220,34 +220,38 @@ gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid
     return gaio__launch_held(__func__, stream, kernel, grid, block, shared_mem_bytes, args, nargs, NULL, 0);
 }
 
+/* Messages name fn, the public function that launched (gaio_launch or an op). */
+#define LAUNCH_REQUIRE(cond, ...)                                                 \
+    do {                                                                          \
+        if (!(cond)) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__);    \
+    } while (0)
+
 gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid,
                               gaio_dim3 block, size_t shared_mem_bytes, const gaio_arg *args, size_t nargs,
                               gaio_buffer *const *held, size_t nheld) {
-#undef GAIO_FAIL
-#define GAIO_FAIL(status, ...) gaio__fail((status), fn, __VA_ARGS__)
-    GAIO_REQUIRE_PTR(stream);
-    GAIO_REQUIRE_PTR(kernel);
-    GAIO_REQUIRE(dim_ok(grid), "grid (%u, %u, %u) has a zero dimension", grid.x, grid.y, grid.z);
-    GAIO_REQUIRE(dim_ok(block), "block (%u, %u, %u) has a zero dimension", block.x, block.y, block.z);
-    GAIO_REQUIRE(grid.x <= 0x7fffffffu && grid.y <= 65535u && grid.z <= 65535u,
-                 "grid (%u, %u, %u) exceeds (2^31-1, 65535, 65535)", grid.x, grid.y, grid.z);
+    LAUNCH_REQUIRE(stream != NULL, "stream is NULL");
+    LAUNCH_REQUIRE(kernel != NULL, "kernel is NULL");
+    LAUNCH_REQUIRE(dim_ok(grid), "grid (%u, %u, %u) has a zero dimension", grid.x, grid.y, grid.z);
+    LAUNCH_REQUIRE(dim_ok(block), "block (%u, %u, %u) has a zero dimension", block.x, block.y, block.z);
+    LAUNCH_REQUIRE(grid.x <= 0x7fffffffu && grid.y <= 65535u && grid.z <= 65535u,
+                   "grid (%u, %u, %u) exceeds (2^31-1, 65535, 65535)", grid.x, grid.y, grid.z);
     uint64_t threads = (uint64_t)block.x * block.y * block.z;
-    GAIO_REQUIRE(threads <= MAX_BLOCK_THREADS && block.z <= 64, "block (%u, %u, %u) exceeds %u threads (z <= 64)",
-                 block.x, block.y, block.z, MAX_BLOCK_THREADS);
-    GAIO_REQUIRE(shared_mem_bytes <= MAX_SHARED_BYTES, "shared_mem_bytes %zu exceeds %zu", shared_mem_bytes,
-                 MAX_SHARED_BYTES);
-    GAIO_REQUIRE(nargs == kernel->nargs, "kernel '%s' takes %zu arguments but %zu were given", kernel->name,
-                 kernel->nargs, nargs);
-    GAIO_REQUIRE(nargs == 0 || args != NULL, "args is NULL but nargs is %zu", nargs);
+    LAUNCH_REQUIRE(threads <= MAX_BLOCK_THREADS && block.z <= 64, "block (%u, %u, %u) exceeds %u threads (z <= 64)",
+                   block.x, block.y, block.z, MAX_BLOCK_THREADS);
+    LAUNCH_REQUIRE(shared_mem_bytes <= MAX_SHARED_BYTES, "shared_mem_bytes %zu exceeds %zu", shared_mem_bytes,
+                   MAX_SHARED_BYTES);
+    LAUNCH_REQUIRE(nargs == kernel->nargs, "kernel '%s' takes %zu arguments but %zu were given", kernel->name,
+                   kernel->nargs, nargs);
+    LAUNCH_REQUIRE(nargs == 0 || args != NULL, "args is NULL but nargs is %zu", nargs);
     size_t nbufs = 0, bytes = nargs * sizeof(void *) + 16; /* +16: aligning the values after argv */
     for (size_t i = 0; i < nargs; i++) {
         const gaio_arg *a = &args[i];
         if (a->buffer) {
-            GAIO_REQUIRE(kernel->arg_sizes[i] == sizeof(void *),
-                         "args[%zu] is a buffer (a pointer) but kernel '%s' takes %zu bytes there", i, kernel->name,
-                         kernel->arg_sizes[i]);
-            GAIO_REQUIRE(a->offset <= a->buffer->size, "args[%zu] offset %zu exceeds the buffer's %zu bytes", i,
-                         a->offset, a->buffer->size);
+            LAUNCH_REQUIRE(kernel->arg_sizes[i] == sizeof(void *),
+                           "args[%zu] is a buffer (a pointer) but kernel '%s' takes %zu bytes there", i, kernel->name,
+                           kernel->arg_sizes[i]);
+            LAUNCH_REQUIRE(a->offset <= a->buffer->size, "args[%zu] offset %zu exceeds the buffer's %zu bytes", i,
+                           a->offset, a->buffer->size);
             if (!gaio__reachable(a->buffer, stream, 0)) {
                 char what[32]; /* named only on failure: launches are a hot path */
                 snprintf(what, sizeof what, "args[%zu]", i);
@@ -255,22 +259,23 @@ gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *
             }
             nbufs++;
         } else {
-            GAIO_REQUIRE(a->value != NULL, "args[%zu] has neither a value nor a buffer", i);
-            GAIO_REQUIRE(a->size == kernel->arg_sizes[i], "args[%zu] is %zu bytes but kernel '%s' takes %zu there", i,
-                         a->size, kernel->name, kernel->arg_sizes[i]);
+            LAUNCH_REQUIRE(a->value != NULL, "args[%zu] has neither a value nor a buffer", i);
+            LAUNCH_REQUIRE(a->size == kernel->arg_sizes[i], "args[%zu] is %zu bytes but kernel '%s' takes %zu there", i,
+                           a->size, kernel->name, kernel->arg_sizes[i]);
         }
         bytes += (kernel->arg_sizes[i] + 15) & ~(size_t)15;
     }
     if (stream->ctx->be->kind == GAIO_DEVICE_HOST && !atomic_load_explicit(&kernel->host_fn, memory_order_acquire))
-        return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "kernel '%s' has no host implementation; it runs on CUDA devices only",
-                         kernel->name);
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
+                          "kernel '%s' has no host implementation; it runs on CUDA devices only", kernel->name);
     for (size_t i = 0; i < nheld; i++) {
-        GAIO_REQUIRE(held[i] != NULL, "held buffer %zu is NULL", i);
-        if (!gaio__reachable(held[i], stream, 0)) return gaio__check_reach(fn, "a buffer of the launch", held[i], stream, 0);
+        LAUNCH_REQUIRE(held[i] != NULL, "held buffer %zu is NULL", i);
+        if (!gaio__reachable(held[i], stream, 0))
+            return gaio__check_reach(fn, "a buffer of the launch", held[i], stream, 0);
     }
     void *extra;
     gaio_op *op = gaio__op_new(GAIO_OP_LAUNCH, stream, nbufs + nheld, bytes, &extra);
-    if (!op) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the launch");
+    if (!op) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the launch");
     void **argv = extra;
     char *store = (char *)(argv + nargs);
     store = (char *)(((uintptr_t)store + 15) & ~(uintptr_t)15);
@@ -293,5 +298,3 @@ gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *
     op->u.launch.info = (gaio_launch_info){grid, block, shared_mem_bytes, NULL};
     return gaio__submit_from(fn, op);
 }
-#undef GAIO_FAIL
-#define GAIO_FAIL(status, ...) gaio__fail((status), __func__, __VA_ARGS__)

@@ -57,15 +57,11 @@ static void helper_run(gaio_task *t) {
     pjob_unref(j);
 }
 
-int gaio__cpu_parallelism(void) {
-    int n = gaio__cpu_worker_count();
-    return n > 0 ? n : 1;
-}
-
 void gaio__cpu_parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg) {
     if (n == 0) return;
     if (grain == 0) grain = 1;
-    int threads = gaio__cpu_parallelism();
+    int threads = gaio__cpu_worker_count();
+    if (threads < 1) threads = 1;
     size_t max_chunks = (size_t)threads * 4; /* some slack for uneven chunks */
     size_t chunk = (n + max_chunks - 1) / max_chunks;
     if (chunk < grain) chunk = grain;

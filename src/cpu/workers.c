@@ -23,10 +23,10 @@ static struct {
     int sleeping;
     bool stop;
     pthread_t *threads;
-    int count;
 } rq = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
-/* Read by host kernels on workers (gaio__cpu_parallel_for); set before they start. */
+/* The pool's size: set before the workers start, so that host kernels running on
+ * them read it without a lock (gaio__cpu_parallel_for). */
 static atomic_int worker_count;
 
 int gaio__cpu_worker_count(void) { return atomic_load_explicit(&worker_count, memory_order_relaxed); }
@@ -145,7 +145,6 @@ gaio_status gaio__cpu_workers_start(int count) {
         }
     }
     rq.threads = threads;
-    rq.count = count;
     return GAIO_OK;
 }
 
@@ -154,9 +153,9 @@ void gaio__cpu_workers_stop(void) {
     rq.stop = true;
     pthread_cond_broadcast(&rq.cond);
     pthread_mutex_unlock(&rq.lock);
-    for (int i = 0; i < rq.count; i++) pthread_join(rq.threads[i], NULL);
+    int count = atomic_load(&worker_count);
+    for (int i = 0; i < count; i++) pthread_join(rq.threads[i], NULL);
     free(rq.threads);
     rq.threads = NULL;
-    rq.count = 0;
     atomic_store(&worker_count, 0);
 }

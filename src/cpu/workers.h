@@ -46,8 +46,6 @@ void gaio__cpu_task_push(gaio_task *task);
  * costs speed, never progress. Host kernels use it to split a batch. */
 typedef void (*gaio_range_fn)(void *arg, size_t begin, size_t end);
 void gaio__cpu_parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg);
-/* Threads that gaio__cpu_parallel_for may use (the pool's size; at least 1). */
-int gaio__cpu_parallelism(void);
 /* The pool's size (0 while it is stopped). */
 int gaio__cpu_worker_count(void);
 
