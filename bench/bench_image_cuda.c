@@ -695,7 +695,7 @@ static void print_notes(FILE *out, const bench *b, const image_peer *torch) {
                 "  NPP has no single fused crop+resize+normalize call (\"-\").\n",
                 image_npp_describe(b->npp), BATCH);
     else
-        fprintf(out, "NPP: not found (%s)\n", b->npp_why);
+        fprintf(out, "NPP: no figures (%s)\n", b->npp_why);
     for (size_t i = 0; i < NROWS; i++)
         if (b->res[i].npp_err[0]) fprintf(out, "  NPP %s: %s\n", rows[i].label, b->res[i].npp_err);
     if (torch->python[0]) {
@@ -740,7 +740,11 @@ int gaio_bench_image_cuda_run(FILE *out) {
         fprintf(out, "gaio image benchmark (CUDA): the driver failed (stderr says how)\n");
         goto done;
     }
-    if (image_npp_open(&b.npp, b.npp_why, sizeof b.npp_why) != 0) b.npp = NULL;
+    /* GAIO_BENCH_PEERS=0: gaio's rows only (quick runs, profiling one kernel) */
+    const char *peers_env = getenv("GAIO_BENCH_PEERS");
+    const bool peers = !peers_env || strcmp(peers_env, "0") != 0;
+    if (!peers) snprintf(b.npp_why, sizeof b.npp_why, "not run (GAIO_BENCH_PEERS=0)");
+    else if (image_npp_open(&b.npp, b.npp_why, sizeof b.npp_why) != 0) b.npp = NULL;
     if (gaio_open(&b) != 0) {
         fprintf(out, "gaio image benchmark (CUDA): setup failed (stderr says how)\n");
         goto done;
@@ -762,7 +766,7 @@ int gaio_bench_image_cuda_run(FILE *out) {
              "--batch %d --width %d --height %d --crop %d --out %d --samples %d --warmup %d --flush-mib %zu "
              "--varshape 640x480,1280x720,1920x1080,2560x1440,3840x2160",
              BATCH, SRC_W, SRC_H, CROP, OUT, SAMPLES, WARM, FLUSH_BYTES >> 20);
-    image_peer_run(pythons, 2, "image_torch.py", args, PEER_TIMEOUT_S, &torch);
+    if (peers) image_peer_run(pythons, 2, "image_torch.py", args, PEER_TIMEOUT_S, &torch);
     for (size_t i = 0; i < NROWS; i++) b.res[i].torch = image_peer_ms(&torch, rows[i].key, &b.res[i].torch_variant);
 
     int driver = 0;

@@ -3,6 +3,7 @@
  * CUlibrary is context-independent: one load serves every device and context.
  * gaio_shutdown unloads them (gaio__cuda_kernels_unload); the next use loads again. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda_internal.h"
@@ -14,6 +15,46 @@ static CUlibrary libs[64];
 static int nlibs;
 static CUresult load_error = CUDA_SUCCESS;
 static const char *load_failed_name;
+
+/* Which library holds which kernel, read once after loading (drivers >= 12.4): a lookup
+ * by name then never calls cuLibraryGetKernel on a library that lacks the name, a failed
+ * call that compute-sanitizer reports as an API error in every user's run. */
+typedef struct {
+    const char *name; /* the driver's string, valid while the library is loaded */
+    CUkernel kernel;
+} kernel_entry;
+static kernel_entry *index_entries;
+static unsigned index_count;
+static bool indexed;
+
+static void build_index(const gaio_cu_table *cu) {
+    if (!cu->cuLibraryGetKernelCount || !cu->cuLibraryEnumerateKernels || !cu->cuKernelGetName) return;
+    unsigned total = 0;
+    unsigned counts[64];
+    for (int i = 0; i < nlibs; i++) {
+        if (cu->cuLibraryGetKernelCount(&counts[i], libs[i]) != CUDA_SUCCESS) return;
+        total += counts[i];
+    }
+    kernel_entry *e = calloc(total ? total : 1, sizeof *e);
+    CUkernel *ks = calloc(total ? total : 1, sizeof *ks);
+    if (!e || !ks) goto out;
+    unsigned n = 0;
+    for (int i = 0; i < nlibs; i++) {
+        if (cu->cuLibraryEnumerateKernels(ks + n, counts[i], libs[i]) != CUDA_SUCCESS) goto out;
+        n += counts[i];
+    }
+    for (unsigned j = 0; j < n; j++) {
+        if (cu->cuKernelGetName(&e[j].name, ks[j]) != CUDA_SUCCESS || !e[j].name) goto out;
+        e[j].kernel = ks[j];
+    }
+    index_entries = e;
+    index_count = n;
+    indexed = true;
+    e = NULL;
+out:
+    free(e);
+    free(ks);
+}
 
 static void load_all(void) {
     const gaio_cu_table *cu = gaio__cu();
@@ -43,8 +84,10 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
     pthread_mutex_lock(&load_lock);
     if (!loaded) {
         load_all();
+        if (load_error == CUDA_SUCCESS) build_index(gaio__cu());
         loaded = true;
     }
+    bool by_index = indexed;
     CUresult load_r = load_error;
     const char *load_name = load_failed_name;
     pthread_mutex_unlock(&load_lock);
@@ -54,7 +97,15 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
         return gaio__cu_fail(fn, call, load_r);
     }
     const gaio_cu_table *cu = gaio__cu();
-    for (int i = 0; i < nlibs; i++) {
+    for (unsigned j = 0; by_index && j < index_count; j++) {
+        if (strcmp(index_entries[j].name, k->name) == 0) {
+            void *expected = NULL;
+            atomic_compare_exchange_strong(&k->cu_kernel, &expected, (void *)index_entries[j].kernel);
+            *out = index_entries[j].kernel;
+            return GAIO_OK;
+        }
+    }
+    for (int i = 0; !by_index && i < nlibs; i++) {
         CUkernel kern = NULL;
         if (cu->cuLibraryGetKernel(&kern, libs[i], k->name) == CUDA_SUCCESS && kern) {
             void *expected = NULL;
@@ -71,6 +122,10 @@ void gaio__cuda_kernels_unload(void) {
     pthread_mutex_lock(&load_lock);
     for (int i = 0; i < nlibs; i++) cu->cuLibraryUnload(libs[i]);
     nlibs = 0;
+    free(index_entries);
+    index_entries = NULL;
+    index_count = 0;
+    indexed = false;
     loaded = false;
     load_error = CUDA_SUCCESS;
     load_failed_name = NULL;

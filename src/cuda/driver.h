@@ -27,7 +27,9 @@
     X(cuKernelGetFunction) X(cuKernelGetAttribute) X(cuKernelSetAttribute) X(cuPointerGetAttribute)
 
 /* Newer entry points gaio uses when the driver has them (NULL otherwise). */
-#define GAIO_CU_OPTIONAL(X) X(cuKernelGetParamInfo, 12040) X(cuFuncGetParamInfo, 12040)
+#define GAIO_CU_OPTIONAL(X)                                                                      \
+    X(cuKernelGetParamInfo, 12040) X(cuFuncGetParamInfo, 12040) X(cuLibraryGetKernelCount, 12040) \
+    X(cuLibraryEnumerateKernels, 12040) X(cuKernelGetName, 12030)
 
 typedef struct gaio_cu_table {
 #define GAIO_CU_FIELD(name) __typeof__(&name) name;

@@ -1218,6 +1218,27 @@ static CUresult fake_cuLibraryGetKernel(CUkernel *out, CUlibrary lib, const char
     return CUDA_ERROR_NOT_FOUND;
 }
 
+static CUresult fake_cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib) {
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = library_of("cuLibraryGetKernelCount", lib);
+    if (r == CUDA_SUCCESS) *count = (unsigned)lib->nkernels;
+    return r;
+}
+
+static CUresult fake_cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary lib) {
+    if (!kernels) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = library_of("cuLibraryEnumerateKernels", lib);
+    if (r != CUDA_SUCCESS) return r;
+    for (size_t i = 0; i < n && i < lib->nkernels; i++) kernels[i] = &lib->kernels[i];
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuKernelGetName(const char **name, CUkernel k) {
+    if (!name || !k) return CUDA_ERROR_INVALID_VALUE;
+    *name = k->name;
+    return CUDA_SUCCESS;
+}
+
 /* Libraries here hold no variables. */
 static CUresult fake_cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib, const char *name) {
     (void)dptr;
