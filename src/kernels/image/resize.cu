@@ -9,19 +9,19 @@
 //      (offsets and weights from image/resize_math.h: both backends sample the same
 //      pixels with the same weights);
 //   1. vertical: for each output row the threads load the source columns the tile
-//      reads from every tap row, in aligned 16-byte loads (coalesced), and store
+//      reads from every tap row, in aligned chunks of 4 elements (coalesced), and store
 //      sum_k wy[k] * src(row k) per element in shared memory. Each thread's loads of
 //      a row are issued together, and those of the next row before the horizontal
 //      pass of this one, so loads stay in flight;
-//   2. horizontal: each thread makes output pixels (consecutive threads, consecutive
-//      pixels) from that row, every tap a shared-memory read.
+//   2. horizontal: each thread makes output elements (consecutive threads, consecutive
+//      elements) from that row, every tap a shared-memory read.
 // u8 LINEAR / CUBIC / AREA-enlarging use the host's fixed point (11-bit weights,
 // exact int32 sums, one 22-bit rounding shift; the vertical sums by dp2a on byte
 // pairs): the same integers as the CPU. The rest is float, summed in the host's order.
 //
-// The 16-byte path needs every tap row to share one alignment (row_pitch a
-// multiple of 16); other images stage element by element. Reading whole aligned
-// 16-byte chunks can touch up to 15 bytes beside the ROI, never outside the
+// The chunked path needs every tap row to share one alignment (row_pitch a
+// multiple of the chunk); other images stage element by element. Reading whole
+// aligned chunks can touch up to 15 bytes beside the ROI, never outside the
 // 16-byte granule of a byte it needs (so never outside its allocation's pages);
 // those bytes are never used.
 #include <type_traits>
@@ -93,8 +93,8 @@ template <> __device__ __forceinline__ int32_t conv<uint8_t, int32_t>(uint8_t v)
 template <> __device__ __forceinline__ float conv<uint16_t, float>(uint16_t v) { return (float)v; }
 template <> __device__ __forceinline__ float conv<float, float>(float v) { return v; }
 
-// Elements of a 16-byte chunk.
-template <class E> __device__ __forceinline__ E chunk_at(const uint4 &q, int e) {
+// Elements of a staged chunk.
+template <class E, class Q> __device__ __forceinline__ E chunk_at(const Q &q, int e) {
     const E *p = reinterpret_cast<const E *>(&q);
     return p[e];
 }
@@ -123,6 +123,22 @@ template <int FK, bool FIX> struct Tap {
     static constexpr int K = FK == FK_NN ? 1 : FK == FK_LIN ? 2 : 4;
     int32_t o[K];
     typename Work<FIX>::T w[K];
+    __device__ __forceinline__ void set(int k, int32_t off, typename Work<FIX>::T wt) { o[k] = off, w[k] = wt; }
+    __device__ __forceinline__ int32_t off(int k) const { return o[k]; }
+    __device__ __forceinline__ typename Work<FIX>::T wt(int k) const { return w[k]; }
+};
+// u8 linear in 8 bytes (the horizontal pass reads one per output element): the first
+// offset | (second - first) << 24, and both 11-bit weights.
+template <> struct Tap<FK_LIN, true> {
+    static constexpr int K = 2;
+    uint32_t on;
+    int16_t w[2];
+    __device__ __forceinline__ void set(int k, int32_t off, int32_t wt) {
+        on = k ? on | (uint32_t)(off - (int32_t)on) << 24 : (uint32_t)off;
+        w[k] = (int16_t)wt;
+    }
+    __device__ __forceinline__ int32_t off(int k) const { return (int32_t)(on & 0xffffffu) + (k ? (int32_t)(on >> 24) : 0); }
+    __device__ __forceinline__ int32_t wt(int k) const { return w[k]; }
 };
 template <bool FIX> struct Tap<FK_BOX, FIX> {
     static constexpr int K = 0; // varies
@@ -142,10 +158,8 @@ __device__ __forceinline__ void tap_make(Tap<FK, FIX> &t, const gaio_rs_axis *a,
         Taps<FK> tx;
         tx.make(a, d);
 #pragma unroll
-        for (int k = 0; k < Tap<FK, FIX>::K; k++) {
-            t.o[k] = (int32_t)((int64_t)tx.idx(k) * mul - first);
-            t.w[k] = Work<FIX>::weight(tx.w(k));
-        }
+        for (int k = 0; k < Tap<FK, FIX>::K; k++)
+            t.set(k, (int32_t)((int64_t)tx.idx(k) * mul - first), Work<FIX>::weight(tx.w(k)));
     }
 }
 
@@ -153,11 +167,21 @@ __device__ __forceinline__ float box_w(const Tap<FK_BOX, false> &t, int k, int n
     return k == 0 ? t.wf : k == n - 1 ? t.wl : t.wm;
 }
 
-// Staged elements: 16-byte chunks, or single elements where rows differ in alignment.
-template <bool VEC, class E> struct Chunk { typedef E T; };
-template <class E> struct Chunk<true, E> { typedef uint4 T; };
-template <class E> __device__ __forceinline__ E elem_of(const uint4 &q, int e) { return chunk_at<E>(q, e); }
-template <class E> __device__ __forceinline__ E elem_of(const E &q, int) { return q; }
+// Staged elements: chunks of 4 elements (4, 8 or 16 bytes), or single elements where
+// rows differ in alignment. Four elements make one 16-byte store of work values, so
+// consecutive threads fill consecutive 16 bytes of shared memory (no bank conflicts).
+template <class E> struct Quad;
+template <> struct Quad<uint8_t> { typedef uint32_t T; };
+template <> struct Quad<uint16_t> { typedef uint2 T; };
+template <> struct Quad<float> { typedef uint4 T; };
+// Nearest and box keep 16-byte chunks: measured on an H100, their extra load and sum
+// instructions with 4-element chunks cost more than the stores' bank conflicts.
+template <class E, int FK> constexpr int kChunkBytes = FK == FK_BOX || FK == FK_NN ? 16 : 4 * (int)sizeof(E);
+template <bool VEC, class E, int FK> struct Chunk { typedef E T; };
+template <class E, int FK> struct Chunk<true, E, FK> {
+    typedef typename std::conditional<kChunkBytes<E, FK> == 16, uint4, typename Quad<E>::T>::type T;
+};
+template <class E, class Q> __device__ __forceinline__ E elem_of(const Q &q, int e) { return chunk_at<E>(q, e); }
 
 // Stores N (1 or a multiple of 4) work values at sm[i * N] (16-byte aligned when N > 1).
 template <int N, class W> __device__ __forceinline__ void store_work(W *sm, int32_t i, const W (&a)[N]) {
@@ -171,16 +195,17 @@ template <int N, class W> __device__ __forceinline__ void store_work(W *sm, int3
     }
 }
 
-// 1. The vertical pass: a thread loads CU chunks (16 bytes, or one element) of
+// 1. The vertical pass: a thread loads CU chunks (4 elements, or one element) of
 // every tap row of an output row before it uses any, so that a block has its whole
 // row in flight; load() for the next row is issued before the horizontal pass of
 // the current one, commit() sums and stores. Boxes load R rows at a time.
 template <class E, int FK, bool FIX, bool VEC> struct Stage {
     typedef typename Work<FIX>::T W;
-    typedef typename Chunk<VEC, E>::T C;
+    typedef typename Chunk<VEC, E, FK>::T C;
     typedef Tap<FK, FIX> T;
-    static constexpr int N = VEC ? 16 / (int)sizeof(E) : 1;
-    static constexpr int CU = FK == FK_BOX ? 1 : 2;
+    static constexpr int N = VEC ? kChunkBytes<E, FK> / (int)sizeof(E) : 1;
+    // chunks a thread loads per row: 32 bytes (16 for a box, whose rows come R at a time)
+    static constexpr int CU = VEC ? (FK == FK_BOX ? 16 : 32) / kChunkBytes<E, FK> : FK == FK_BOX ? 1 : 2;
     static constexpr int R = FK == FK_BOX ? 4 : T::K; // rows loaded together
     C q[CU][R];
 
@@ -190,7 +215,7 @@ template <class E, int FK, bool FIX, bool VEC> struct Stage {
     }
     __device__ __forceinline__ static int32_t row_at(const T &t, int k) {
         if constexpr (FK == FK_BOX) return (int32_t)(t.on & 0xffffffu) + k;
-        else return t.o[k];
+        else return t.off(k);
     }
 
     // Rows k0 .. k0 + R - 1 (those below n) of chunks c0 + u * kThreads.
@@ -214,17 +239,20 @@ template <class E, int FK, bool FIX, bool VEC> struct Stage {
         const int n = rows_of(t);
         if constexpr (FK == FK_BOX) {
             float acc[CU][N];
+#pragma unroll
+            for (int u = 0; u < CU; u++)
+#pragma unroll
+                for (int e = 0; e < N; e++) acc[u][e] = 0.f; // 0 + w * x is w * x: the host's sums
             for (int k0 = 0;;) {
 #pragma unroll
-                for (int u = 0; u < CU; u++)
+                for (int r = 0; r < R; r++) {
+                    if (k0 + r >= n) break; // the same for the whole block: no divergence
+                    const float w = box_w(t, k0 + r, n);
 #pragma unroll
-                    for (int e = 0; e < N; e++)
+                    for (int u = 0; u < CU; u++)
 #pragma unroll
-                        for (int r = 0; r < R; r++) {
-                            if (k0 + r >= n) break;
-                            const float v = box_w(t, k0 + r, n) * conv<E, float>(elem_of<E>(q[u][r], e));
-                            acc[u][e] = k0 + r ? acc[u][e] + v : v;
-                        }
+                        for (int e = 0; e < N; e++) acc[u][e] += w * conv<E, float>(elem_of<E>(q[u][r], e));
+                }
                 k0 += R;
                 if (k0 >= n) break;
                 load(t, k0, base, pitch, a0, c0, nch); // a box taller than R rows
@@ -236,30 +264,24 @@ template <class E, int FK, bool FIX, bool VEC> struct Stage {
         } else if constexpr (FIX && VEC && (T::K == 2 || T::K == 4)) {
             // u8 fixed point: bytes of two tap rows interleaved, then one dp2a makes
             // w0 * row0 + w1 * row1 for an element (exact, as the integer sums below)
-            const uint32_t w01 = (uint32_t)(t.w[0] & 0xffff) | (uint32_t)t.w[1] << 16;
-            const uint32_t w23 = T::K == 4 ? (uint32_t)(t.w[T::K - 2] & 0xffff) | (uint32_t)t.w[T::K - 1] << 16 : 0u;
+            const uint32_t w01 = (uint32_t)(t.wt(0) & 0xffff) | (uint32_t)t.wt(1) << 16;
+            const uint32_t w23 = T::K == 4 ? (uint32_t)(t.wt(T::K - 2) & 0xffff) | (uint32_t)t.wt(T::K - 1) << 16 : 0u;
 #pragma unroll
             for (int u = 0; u < CU; u++) {
                 if (c0 + u * kThreads >= nch) break;
-                const uint32_t *r0 = reinterpret_cast<const uint32_t *>(&q[u][0]);
-                const uint32_t *r1 = reinterpret_cast<const uint32_t *>(&q[u][1]);
-                int4 *o = reinterpret_cast<int4 *>(sm + (int64_t)(c0 + u * kThreads) * N);
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const uint32_t lo = __byte_perm(r0[j], r1[j], 0x5140), hi = __byte_perm(r0[j], r1[j], 0x7362);
-                    int32_t v0 = dp2a_lo(w01, lo, 0), v1 = dp2a_hi(w01, lo, 0);
-                    int32_t v2 = dp2a_lo(w01, hi, 0), v3 = dp2a_hi(w01, hi, 0);
-                    if constexpr (T::K == 4) {
-                        const uint32_t *r2 = reinterpret_cast<const uint32_t *>(&q[u][T::K - 2]);
-                        const uint32_t *r3 = reinterpret_cast<const uint32_t *>(&q[u][T::K - 1]);
-                        const uint32_t lo2 = __byte_perm(r2[j], r3[j], 0x5140), hi2 = __byte_perm(r2[j], r3[j], 0x7362);
-                        v0 = dp2a_lo(w23, lo2, v0);
-                        v1 = dp2a_hi(w23, lo2, v1);
-                        v2 = dp2a_lo(w23, hi2, v2);
-                        v3 = dp2a_hi(w23, hi2, v3);
-                    }
-                    o[j] = int4{v0, v1, v2, v3};
+                const uint32_t r0 = q[u][0], r1 = q[u][1];
+                const uint32_t lo = __byte_perm(r0, r1, 0x5140), hi = __byte_perm(r0, r1, 0x7362);
+                int32_t v0 = dp2a_lo(w01, lo, 0), v1 = dp2a_hi(w01, lo, 0);
+                int32_t v2 = dp2a_lo(w01, hi, 0), v3 = dp2a_hi(w01, hi, 0);
+                if constexpr (T::K == 4) {
+                    const uint32_t r2 = q[u][T::K - 2], r3 = q[u][T::K - 1];
+                    const uint32_t lo2 = __byte_perm(r2, r3, 0x5140), hi2 = __byte_perm(r2, r3, 0x7362);
+                    v0 = dp2a_lo(w23, lo2, v0);
+                    v1 = dp2a_hi(w23, lo2, v1);
+                    v2 = dp2a_lo(w23, hi2, v2);
+                    v3 = dp2a_hi(w23, hi2, v3);
                 }
+                *reinterpret_cast<int4 *>(sm + (int64_t)(c0 + u * kThreads) * N) = int4{v0, v1, v2, v3};
             }
         } else {
 #pragma unroll
@@ -268,9 +290,9 @@ template <class E, int FK, bool FIX, bool VEC> struct Stage {
                 W a[N];
 #pragma unroll
                 for (int e = 0; e < N; e++) {
-                    a[e] = t.w[0] * conv<E, W>(elem_of<E>(q[u][0], e));
+                    a[e] = t.wt(0) * conv<E, W>(elem_of<E>(q[u][0], e));
 #pragma unroll
-                    for (int k = 1; k < T::K; k++) a[e] += t.w[k] * conv<E, W>(elem_of<E>(q[u][k], e));
+                    for (int k = 1; k < T::K; k++) a[e] += t.wt(k) * conv<E, W>(elem_of<E>(q[u][k], e));
                 }
                 store_work<N, W>(sm, c0 + u * kThreads, a);
             }
@@ -279,28 +301,32 @@ template <class E, int FK, bool FIX, bool VEC> struct Stage {
     }
 };
 
-// 2. The horizontal pass of output pixel d over the staged row.
-template <class E, int CN, int FK, bool FIX>
-__device__ __forceinline__ void emit(const Tap<FK, FIX> &t, const typename Work<FIX>::T *sm, E *drow, int32_t d) {
-    typedef typename Work<FIX>::T W;
-    W acc[CN];
-    if constexpr (FK == FK_BOX) {
-        const int32_t o0 = (int32_t)(t.on & 0xffffffu), n = (int32_t)(t.on >> 24);
+// 2. The horizontal pass over the staged row. A box and nearest: one output pixel a thread.
+template <class E, int CN>
+__device__ __forceinline__ void emit_box(const Tap<FK_BOX, false> &t, const float *sm, E *px) {
+    const int32_t o0 = (int32_t)(t.on & 0xffffffu), n = (int32_t)(t.on >> 24);
+    float acc[CN];
 #pragma unroll
-        for (int c = 0; c < CN; c++) acc[c] = t.wf * sm[o0 + c];
-        for (int k = 1; k < n; k++) {
-            const float w = k == n - 1 ? t.wl : t.wm;
+    for (int c = 0; c < CN; c++) acc[c] = t.wf * sm[o0 + c];
+    for (int k = 1; k < n; k++) {
+        const float w = k == n - 1 ? t.wl : t.wm;
 #pragma unroll
-            for (int c = 0; c < CN; c++) acc[c] += w * sm[o0 + k * CN + c];
-        }
-    } else {
-#pragma unroll
-        for (int k = 0; k < Tap<FK, FIX>::K; k++)
-#pragma unroll
-            for (int c = 0; c < CN; c++) acc[c] = k ? acc[c] + t.w[k] * sm[t.o[k] + c] : t.w[k] * sm[t.o[k] + c];
+        for (int c = 0; c < CN; c++) acc[c] += w * sm[o0 + k * CN + c];
     }
 #pragma unroll
-    for (int c = 0; c < CN; c++) drow[(int64_t)d * CN + c] = Elem<E>::store(acc[c]);
+    for (int c = 0; c < CN; c++) px[c] = Elem<E>::store(acc[c]);
+}
+// The others: channel c of one output pixel a thread. One element, not one pixel: a
+// warp's reads of the staged row then span about as many words as it has threads
+// (few bank conflicts) and its stores are consecutive elements.
+template <int CN, int FK, bool FIX>
+__device__ __forceinline__ typename Work<FIX>::T emit(const Tap<FK, FIX> &t, const typename Work<FIX>::T *sm, int c) {
+    typedef typename Work<FIX>::T W;
+    W acc;
+    acc = t.wt(0) * sm[t.off(0) + c];
+#pragma unroll
+    for (int k = 1; k < Tap<FK, FIX>::K; k++) acc += t.wt(k) * sm[t.off(k) + c];
+    return acc;
 }
 
 // Rows [y0, y1) of tile [d0, d1) of plane `plane` of view v into plane dz of dst.
@@ -320,9 +346,10 @@ __device__ void resize_rows(const gaio_kview &v, int32_t plane, const gaio_kimg 
     int64_t a0; // byte offset from a row's start of what sm[0] holds
     int32_t nch;
     if (VEC) {
+        constexpr uintptr_t CB = kChunkBytes<E, FK>;
         const uintptr_t r0 = reinterpret_cast<uintptr_t>(base);
-        a0 = (int64_t)((r0 + fb) & ~(uintptr_t)15) - (int64_t)r0;
-        nch = (int32_t)(((int64_t)((r0 + lb + 15) & ~(uintptr_t)15) - (int64_t)r0 - a0) / 16);
+        a0 = (int64_t)((r0 + fb) & ~(CB - 1)) - (int64_t)r0;
+        nch = (int32_t)(((int64_t)((r0 + lb + CB - 1) & ~(CB - 1)) - (int64_t)r0 - a0) / (int64_t)CB);
     } else {
         a0 = fb;
         nch = (int32_t)((lb - fb) / (int64_t)sizeof(E));
@@ -349,8 +376,22 @@ __device__ void resize_rows(const gaio_kview &v, int32_t plane, const gaio_kimg 
         }
         __syncthreads();
         if (one && y + 1 < y1) st.load(yt[y + 1 - y0], 0, base, v.row_pitch, a0, threadIdx.x, nch);
-        E *drow = reinterpret_cast<E *>(gaio_kimg_row(&dst, dz, y));
-        for (int32_t d = d0 + (int32_t)threadIdx.x; d < d1; d += kThreads) emit<E, CN, FK, FIX>(xt[d - d0], sm, drow, d);
+        E *drow = reinterpret_cast<E *>(gaio_kimg_row(&dst, dz, y)) + (int64_t)d0 * CN;
+        if constexpr (FK == FK_BOX) { // a pixel a thread: the box's tap loop runs once for its channels
+            for (int32_t j = (int32_t)threadIdx.x; j < d1 - d0; j += kThreads) emit_box<E, CN>(xt[j], sm, drow + j * CN);
+        } else if constexpr (FK == FK_NN) { // a pixel a thread: a copy, measured faster so
+            E *row = reinterpret_cast<E *>(gaio_kimg_row(&dst, dz, y));
+            for (int32_t d = d0 + (int32_t)threadIdx.x; d < d1; d += kThreads) {
+                const int32_t o = xt[d - d0].off(0);
+#pragma unroll
+                for (int c = 0; c < CN; c++) row[(int64_t)d * CN + c] = Elem<E>::store(1.f * sm[o + c]);
+            }
+        } else {
+            for (int32_t e = (int32_t)threadIdx.x; e < (d1 - d0) * CN; e += kThreads) {
+                const int32_t j = e / CN;
+                drow[e] = Elem<E>::store(emit<CN, FK, FIX>(xt[j], sm, e - j * CN));
+            }
+        }
         __syncthreads(); // the next row restages
     }
 }
@@ -359,7 +400,7 @@ template <class E, int CN, int FK, bool FIX>
 __device__ __forceinline__ void resize_rows_any(const gaio_kview &v, int32_t plane, const gaio_kimg &dst, int64_t dz,
                                                 int32_t y0, int32_t y1, int32_t d0, int32_t d1, int32_t mx,
                                                 int32_t my, unsigned char *smem) {
-    if (v.row_pitch % 16 == 0) resize_rows<E, CN, FK, FIX, true>(v, plane, dst, dz, y0, y1, d0, d1, mx, my, smem);
+    if (v.row_pitch % kChunkBytes<E, FK> == 0) resize_rows<E, CN, FK, FIX, true>(v, plane, dst, dz, y0, y1, d0, d1, mx, my, smem);
     else resize_rows<E, CN, FK, FIX, false>(v, plane, dst, dz, y0, y1, d0, d1, mx, my, smem);
 }
 
