@@ -27,7 +27,8 @@ static void kernel_name(char *out, size_t size, gaio_interp interp, gaio_dtype d
  * planes of the launch, strided past 65535). A block keeps in shared memory the x
  * taps of its tile and the y taps of its band (tapb bytes each: the kernel's Tap
  * struct of the mode) and one row of vertical sums over the source columns the
- * tile reads (4-byte elements, staged in 16-byte chunks). Tiles: the fewest whose
+ * tile reads (4-byte elements, staged in chunks of at most 16 bytes: the bound of
+ * gaio_rs_stage_elems holds for every chunk size the kernels use). Tiles: the fewest whose
  * shared memory fits RS_SMEM_CAP for every image of the launch (several blocks to
  * an SM) and, down to RS_MIN_TILE columns, whose row each thread loads in one go
  * (one_pass bytes a block: 16 bytes a thread, twice except for AREA, as the

@@ -9,12 +9,17 @@
 //      (offsets and weights from image/resize_math.h: both backends sample the same
 //      pixels with the same weights);
 //   1. vertical: for each output row the threads load the source columns the tile
-//      reads from every tap row, in aligned chunks of 4 elements (coalesced), and store
+//      reads from every tap row, in aligned chunks (coalesced), and store
 //      sum_k wy[k] * src(row k) per element in shared memory. Each thread's loads of
 //      a row are issued together, and those of the next row before the horizontal
 //      pass of this one, so loads stay in flight;
-//   2. horizontal: each thread makes output elements (consecutive threads, consecutive
-//      elements) from that row, every tap a shared-memory read.
+//   2. horizontal: linear and cubic make one output element a thread, nearest and
+//      area one pixel (consecutive threads, consecutive outputs), every tap a
+//      shared-memory read.
+// On an H100 these kernels are limited by the L1/shared-memory pipe and by
+// instruction issue, not by DRAM (Nsight Compute: linear -> 720p at 77% L1 and
+// 3.1 IPC with DRAM at 48%); the layout choices below are the measured best of
+// those tried (docs/perf-notes.md lists what was tried and what it gave).
 // u8 LINEAR / CUBIC / AREA-enlarging use the host's fixed point (11-bit weights,
 // exact int32 sums, one 22-bit rounding shift; the vertical sums by dp2a on byte
 // pairs): the same integers as the CPU. The rest is float, summed in the host's order.
