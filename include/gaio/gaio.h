@@ -20,6 +20,7 @@
 #include "gaio/kernel.h"
 #include "gaio/rng.h"
 #include "gaio/image.h"
+#include "gaio/dlpack.h"
 #include "gaio/library.h"
 
 #endif
