@@ -3,7 +3,15 @@
  * stream has a backlog runs before the rest of that backlog, both when it is
  * submitted while the backlog runs and when it is released by an event the
  * backlog records. Priorities out of range are rejected. Host functions record
- * the order in which things ran. */
+ * the order in which things ran.
+ *
+ * On CUDA (--gpu): the range checks, and foreign streams report their native
+ * priority on gaio's scale: a stream made with cuStreamCreateWithPriority at
+ * CUDA priority c (least .. greatest, greatest the most negative) and wrapped
+ * with gaio_stream_wrap has priority least - c (greatest -> max_priority,
+ * least -> 0); gaio_stream_create(p) -> its native stream -> wrap gives p back;
+ * the legacy and per-thread default stream handles have priority 0. */
+#include <dlfcn.h>
 #include <stdatomic.h>
 
 #include "common.h"
@@ -184,12 +192,152 @@ static void test_range(gaio_context *ctx, int max_prio) {
     FAILS(GAIO_ERR_INVALID_ARG, gaio_stream_priority(def, NULL), "gaio_stream_priority");
 }
 
+/* ---- 4. foreign CUDA streams: their native priority on gaio's scale ---- */
+
+/* The raw driver, as PyTorch or CuPy reach it: every entry point through
+ * cuGetProcAddress_v2 (the one symbol the fake driver of the fakecuda tests
+ * exports), at the ABI of CUDA 12.0, legacy default stream semantics. cuda.h's
+ * types spelled out: handles are pointers, CUdevice and CUresult are ints. */
+typedef struct raw_driver {
+    int (*device_get)(int *dev, int ordinal);
+    int (*primary_retain)(void **ctx, int dev);
+    int (*primary_release)(int dev);
+    int (*ctx_get_current)(void **ctx);
+    int (*ctx_set_current)(void *ctx);
+    int (*priority_range)(int *least, int *greatest);
+    int (*stream_create)(void **stream, unsigned flags, int priority);
+    int (*stream_priority)(void *stream, int *priority);
+    int (*stream_destroy)(void *stream);
+} raw_driver;
+
+#define RAW_STREAM_NON_BLOCKING 0x1u
+#define RAW_STREAM_LEGACY ((void *)0x1)
+#define RAW_STREAM_PER_THREAD ((void *)0x2)
+
+static void *raw_entry(void *lib, const char *name) {
+    typedef int (*get_proc_fn)(const char *, void **, int, unsigned long long, int *);
+    get_proc_fn get_proc;
+    void *sym = dlsym(lib, "cuGetProcAddress_v2");
+    CHECK(sym != NULL);
+    memcpy(&get_proc, &sym, sizeof sym);
+    void *fn = NULL;
+    int found = 0;
+    if (get_proc(name, &fn, 12000, 0 /* CU_GET_PROC_ADDRESS_DEFAULT */, &found) != 0 || !fn) {
+        fprintf(stderr, "the CUDA driver has no entry point %s\n", name);
+        exit(1);
+    }
+    return fn;
+}
+
+static raw_driver raw_load(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW); /* the same library gaio opened */
+    CHECK(lib != NULL);
+    raw_driver d;
+    void *p;
+#define RAW(field, name) (p = raw_entry(lib, name), memcpy(&d.field, &p, sizeof p))
+    RAW(device_get, "cuDeviceGet");
+    RAW(primary_retain, "cuDevicePrimaryCtxRetain");
+    RAW(primary_release, "cuDevicePrimaryCtxRelease");
+    RAW(ctx_get_current, "cuCtxGetCurrent");
+    RAW(ctx_set_current, "cuCtxSetCurrent");
+    RAW(priority_range, "cuCtxGetStreamPriorityRange");
+    RAW(stream_create, "cuStreamCreateWithPriority");
+    RAW(stream_priority, "cuStreamGetPriority");
+    RAW(stream_destroy, "cuStreamDestroy");
+#undef RAW
+    return d;
+}
+
+/* Wraps native, checks the priority gaio reports, and lets it go (native stays). */
+static void check_wrapped(gaio_context *ctx, void *native, int want) {
+    gaio_stream *w = NULL;
+    OK(gaio_stream_wrap(ctx, native, 0, &w));
+    void *back = NULL;
+    OK(gaio_stream_native(w, &back));
+    CHECK(back == native);
+    int got = -1;
+    OK(gaio_stream_priority(w, &got));
+    if (got != want) {
+        fprintf(stderr, "wrapped stream %p: gaio priority %d, expected %d\n", native, got, want);
+        exit(1);
+    }
+    OK(gaio_stream_release(w));
+}
+
+static void test_wrap_priority(gaio_context *ctx, const gaio_device_props *props) {
+    raw_driver cu = raw_load();
+    int dev = 0;
+    void *primary = NULL, *prev = NULL;
+    CHECK(cu.device_get(&dev, props->ordinal) == 0);
+    CHECK(cu.primary_retain(&primary, dev) == 0);
+    CHECK(cu.ctx_get_current(&prev) == 0);
+    CHECK(cu.ctx_set_current(primary) == 0);
+    int least = 1, greatest = 1;
+    CHECK(cu.priority_range(&least, &greatest) == 0);
+    printf("CUDA stream priorities %d (least) .. %d (greatest); gaio 0 .. %d\n", least, greatest,
+           props->max_priority);
+    CHECK(least - greatest == props->max_priority);
+
+    /* A native stream at every CUDA priority, as a user makes it, then wrapped. */
+    for (int c = least; c >= greatest; c--) {
+        void *ns = NULL;
+        CHECK(cu.stream_create(&ns, RAW_STREAM_NON_BLOCKING, c) == 0);
+        int native = 1;
+        CHECK(cu.stream_priority(ns, &native) == 0 && native == c);
+        check_wrapped(ctx, ns, least - c);
+        if (c == greatest) check_wrapped(ctx, ns, props->max_priority);
+        if (c == least) check_wrapped(ctx, ns, 0);
+        CHECK(cu.stream_destroy(ns) == 0);
+    }
+    /* Beyond the range the driver clamps: still the ends of gaio's range. */
+    const int beyond[2] = {greatest - 3, least + 2}, mapped[2] = {props->max_priority, 0};
+    for (int i = 0; i < 2; i++) {
+        void *ns = NULL;
+        CHECK(cu.stream_create(&ns, 0, beyond[i]) == 0);
+        check_wrapped(ctx, ns, mapped[i]);
+        CHECK(cu.stream_destroy(ns) == 0);
+    }
+
+    /* gaio_stream_create(p) -> native priority least - p -> wrap -> p. */
+    for (int p = 0; p <= props->max_priority; p++) {
+        gaio_stream *s = NULL;
+        OK(gaio_stream_create(ctx, p, (p & 1) ? GAIO_STREAM_DEFERRED : 0, &s));
+        void *ns = NULL;
+        OK(gaio_stream_native(s, &ns));
+        int native = 1;
+        CHECK(cu.stream_priority(ns, &native) == 0);
+        if (native != least - p) {
+            fprintf(stderr, "gaio priority %d: native priority %d, expected %d\n", p, native, least - p);
+            exit(1);
+        }
+        check_wrapped(ctx, ns, p);
+        OK(gaio_stream_synchronize(s));
+        OK(gaio_stream_release(s));
+    }
+
+    /* The default stream handles: normal priority. (NULL, the legacy default
+     * stream's other name, is refused by gaio_stream_wrap.) */
+    check_wrapped(ctx, RAW_STREAM_LEGACY, 0);
+    check_wrapped(ctx, RAW_STREAM_PER_THREAD, 0);
+
+    CHECK(cu.ctx_set_current(prev) == 0);
+    CHECK(cu.primary_release(dev) == 0);
+}
+
 static void run(int device) {
     gaio_device_props props_;
     OK(gaio_device_get_props(device, &props_));
     if (props_.kind != GAIO_DEVICE_HOST) {
-        /* Checks the CPU backend's worker pool (gaio_configure cpu_workers = 1). */
-        printf("SKIPPED: checks the order of the host backend's worker pool\n");
+        /* The order checks need the CPU backend's worker pool (gaio_configure
+         * cpu_workers = 1); on CUDA: the range and wrapped streams' priorities. */
+        gaio_context *ctx;
+        OK(gaio_context_create(device, NULL, &ctx));
+        gaio_device_props props;
+        OK(gaio_device_get_props(device, &props)); /* the range of a live context */
+        CHECK(props.max_priority >= 1);
+        test_range(ctx, props.max_priority);
+        test_wrap_priority(ctx, &props);
+        OK(gaio_context_release(ctx));
         return;
     }
     (void)test_seed(); /* no random data; printed for the record */

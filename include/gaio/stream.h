@@ -28,7 +28,11 @@ gaio_status gaio_stream_create(gaio_context *ctx, int priority, unsigned flags, 
 
 /* Wraps a foreign native stream (a CUstream / cudaStream_t from PyTorch, CuPy or
  * your code) that gaio uses but never destroys. The caller keeps it alive while
- * the gaio stream lives. Only on CUDA devices. */
+ * the gaio stream lives. Only on CUDA devices. Its priority is the native one on
+ * gaio's scale (CUDA's least priority minus the stream's, clamped to 0 ..
+ * max_priority): gaio_stream_priority reports it. The legacy default stream is
+ * passed as CU_STREAM_LEGACY ((void *)1), not NULL; it and CU_STREAM_PER_THREAD
+ * have priority 0. */
 gaio_status gaio_stream_wrap(gaio_context *ctx, void *native_stream, unsigned flags, gaio_stream **out);
 
 gaio_status gaio_stream_retain(gaio_stream *stream);

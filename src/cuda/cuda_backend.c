@@ -176,6 +176,21 @@ static gaio_status cuda_context_init(gaio_context *ctx) {
 
 static void cuda_context_fini(gaio_context *ctx) { gaio__cuda_device_leave(ctx->be_data); }
 
+/* A wrapped stream's priority on gaio's scale: the inverse of gaio_stream_create's
+ * CUDA priority (least - p), clamped into 0 .. max_priority (least - greatest).
+ * The legacy and per-thread default streams are normal (0) by definition. Runs
+ * with the device's context current. */
+static gaio_status wrapped_priority(const cuda_device *d, CUstream native, int *priority) {
+    *priority = 0;
+    if (native == CU_STREAM_LEGACY || native == CU_STREAM_PER_THREAD) return GAIO_OK;
+    int cu_prio = d->least_priority;
+    CUresult r = gaio__cu()->cuStreamGetPriority(native, &cu_prio);
+    if (r != CUDA_SUCCESS) return gaio__cu_fail("gaio_stream_wrap", "cuStreamGetPriority", r);
+    int p = d->least_priority - cu_prio, max = d->least_priority - d->greatest_priority;
+    *priority = p < 0 ? 0 : p > max ? max : p;
+    return GAIO_OK;
+}
+
 static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
     cuda_device *d = s->ctx->be_data;
     const gaio_cu_table *cu = gaio__cu();
@@ -205,6 +220,8 @@ static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
                 st = gaio__fail(GAIO_ERR_INVALID_ARG, "gaio_stream_wrap",
                                 "native_stream belongs to another CUDA context than device %d's primary context",
                                 s->ctx->device);
+            else
+                st = wrapped_priority(d, (CUstream)native, &s->priority);
             cs->cu = (CUstream)native;
             cs->foreign = true;
         } else {

@@ -16,7 +16,7 @@
     X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet) \
     X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDeviceGetAttribute)                   \
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)            \
-    X(cuCtxGetStreamPriorityRange) X(cuStreamCreateWithPriority) X(cuStreamDestroy)  \
+    X(cuCtxGetStreamPriorityRange) X(cuStreamCreateWithPriority) X(cuStreamGetPriority) X(cuStreamDestroy)  \
     X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuStreamWaitEvent) X(cuStreamWriteValue64)   \
     X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)                 \
     X(cuEventElapsedTime) X(cuMemAlloc) X(cuMemFree) X(cuMemAllocManaged) X(cuMemHostAlloc) X(cuMemFreeHost)  \

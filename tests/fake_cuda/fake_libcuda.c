@@ -385,10 +385,11 @@ struct CUstream_st {
     uint32_t magic;
     unsigned generation;
     uint64_t last_job; /* the seq of its newest job (under queue.lock) */
+    int priority;      /* as created, clamped into the range (cuStreamGetPriority) */
 };
 
-/* The NULL, legacy and per-thread default streams: all one here. */
-static struct CUstream_st default_stream = {STREAM_MAGIC, 0, 0};
+/* The NULL, legacy and per-thread default streams: all one here, of normal priority. */
+static struct CUstream_st default_stream = {STREAM_MAGIC, 0, 0, LEAST_PRIORITY};
 
 static bool is_default_stream(CUstream s) { return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD; }
 
@@ -459,12 +460,16 @@ static CUresult fake_cuStreamCreateWithPriority(CUstream *out, unsigned int flag
     CUresult r = need_ctx();
     if (r != CUDA_SUCCESS) return misuse(r, "cuStreamCreateWithPriority: no current context");
     if (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
-    (void)priority; /* the driver clamps it into the range; the fake runs all streams alike */
     struct CUstream_st *s = malloc(sizeof *s);
     if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
     s->magic = STREAM_MAGIC;
     s->generation = atomic_load(&generation);
     s->last_job = 0;
+    /* The driver clamps it into the range and reports it back; the fake runs all
+     * streams alike all the same. */
+    s->priority = priority > LEAST_PRIORITY      ? LEAST_PRIORITY
+                  : priority < GREATEST_PRIORITY ? GREATEST_PRIORITY
+                                                 : priority;
     *out = s;
     return CUDA_SUCCESS;
 }
@@ -507,6 +512,16 @@ static CUresult fake_cuStreamGetCtx(CUstream hs, CUcontext *ctx) {
     if (r != CUDA_SUCCESS) return r;
     if (s == &default_stream && current == NULL) return CUDA_ERROR_INVALID_CONTEXT;
     *ctx = &primary;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamGetPriority(CUstream hs, int *priority) {
+    if (!priority) return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = NULL;
+    CUresult r = stream_of("cuStreamGetPriority", hs, &s);
+    if (r != CUDA_SUCCESS) return r;
+    if (s == &default_stream && current == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+    *priority = s->priority;
     return CUDA_SUCCESS;
 }
 
