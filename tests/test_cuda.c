@@ -114,6 +114,9 @@ static void run(int device) {
     void *back;
     OK(gaio_stream_native(wrapped, &back));
     CHECK(back == raw);
+    int wprio = -1; /* CUDA -1 is one step above normal (0): gaio's 1 */
+    OK(gaio_stream_priority(wrapped, &wprio));
+    CHECK(wprio == -fprio);
     OK(gaio_memcpy_async(wrapped, dev, 0, host, 0, N * sizeof(float)));
     OK(gaio_launch(wrapped, k, (gaio_dim3){(N + 255) / 256, 1, 1}, (gaio_dim3){256, 1, 1}, 0, args, 3));
     OK(gaio_memcpy_async(wrapped, host, 0, dev, 0, N * sizeof(float)));
