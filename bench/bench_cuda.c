@@ -953,17 +953,6 @@ static int measure_policy(bench *b, policy_results *pr) {
     return 0;
 }
 
-/* The first CUDA device, or -1. */
-static int find_cuda_device(bench *b) {
-    int count = 0;
-    if (ck(gaio_device_count(&count), "gaio_device_count") != 0) return -2;
-    for (int d = 0; d < count; d++) {
-        if (ck(gaio_device_get_props(d, &b->props), "gaio_device_get_props") != 0) return -2;
-        if (b->props.kind == GAIO_DEVICE_CUDA) return d;
-    }
-    return -1;
-}
-
 int gaio_bench_cuda_run(FILE *out) {
     static bench b; /* large: keep it off the stack */
     static results res;
@@ -983,13 +972,9 @@ int gaio_bench_cuda_run(FILE *out) {
     uint64_t start = bench_now_ns();
     int rc = 1;
 
-    b.gdev = find_cuda_device(&b);
+    b.gdev = bench_find_cuda_device(PROG, out, "gaio CUDA benchmark", &b.props);
     if (b.gdev == -2) goto done;
     if (b.gdev < 0) {
-        const char *why = "";
-        gaio_status st = gaio_backend_status(GAIO_DEVICE_CUDA, &why);
-        fprintf(out, "gaio CUDA benchmark: no CUDA device: skipped (%s%s%s)\n",
-                st == GAIO_OK ? "" : gaio_status_string(st), st == GAIO_OK ? "" : ": ", why ? why : "");
         rc = 0;
         goto done;
     }

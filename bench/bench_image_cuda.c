@@ -474,16 +474,6 @@ out:
 
 /* ---- setup ---- */
 
-static int find_cuda_device(bench *b) {
-    int count = 0;
-    if (bench_ck(PROG, gaio_device_count(&count), "gaio_device_count") != 0) return -2;
-    for (int d = 0; d < count; d++) {
-        if (bench_ck(PROG, gaio_device_get_props(d, &b->props), "gaio_device_get_props") != 0) return -2;
-        if (b->props.kind == GAIO_DEVICE_CUDA) return d;
-    }
-    return -1;
-}
-
 static int attr(bench *b, CUdevice_attribute a, int *v, const char *what) {
     CUresult r = bench_cu.cuDeviceGetAttribute(v, a, b->dev);
     return r == CUDA_SUCCESS ? 0 : bench_cu_fail(PROG, r, what);
@@ -726,13 +716,9 @@ int gaio_bench_image_cuda_run(FILE *out) {
     uint64_t start = bench_now_ns();
     int rc = 1;
 
-    b.gdev = find_cuda_device(&b);
+    b.gdev = bench_find_cuda_device(PROG, out, "gaio image benchmark (CUDA)", &b.props);
     if (b.gdev == -2) goto done;
     if (b.gdev < 0) {
-        const char *why = "";
-        gaio_status st = gaio_backend_status(GAIO_DEVICE_CUDA, &why);
-        fprintf(out, "gaio image benchmark (CUDA): no CUDA device: skipped (%s%s%s)\n",
-                st == GAIO_OK ? "" : gaio_status_string(st), st == GAIO_OK ? "" : ": ", why ? why : "");
         rc = 0;
         goto done;
     }

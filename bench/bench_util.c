@@ -19,6 +19,20 @@ int bench_fail_errno(const char *prog, int err, const char *what) {
     return -1;
 }
 
+int bench_find_cuda_device(const char *prog, FILE *out, const char *title, gaio_device_props *props) {
+    int count = 0;
+    if (bench_ck(prog, gaio_device_count(&count), "gaio_device_count") != 0) return -2;
+    for (int d = 0; d < count; d++) {
+        if (bench_ck(prog, gaio_device_get_props(d, props), "gaio_device_get_props") != 0) return -2;
+        if (props->kind == GAIO_DEVICE_CUDA) return d;
+    }
+    const char *why = "";
+    gaio_status st = gaio_backend_status(GAIO_DEVICE_CUDA, &why);
+    fprintf(out, "%s: no CUDA device: skipped (%s%s%s)\n", title, st == GAIO_OK ? "" : gaio_status_string(st),
+            st == GAIO_OK ? "" : ": ", why ? why : "");
+    return -1;
+}
+
 /* ---- statistics ---- */
 
 static int cmp_double(const void *a, const void *b) {

@@ -59,6 +59,11 @@ static inline int bench_ck_errno(const char *prog, int err, const char *what) {
 /* ---- statistics ---- */
 
 /* The median of v[0..n), n > 0; sorts v ascending. */
+/* The first CUDA device (its props in *props): its index, -1 when there is none
+ * (after printing "<title>: no CUDA device: skipped (<why>)" on out), or -2 after a
+ * failed call (on stderr). */
+int bench_find_cuda_device(const char *prog, FILE *out, const char *title, gaio_device_props *props);
+
 double bench_median(double *v, size_t n);
 /* The 99th percentile (nearest rank) of v[0..n) sorted ascending, n > 0. */
 double bench_p99(const double *v, size_t n);

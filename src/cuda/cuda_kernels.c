@@ -23,9 +23,8 @@ typedef struct {
     const char *name; /* the driver's string, valid while the library is loaded */
     CUkernel kernel;
 } kernel_entry;
-static kernel_entry *index_entries;
+static kernel_entry *index_entries; /* NULL: the driver lacks the calls, or one failed */
 static unsigned index_count;
-static bool indexed;
 
 static void build_index(const gaio_cu_table *cu) {
     if (!cu->cuLibraryGetKernelCount || !cu->cuLibraryEnumerateKernels || !cu->cuKernelGetName) return;
@@ -49,7 +48,6 @@ static void build_index(const gaio_cu_table *cu) {
     }
     index_entries = e;
     index_count = n;
-    indexed = true;
     e = NULL;
 out:
     free(e);
@@ -67,6 +65,22 @@ static void load_all(void) {
         }
         nlibs++;
     }
+}
+
+/* The loaded kernel named `name`, or NULL: from the index, or without one by asking
+ * each library in turn. */
+static CUkernel find_loaded(const char *name, const kernel_entry *entries, unsigned count) {
+    if (entries) {
+        for (unsigned j = 0; j < count; j++)
+            if (strcmp(entries[j].name, name) == 0) return entries[j].kernel;
+        return NULL;
+    }
+    const gaio_cu_table *cu = gaio__cu();
+    for (int i = 0; i < nlibs; i++) {
+        CUkernel kern = NULL;
+        if (cu->cuLibraryGetKernel(&kern, libs[i], name) == CUDA_SUCCESS && kern) return kern;
+    }
+    return NULL;
 }
 
 gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out) {
@@ -87,7 +101,8 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
         if (load_error == CUDA_SUCCESS) build_index(gaio__cu());
         loaded = true;
     }
-    bool by_index = indexed;
+    const kernel_entry *entries = index_entries;
+    const unsigned count = index_count;
     CUresult load_r = load_error;
     const char *load_name = load_failed_name;
     pthread_mutex_unlock(&load_lock);
@@ -96,25 +111,13 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
         snprintf(call, sizeof call, "cuLibraryLoadData of gaio's kernels (%s)", load_name);
         return gaio__cu_fail(fn, call, load_r);
     }
-    const gaio_cu_table *cu = gaio__cu();
-    for (unsigned j = 0; by_index && j < index_count; j++) {
-        if (strcmp(index_entries[j].name, k->name) == 0) {
-            void *expected = NULL;
-            atomic_compare_exchange_strong(&k->cu_kernel, &expected, (void *)index_entries[j].kernel);
-            *out = index_entries[j].kernel;
-            return GAIO_OK;
-        }
-    }
-    for (int i = 0; !by_index && i < nlibs; i++) {
-        CUkernel kern = NULL;
-        if (cu->cuLibraryGetKernel(&kern, libs[i], k->name) == CUDA_SUCCESS && kern) {
-            void *expected = NULL;
-            atomic_compare_exchange_strong(&k->cu_kernel, &expected, (void *)kern);
-            *out = kern;
-            return GAIO_OK;
-        }
-    }
-    return gaio__fail(GAIO_ERR_NOT_FOUND, fn, "built-in kernel '%s' is missing from gaio's CUDA kernels", k->name);
+    CUkernel kern = find_loaded(k->name, entries, count);
+    if (!kern)
+        return gaio__fail(GAIO_ERR_NOT_FOUND, fn, "built-in kernel '%s' is missing from gaio's CUDA kernels", k->name);
+    void *expected = NULL;
+    atomic_compare_exchange_strong(&k->cu_kernel, &expected, (void *)kern);
+    *out = kern;
+    return GAIO_OK;
 }
 
 void gaio__cuda_kernels_unload(void) {
@@ -125,7 +128,6 @@ void gaio__cuda_kernels_unload(void) {
     free(index_entries);
     index_entries = NULL;
     index_count = 0;
-    indexed = false;
     loaded = false;
     load_error = CUDA_SUCCESS;
     load_failed_name = NULL;

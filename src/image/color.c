@@ -27,10 +27,20 @@ static const char *code_name(gaio_color code) {
 }
 
 
-/* Do the bytes two images span overlap? (gaio__img_span counts only the Y plane
- * of a YUV frame, so spans come from the descriptor checks.) */
-static bool spans_overlap(const gaio_kimg *a, size_t abytes, const gaio_kimg *b, size_t bbytes) {
-    return a->ptr < b->ptr + bbytes && b->ptr < a->ptr + abytes;
+/* What every conversion asks of src and dst besides layouts and channels: equal
+ * sizes and batches, and no shared bytes. The spans come from the descriptor checks
+ * (gaio__img_overlap's gaio__img_span counts only the Y plane of a YUV frame). */
+static gaio_status check_pair(const char *fn, const char *cn, const gaio_image *src, const gaio_image *dst,
+                              const gaio_kimg *ks, const gaio_kimg *kd) {
+    if (src->width != dst->width || src->height != dst->height)
+        return gaio__img_mismatch(fn, "width and height differ", src, dst);
+    if (src->batch != dst->batch) return gaio__img_mismatch(fn, "batch sizes differ", src, dst);
+    size_t sbytes = 0, dbytes = 0;
+    gaio__img_check(fn, "src", src, NULL, &sbytes);
+    gaio__img_check(fn, "dst", dst, NULL, &dbytes);
+    if (ks->ptr < kd->ptr + dbytes && kd->ptr < ks->ptr + sbytes)
+        return BAD("src and dst overlap: %s cannot run in place", cn);
+    return GAIO_OK;
 }
 
 /* Threads per block: 256, as (bx, 256 / bx) with bx the smallest power of two from
@@ -90,14 +100,8 @@ static gaio_status cvt_yuv(const char *fn, gaio_stream *stream, const gaio_image
     if (dst->channels != 3 && dst->channels != 4)
         return BAD("dst has %d channels but %s writes 3 (RGB) or 4 (RGBA, alpha 255)", (int)dst->channels,
                    code_name(code));
-    if (src->width != dst->width || src->height != dst->height)
-        return gaio__img_mismatch(fn, "width and height differ", src, dst);
-    if (src->batch != dst->batch) return gaio__img_mismatch(fn, "batch sizes differ", src, dst);
-    size_t sbytes = 0, dbytes = 0;
-    gaio__img_check(fn, "src", src, NULL, &sbytes);
-    gaio__img_check(fn, "dst", dst, NULL, &dbytes);
-    if (spans_overlap(ks, sbytes, kd, dbytes))
-        return BAD("src and dst overlap: %s cannot run in place", code_name(code));
+    gaio_status st = check_pair(fn, code_name(code), src, dst, ks, kd);
+    if (st != GAIO_OK) return st;
 
     gaio_kyuv m;
     yuv_matrix(yuv, &m);
@@ -171,13 +175,7 @@ gaio_status gaio_cvt_color(gaio_stream *stream, const gaio_image *src, const gai
     }
     if (want_s) return BAD("src has %d channels but %s takes %s", sc, cn, want_s);
     if (want_d) return BAD("dst has %d channels but %s writes %s", dc, cn, want_d);
-    if (src->width != dst->width || src->height != dst->height)
-        return gaio__img_mismatch(fn, "width and height differ", src, dst);
-    if (src->batch != dst->batch) return gaio__img_mismatch(fn, "batch sizes differ", src, dst);
-    size_t sbytes = 0, dbytes = 0;
-    gaio__img_check(fn, "src", src, NULL, &sbytes);
-    gaio__img_check(fn, "dst", dst, NULL, &dbytes);
-    if (spans_overlap(&ks, sbytes, &kd, dbytes)) return BAD("src and dst overlap: %s cannot run in place", cn);
+    if ((st = check_pair(fn, cn, src, dst, &ks, &kd)) != GAIO_OK) return st;
 
     gaio_kcolor a = {0};
     a.scn = sc;

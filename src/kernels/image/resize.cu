@@ -175,18 +175,15 @@ __device__ __forceinline__ float box_w(const Tap<FK_BOX, false> &t, int k, int n
 // Staged elements: chunks of 4 elements (4, 8 or 16 bytes), or single elements where
 // rows differ in alignment. Four elements make one 16-byte store of work values, so
 // consecutive threads fill consecutive 16 bytes of shared memory (no bank conflicts).
-template <class E> struct Quad;
-template <> struct Quad<uint8_t> { typedef uint32_t T; };
-template <> struct Quad<uint16_t> { typedef uint2 T; };
-template <> struct Quad<float> { typedef uint4 T; };
 // Nearest and box keep 16-byte chunks: measured on an H100, their extra load and sum
 // instructions with 4-element chunks cost more than the stores' bank conflicts.
 template <class E, int FK> constexpr int kChunkBytes = FK == FK_BOX || FK == FK_NN ? 16 : 4 * (int)sizeof(E);
+template <int B> struct Bytes;
+template <> struct Bytes<4> { typedef uint32_t T; };
+template <> struct Bytes<8> { typedef uint2 T; };
+template <> struct Bytes<16> { typedef uint4 T; };
 template <bool VEC, class E, int FK> struct Chunk { typedef E T; };
-template <class E, int FK> struct Chunk<true, E, FK> {
-    typedef typename std::conditional<kChunkBytes<E, FK> == 16, uint4, typename Quad<E>::T>::type T;
-};
-template <class E, class Q> __device__ __forceinline__ E elem_of(const Q &q, int e) { return chunk_at<E>(q, e); }
+template <class E, int FK> struct Chunk<true, E, FK> { typedef typename Bytes<kChunkBytes<E, FK>>::T T; };
 
 // Stores N (1 or a multiple of 4) work values at sm[i * N] (16-byte aligned when N > 1).
 template <int N, class W> __device__ __forceinline__ void store_work(W *sm, int32_t i, const W (&a)[N]) {
@@ -200,7 +197,7 @@ template <int N, class W> __device__ __forceinline__ void store_work(W *sm, int3
     }
 }
 
-// 1. The vertical pass: a thread loads CU chunks (4 elements, or one element) of
+// 1. The vertical pass: a thread loads CU chunks (kChunkBytes, or one element) of
 // every tap row of an output row before it uses any, so that a block has its whole
 // row in flight; load() for the next row is issued before the horizontal pass of
 // the current one, commit() sums and stores. Boxes load R rows at a time.
@@ -256,7 +253,7 @@ template <class E, int FK, bool FIX, bool VEC> struct Stage {
 #pragma unroll
                     for (int u = 0; u < CU; u++)
 #pragma unroll
-                        for (int e = 0; e < N; e++) acc[u][e] += w * conv<E, float>(elem_of<E>(q[u][r], e));
+                        for (int e = 0; e < N; e++) acc[u][e] += w * conv<E, float>(chunk_at<E>(q[u][r], e));
                 }
                 k0 += R;
                 if (k0 >= n) break;
@@ -295,9 +292,9 @@ template <class E, int FK, bool FIX, bool VEC> struct Stage {
                 W a[N];
 #pragma unroll
                 for (int e = 0; e < N; e++) {
-                    a[e] = t.wt(0) * conv<E, W>(elem_of<E>(q[u][0], e));
+                    a[e] = t.wt(0) * conv<E, W>(chunk_at<E>(q[u][0], e));
 #pragma unroll
-                    for (int k = 1; k < T::K; k++) a[e] += t.wt(k) * conv<E, W>(elem_of<E>(q[u][k], e));
+                    for (int k = 1; k < T::K; k++) a[e] += t.wt(k) * conv<E, W>(chunk_at<E>(q[u][k], e));
                 }
                 store_work<N, W>(sm, c0 + u * kThreads, a);
             }
@@ -314,7 +311,7 @@ __device__ __forceinline__ void emit_box(const Tap<FK_BOX, false> &t, const floa
 #pragma unroll
     for (int c = 0; c < CN; c++) acc[c] = t.wf * sm[o0 + c];
     for (int k = 1; k < n; k++) {
-        const float w = k == n - 1 ? t.wl : t.wm;
+        const float w = box_w(t, k, n);
 #pragma unroll
         for (int c = 0; c < CN; c++) acc[c] += w * sm[o0 + k * CN + c];
     }
@@ -389,7 +386,7 @@ __device__ void resize_rows(const gaio_kview &v, int32_t plane, const gaio_kimg 
             for (int32_t d = d0 + (int32_t)threadIdx.x; d < d1; d += kThreads) {
                 const int32_t o = xt[d - d0].off(0);
 #pragma unroll
-                for (int c = 0; c < CN; c++) row[(int64_t)d * CN + c] = Elem<E>::store(1.f * sm[o + c]);
+                for (int c = 0; c < CN; c++) row[(int64_t)d * CN + c] = Elem<E>::store(sm[o + c]);
             }
         } else {
             for (int32_t e = (int32_t)threadIdx.x; e < (d1 - d0) * CN; e += kThreads) {
