@@ -309,6 +309,42 @@ static void test_import_copy(env *e, bool legacy) {
     CHECK(atomic_load(&p.deleted) == 1); /* exactly once */
 }
 
+/* Deferred: gaio never calls the deleter; the released future completes once the
+ * copy that still reads the memory has run, and the caller deletes then. */
+static void test_import_deferred(env *e, bool legacy) {
+    producer p;
+    unsigned char want[4 * 9 * 3];
+    producer_make(e, &p, false, 4, 9, 3, want);
+    gaio_dlpack_view v;
+    gaio_future *released;
+    if (legacy)
+        OK(gaio_dlpack_import_legacy_deferred(e->ctx, &p.l, &v, &released));
+    else
+        OK(gaio_dlpack_import_deferred(e->ctx, &p.v, &v, &released));
+    CHECK(v.ndim == 3 && v.shape[1] == 9 && released != NULL);
+    gaio_buffer *dst;
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, sizeof want, &dst));
+    gate g;
+    gate_close(e->s, &g);
+    OK(gaio_memcpy_async(e->s, dst, 0, v.buffer, 0, sizeof want));
+    OK(gaio_buffer_release(v.buffer));
+    test_sleep_ms(5);
+    CHECK(gaio_future_poll(released) == GAIO_ERR_NOT_READY);
+    gate_open(&g);
+    OK(gaio_future_wait(released, GAIO_INFINITE));
+    CHECK(atomic_load(&p.deleted) == 0); /* left to the caller */
+    OK(gaio_future_release(released));
+    if (legacy)
+        p.l.deleter(&p.l);
+    else
+        p.v.deleter(&p.v);
+    CHECK(atomic_load(&p.deleted) == 1);
+    unsigned char got[sizeof want];
+    read_bytes(e, dst, 0, sizeof got, got);
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    OK(gaio_buffer_release(dst));
+}
+
 /* Memory of the device under test (kDLCUDA on a GPU), read-only, at a byte offset,
  * as the source of an image op. */
 static void test_import_convert(env *e, bool legacy) {
@@ -407,6 +443,15 @@ static void test_bad_import(env *e) {
     FAILS(GAIO_ERR_INVALID_ARG, gaio_dlpack_import_legacy(NULL, &p.l, &v), "gaio_dlpack_import_legacy");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_dlpack_import_legacy(e->ctx, NULL, &v), "gaio_dlpack_import_legacy");
     FAILS(GAIO_ERR_INVALID_ARG, gaio_dlpack_import_legacy(e->ctx, &p.l, NULL), "gaio_dlpack_import_legacy");
+    gaio_future *rel = (gaio_future *)&p; /* must come back NULL */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_dlpack_import_deferred(e->ctx, &p.v, &v, NULL), "gaio_dlpack_import_deferred");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_dlpack_import_deferred(NULL, &p.v, &v, &rel), "gaio_dlpack_import_deferred");
+    CHECK(rel == NULL);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_dlpack_import_legacy_deferred(e->ctx, NULL, &v, &rel),
+          "gaio_dlpack_import_legacy_deferred");
+    p.v.version.major = 3;
+    FAILS(GAIO_ERR_NOT_SUPPORTED, gaio_dlpack_import_deferred(e->ctx, &p.v, &v, &rel), "gaio_dlpack_import_deferred");
+    CHECK(rel == NULL && atomic_load(&p.deleted) == 0);
     p.v.deleter(&p.v);
 
     BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, m_->version.major = 2);
@@ -523,6 +568,7 @@ static void run(int device) {
     test_view_ranks(&e);
     for (int legacy = 0; legacy < 2; legacy++) {
         test_import_copy(&e, legacy);
+        test_import_deferred(&e, legacy);
         test_import_convert(&e, legacy);
         test_round_trip(&e, legacy);
     }

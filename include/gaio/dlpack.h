@@ -199,6 +199,18 @@ gaio_status gaio_dlpack_export_legacy(const gaio_dlpack_view *view, DLManagedTen
 gaio_status gaio_dlpack_import(gaio_context *ctx, DLManagedTensorVersioned *tensor, gaio_dlpack_view *view);
 gaio_status gaio_dlpack_import_legacy(gaio_context *ctx, DLManagedTensor *tensor, gaio_dlpack_view *view);
 
+/* The same, except that gaio never calls the producer's deleter: on GAIO_OK,
+ * *released (a future the caller owns) completes when gaio's last use of the
+ * memory ends, and the caller then calls the deleter itself, on a thread of its
+ * choice. For producers whose deleter takes a lock of their own (Python's GIL for
+ * numpy's tensors): gaio's completion thread would otherwise take it, and stall
+ * every stream's completions behind it. A completion queue watched by an event
+ * loop, or a thread waiting on one, is the natural place to run them. */
+gaio_status gaio_dlpack_import_deferred(gaio_context *ctx, DLManagedTensorVersioned *tensor, gaio_dlpack_view *view,
+                                        gaio_future **released);
+gaio_status gaio_dlpack_import_legacy_deferred(gaio_context *ctx, DLManagedTensor *tensor, gaio_dlpack_view *view,
+                                               gaio_future **released);
+
 /* An image as a 4-D view, also for a batch of one, so that the rank never depends
  * on the batch: HWC (NHWC) -> [N, H, W, C], CHW (NCHW) -> [N, C, H, W], strides
  * from the image's pitches (which must be whole elements). NV12 and I420 have no

@@ -1,6 +1,9 @@
 /* Import: a DLPack tensor wrapped, without a copy, in a gaio buffer whose last
- * reference runs the producer's deleter. */
+ * reference runs the producer's deleter, or (deferred) completes a future after
+ * which the caller runs it. */
 #include <stdio.h>
+
+#include "core/object.h"
 
 #include "dlpack/dlpack_internal.h"
 #include "gaio/context.h"
@@ -114,24 +117,72 @@ static gaio_status import(const char *fn, gaio_context *ctx, const DLTensor *t, 
     return GAIO_OK;
 }
 
-gaio_status gaio_dlpack_import(gaio_context *ctx, DLManagedTensorVersioned *tensor, gaio_dlpack_view *view) {
-    GAIO_REQUIRE_PTR(view);
+/* Deferred: the buffer's last reference completes the caller's future instead. */
+static void released_done(void *ptr, void *user) {
+    (void)ptr;
+    gaio_future *f = user;
+    gaio__future_complete(f, GAIO_OK, NULL);
+    gaio__future_unref(f);
+}
+
+/* Checks the common arguments; for a versioned tensor also its major version. */
+static gaio_status start(const char *fn, gaio_context *ctx, const void *tensor, const DLPackVersion *version,
+                         gaio_dlpack_view *view) {
+    if (!view) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "view is NULL");
     *view = (gaio_dlpack_view){0};
-    GAIO_REQUIRE_PTR(ctx);
-    GAIO_REQUIRE_PTR(tensor);
+    if (!ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "ctx is NULL");
+    if (!tensor) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "tensor is NULL");
     /* The spec: with another major version only the deleter may be touched. */
-    if (tensor->version.major != GAIO_DLPACK_MAJOR)
-        return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "tensor is DLPack %u.%u: gaio reads major version %d (the caller "
-                                                 "still owns it and must call its deleter)",
-                         tensor->version.major, tensor->version.minor, GAIO_DLPACK_MAJOR);
+    if (version && version->major != GAIO_DLPACK_MAJOR)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
+                          "tensor is DLPack %u.%u: gaio reads major version %d (the caller still owns it and must "
+                          "call its deleter)",
+                          version->major, version->minor, GAIO_DLPACK_MAJOR);
+    return GAIO_OK;
+}
+
+static gaio_status import_deferred(const char *fn, gaio_context *ctx, const DLTensor *t, int32_t read_only,
+                                   gaio_dlpack_view *view, gaio_future **released) {
+    gaio_future *f = gaio__future_new();
+    if (!f) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of memory for the released future");
+    gaio_status st = import(fn, ctx, t, released_done, f, read_only, view);
+    if (st != GAIO_OK) {
+        gaio__future_unref(f);
+        return st;
+    }
+    gaio__future_ref(f); /* the caller's; the buffer's deleter owns the first */
+    *released = f;
+    return GAIO_OK;
+}
+
+gaio_status gaio_dlpack_import(gaio_context *ctx, DLManagedTensorVersioned *tensor, gaio_dlpack_view *view) {
+    gaio_status st = start(__func__, ctx, tensor, tensor ? &tensor->version : NULL, view);
+    if (st != GAIO_OK) return st;
     return import(__func__, ctx, &tensor->dl_tensor, versioned_done, tensor,
                   (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0, view);
 }
 
 gaio_status gaio_dlpack_import_legacy(gaio_context *ctx, DLManagedTensor *tensor, gaio_dlpack_view *view) {
-    GAIO_REQUIRE_PTR(view);
-    *view = (gaio_dlpack_view){0};
-    GAIO_REQUIRE_PTR(ctx);
-    GAIO_REQUIRE_PTR(tensor);
+    gaio_status st = start(__func__, ctx, tensor, NULL, view);
+    if (st != GAIO_OK) return st;
     return import(__func__, ctx, &tensor->dl_tensor, legacy_done, tensor, 0, view);
+}
+
+gaio_status gaio_dlpack_import_deferred(gaio_context *ctx, DLManagedTensorVersioned *tensor, gaio_dlpack_view *view,
+                                        gaio_future **released) {
+    GAIO_REQUIRE_PTR(released);
+    *released = NULL;
+    gaio_status st = start(__func__, ctx, tensor, tensor ? &tensor->version : NULL, view);
+    if (st != GAIO_OK) return st;
+    return import_deferred(__func__, ctx, &tensor->dl_tensor, (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0,
+                           view, released);
+}
+
+gaio_status gaio_dlpack_import_legacy_deferred(gaio_context *ctx, DLManagedTensor *tensor, gaio_dlpack_view *view,
+                                               gaio_future **released) {
+    GAIO_REQUIRE_PTR(released);
+    *released = NULL;
+    gaio_status st = start(__func__, ctx, tensor, NULL, view);
+    if (st != GAIO_OK) return st;
+    return import_deferred(__func__, ctx, &tensor->dl_tensor, 0, view, released);
 }
