@@ -1,6 +1,13 @@
 /* Completion queue: a growable ring of entries guarded by a mutex, and an eventfd
- * whose counter is non-zero exactly while the ring is non-empty (both changed
- * under the same mutex), so level- and edge-triggered pollers both work. */
+ * that is readable whenever the ring is non-empty, so level- and edge-triggered
+ * pollers both work. A post signals the fd after it unlocks: signalling under the
+ * lock made the woken event-loop thread block on that lock in gaio_cq_pop while
+ * the poster finished (a convoy on every wake-up). The price is a spurious
+ * wake-up now and then: a pop can take the entry before the poster's signal
+ * lands, and the fd is then readable with the ring empty. A pop that finds the
+ * ring empty therefore drains the fd, so a level-triggered poller is woken once,
+ * not forever. No signal is lost: the fd is drained only while the ring is empty,
+ * and the post that makes it non-empty signals afterwards. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -70,7 +77,7 @@ gaio_status gaio_cq_fd(gaio_cq *cq, int *fd) {
 
 static void fd_signal(gaio_cq *cq) {
     uint64_t one = 1;
-    /* Cannot overflow: the counter only ever holds 0 or 1. */
+    /* Cannot overflow: the counter holds at most the posts racing with one drain. */
     while (write(cq->fd, &one, sizeof one) < 0 && errno == EINTR) {
     }
 }
@@ -103,8 +110,9 @@ static void cq_post(gaio_future *fut, gaio_status status, void *user) {
         cq->head = 0;
     }
     cq->ring[(cq->head + cq->len) % cq->cap] = (gaio_cq_entry){w->user_data, status};
-    if (cq->len++ == 0) fd_signal(cq);
+    bool first = cq->len++ == 0;
     pthread_mutex_unlock(&cq->lock);
+    if (first) fd_signal(cq); /* after the unlock (see the top of the file); cq lives: our reference */
     free(w);
     cq_unref(cq);
 }
@@ -137,8 +145,8 @@ gaio_status gaio_cq_pop(gaio_cq *cq, gaio_cq_entry *entries, size_t max, size_t 
     if (n) {
         cq->head = (cq->head + n) % cq->cap;
         cq->len -= n;
-        if (cq->len == 0) fd_drain(cq);
     }
+    if (cq->len == 0) fd_drain(cq); /* also when it was empty already: a late signal's spurious count */
     pthread_mutex_unlock(&cq->lock);
     *count = n;
     return GAIO_OK;
