@@ -184,6 +184,15 @@ def _describe(fn: str, arg: str, t: Any, layout: int, into: Image | None = None)
     return img
 
 
+def _describe_all(fn: str, srcs: Any, layout: int) -> tuple[list[Tensor], Any]:
+    """A varshape op's sources as a list and their descriptors as a C array."""
+    srcs = _srcs_list(fn, srcs)
+    imgs = (Image * len(srcs))()
+    for i, t in enumerate(srcs):
+        _describe(fn, f"srcs[{i}]", t, layout, imgs[i])
+    return srcs, imgs
+
+
 def _describe_yuv(fn: str, arg: str, t: Any, layout: int, img: Image) -> None:
     """Fills img with a uint8 tensor [H * 3 / 2, W] (or [N, H * 3 / 2, W]) read as
     NV12 or I420 frames. A row stride above W is the frame's pitch: the chroma
@@ -418,11 +427,8 @@ def crop_resize_varshape(srcs: Sequence[Tensor], dst: Tensor, rois: Rois = None,
     fn = "crop_resize_varshape"
     code = _code(fn, "interp", interp, _INTERP, INTERPS)
     lay = _layout(fn, "layout", layout)
-    srcs = _srcs_list(fn, srcs)
+    srcs, imgs = _describe_all(fn, srcs, lay)
     n = len(srcs)
-    imgs = (Image * n)()
-    for i, t in enumerate(srcs):
-        _describe(fn, f"srcs[{i}]", t, lay, imgs[i])
     di = _describe(fn, "dst", dst, lay)
     _writable(fn, dst)
     r = _rects(fn, rois, [(im.width, im.height) for im in imgs]) if rois is not None else None
@@ -711,11 +717,8 @@ def preprocess_varshape(srcs: Sequence[Tensor], dst: Tensor, rois: Rois = None, 
     fn = "preprocess_varshape"
     p = _params(fn, interp, swap_rb, scale, mean, std)
     dl = _layout(fn, "dst_layout", dst_layout)
-    srcs = _srcs_list(fn, srcs)
+    srcs, imgs = _describe_all(fn, srcs, _HWC)
     n = len(srcs)
-    imgs = (Image * n)()
-    for i, t in enumerate(srcs):
-        _describe(fn, f"srcs[{i}]", t, _HWC, imgs[i])
     di = _describe(fn, "dst", dst, dl)
     _writable(fn, dst)
     r = _rects(fn, rois, [(im.width, im.height) for im in imgs]) if rois is not None else None
