@@ -2,8 +2,8 @@
  *
  * Ops submitted to one stream run in submission order; ops of different streams
  * are unordered unless ordered through events. Submission never waits for the
- * device. If an op fails, the stream is failed: later ops are skipped (host
- * functions are still called, with the failure, so they can clean up), every
+ * device. If an op fails, the stream is failed: later ops are skipped (host and
+ * native functions are still called, with the failure, so they can clean up), every
  * later future and event of the stream completes with that status, and
  * gaio_stream_synchronize returns it. The failure is sticky; make a new stream. */
 #ifndef GAIO_STREAM_H
@@ -58,6 +58,21 @@ gaio_status gaio_stream_synchronize(gaio_stream *stream);
  * nor wait on work of their own stream. */
 typedef gaio_status (*gaio_host_fn)(gaio_status stream_status, void *user);
 gaio_status gaio_launch_host_func(gaio_stream *stream, gaio_host_fn fn, void *user);
+
+/* Native work in stream order. fn(native_stream, stream_status, user) is called exactly once
+ * when the stream reaches this point of submission order: with the stream's device context
+ * current, on the thread that hands the stream's work to the device (the caller's for plain
+ * streams, gaio's submission thread for DEFERRED ones, or later, when the stream is held behind
+ * host work). There fn enqueues device work of its own on native_stream (a cuBLAS or cuDNN call,
+ * a foreign kernel) and returns without blocking; later ops of the stream run after that work.
+ * On the host backend native_stream is NULL and fn is the work itself: it runs on a worker in
+ * stream order, like a host kernel. stream_status is the stream's failure if an earlier op
+ * failed (fn must then enqueue nothing, only clean up). A return other than GAIO_OK fails the
+ * stream with that status.
+ * On a CUDA device fn runs while gaio holds the stream's submission lock: it must not submit
+ * work to its own stream nor wait for it. If gaio_enqueue_native fails, fn is never called. */
+typedef gaio_status (*gaio_native_fn)(void *native_stream, gaio_status stream_status, void *user);
+gaio_status gaio_enqueue_native(gaio_stream *stream, gaio_native_fn fn, void *user);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/pool.h"
 #include "core/ref.h"
+#include "core/stream_ext.h"
 
 struct gaio_context {
     gaio_ref ref;
@@ -38,6 +39,11 @@ struct gaio_stream {
     pthread_mutex_t fail_lock;
     atomic_int fail_status;
     char fail_msg[GAIO_MSG_MAX];
+    /* Layers' state (core/stream_ext.h): each value is published once by a CAS; its dtor
+     * is written by the winner after it and read only at destruction, which the last
+     * reference's acquire-release drop orders after every publisher. */
+    _Atomic(void *) ext[GAIO_STREAM_EXT_COUNT];
+    gaio_stream_ext_dtor ext_dtor[GAIO_STREAM_EXT_COUNT];
     /* Written on every op by different threads (the submitter, and the worker or
      * completion thread): a cache line each, so neither write evicts the other. */
     _Alignas(64) atomic_ullong submitted;

@@ -1,5 +1,6 @@
 #include "core/op.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,13 @@ void gaio__op_count_done(gaio_op *op) {
     atomic_fetch_add_explicit(&op->stream->retired, 1, memory_order_release);
 }
 
+gaio_status gaio__op_call_native(gaio_op *op, void *native_stream, gaio_status status, char *msg) {
+    gaio_status r = op->u.native.fn(native_stream, status, op->u.native.user);
+    if (r == GAIO_OK || status != GAIO_OK) return GAIO_OK; /* the first failure sticks */
+    snprintf(msg, GAIO_MSG_MAX, "%s: the native function returned %s", op->u.native.fn_name, gaio_status_string(r));
+    return r;
+}
+
 void gaio__op_copy_on_host(const gaio_op *op) {
     for (size_t r = 0; r < op->u.copy.height; r++)
         memmove(op->u.copy.dst + r * op->u.copy.dpitch, op->u.copy.src + r * op->u.copy.spitch, op->u.copy.width);
@@ -121,5 +129,6 @@ void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg) {
         gaio__future_complete(op->u.point.fut, st, buf);
     }
     if (op->kind == GAIO_OP_HOST_FN) (void)op->u.host.fn(st, op->u.host.user);
+    if (op->kind == GAIO_OP_NATIVE) (void)gaio__op_call_native(op, op->stream->native, st, buf);
     gaio__op_retire(op);
 }

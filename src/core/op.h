@@ -15,7 +15,8 @@ typedef enum gaio_op_kind {
     GAIO_OP_HOST_FN,
     GAIO_OP_RECORD,  /* completes a future when reached: events and fences */
     GAIO_OP_WAIT,    /* holds the stream until a future completes */
-    GAIO_OP_RELEASE  /* does nothing but hold its buffers until the stream gets there */
+    GAIO_OP_RELEASE, /* does nothing but hold its buffers until the stream gets there */
+    GAIO_OP_NATIVE   /* gaio_enqueue_native: the caller's own device work (or host work on the host) */
 } gaio_op_kind;
 
 struct gaio_op {
@@ -51,6 +52,11 @@ struct gaio_op {
         struct {
             gaio_future *fut;
         } point; /* RECORD and WAIT */
+        struct {
+            gaio_native_fn fn;
+            void *user;
+            const char *fn_name; /* the public function, for failure messages */
+        } native;
     } u;
 };
 
@@ -73,6 +79,12 @@ extern GAIO_HOT_TLS const char *gaio__submitting_fn;
  * before it completes its future, so that whoever wakes on that future (e.g.
  * gaio_stream_synchronize) already sees every op up to it finished. */
 void gaio__op_count_done(gaio_op *op);
+
+/* Calls a NATIVE op's fn with native_stream and the stream's status (passed in: the
+ * CUDA backend knows of failures the stream records only later). A failure fn returns
+ * on a stream that had none comes back, with its message in msg (GAIO_MSG_MAX bytes)
+ * for the caller to fail the stream with at the op's turn; otherwise GAIO_OK. */
+gaio_status gaio__op_call_native(gaio_op *op, void *native_stream, gaio_status status, char *msg);
 
 /* A COPY or FILL done by the host, row by row (host-addressable memory only). */
 void gaio__op_copy_on_host(const gaio_op *op);
@@ -99,7 +111,7 @@ void gaio__retire_batch_end(gaio_retire_batch *b);
 
 /* The op cannot run (its submission failed, or the stream failed earlier): fail
  * the stream with status, complete a RECORD's future with the failure, call a
- * host function with it, then retire. */
+ * host or native function with it, then retire. */
 void gaio__op_abandon(gaio_op *op, gaio_status status, const char *msg);
 
 /* May ops on stream s touch buffer b? DEVICE memory must be the stream's device's,

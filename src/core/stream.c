@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/native.h"
 #include "core/op.h"
+#include "core/stream_ext.h"
 #include "core/stream_internal.h"
 
 #define KNOWN_STREAM_FLAGS (GAIO_STREAM_DEFERRED)
@@ -22,6 +24,7 @@ gaio_status gaio__stream_new(gaio_context *ctx, int priority, unsigned flags, vo
     atomic_init(&s->fail_status, GAIO_OK);
     atomic_init(&s->submitted, 0);
     atomic_init(&s->retired, 0);
+    for (int k = 0; k < GAIO_STREAM_EXT_COUNT; k++) atomic_init(&s->ext[k], NULL);
     gaio_status st = ctx->be->stream_init(s, native);
     if (st != GAIO_OK) {
         pthread_mutex_destroy(&s->fail_lock);
@@ -45,11 +48,34 @@ void gaio__stream_destroy(gaio_stream *s) {
     else ctx->streams = s->next;
     if (s->next) s->next->prev = s->prev;
     pthread_mutex_unlock(&ctx->lock);
+    /* Unlisted first, so that no one finds the stream through its context while its
+     * state goes; before stream_fini, which a dtor may still need (a CUstream). */
+    for (int k = 0; k < GAIO_STREAM_EXT_COUNT; k++) {
+        void *v = atomic_load_explicit(&s->ext[k], memory_order_acquire);
+        if (v && s->ext_dtor[k]) s->ext_dtor[k](v, s);
+    }
     ctx->be->stream_fini(s);
     pthread_mutex_destroy(&s->fail_lock);
     bool is_default = s->is_default;
     free(s);
     if (!is_default) gaio__context_unref(ctx);
+}
+
+void *gaio__stream_ext_get(gaio_stream *s, int key) {
+    if (key < 0 || key >= GAIO_STREAM_EXT_COUNT) return NULL;
+    return atomic_load_explicit(&s->ext[key], memory_order_acquire);
+}
+
+void *gaio__stream_ext_set(gaio_stream *s, int key, void *value, gaio_stream_ext_dtor dtor) {
+    if (key < 0 || key >= GAIO_STREAM_EXT_COUNT || !value) return NULL;
+    void *expected = NULL;
+    /* Release: whoever reads the value sees it built. Acquire on failure: the caller
+     * uses the winner's instead. */
+    if (!atomic_compare_exchange_strong_explicit(&s->ext[key], &expected, value, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return expected;
+    s->ext_dtor[key] = dtor;
+    return value;
 }
 
 void gaio__stream_ref(gaio_stream *s) {
@@ -195,4 +221,25 @@ gaio_status gaio_launch_host_func(gaio_stream *stream, gaio_host_fn fn, void *us
     op->u.host.fn = fn;
     op->u.host.user = user;
     return gaio__submit(op);
+}
+
+gaio_status gaio__enqueue_native_held(const char *fn_name, gaio_stream *stream, gaio_native_fn fn, void *user,
+                                      gaio_buffer *const *held, size_t nheld) {
+    if (!stream) return gaio__fail(GAIO_ERR_INVALID_ARG, fn_name, "stream is NULL");
+    if (!fn) return gaio__fail(GAIO_ERR_INVALID_ARG, fn_name, "fn is NULL");
+    if (nheld && !held) return gaio__fail(GAIO_ERR_INVALID_ARG, fn_name, "held is NULL but nheld is %zu", nheld);
+    size_t n = 0;
+    for (size_t i = 0; i < nheld; i++) n += held[i] != NULL;
+    gaio_op *op = gaio__op_new(GAIO_OP_NATIVE, stream, n, 0, NULL);
+    if (!op) return gaio__fail(GAIO_ERR_NO_MEMORY, fn_name, "out of host memory for the op");
+    for (size_t i = 0, k = 0; i < nheld; i++)
+        if (held[i]) gaio__op_hold_buffer(op, k++, held[i]);
+    op->u.native.fn = fn;
+    op->u.native.user = user;
+    op->u.native.fn_name = fn_name;
+    return gaio__submit_from(fn_name, op);
+}
+
+gaio_status gaio_enqueue_native(gaio_stream *stream, gaio_native_fn fn, void *user) {
+    return gaio__enqueue_native_held(__func__, stream, fn, user, NULL, 0);
 }

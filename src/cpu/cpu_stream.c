@@ -52,6 +52,13 @@ static void exec_op(gaio_op *op) {
             gaio__stream_fail(s, st, "a host function returned %s", gaio_status_string(st));
         break;
     }
+    case GAIO_OP_NATIVE: {
+        /* No native stream on the host: fn is the work, run here in order like a kernel. */
+        char msg[GAIO_MSG_MAX];
+        gaio_status st = gaio__op_call_native(op, NULL, failed, msg);
+        if (st != GAIO_OK) gaio__stream_fail(s, st, "%s", msg);
+        break;
+    }
     case GAIO_OP_RECORD: {
         gaio_future *f = op->u.point.fut;
         f->t_ns = gaio__now_ns();

@@ -72,6 +72,7 @@ typedef struct cuda_stream {
     bool blocked;
     cuda_pending *held_head, *held_tail;
     bool doomed; /* an op already issued fails the stream: later ops skip their device work */
+    gaio_status doom_status; /* the failure it will record: what later native functions are told */
 
     /* Issued ops in ticket order: submitters push (under the lock), the completion
      * engine pops without it, so neither ever waits for the other. Its ends are

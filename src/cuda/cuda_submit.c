@@ -164,8 +164,35 @@ static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
     }
     case GAIO_OP_RELEASE:
         return CUDA_SUCCESS;
+    case GAIO_OP_NATIVE:
+        return CUDA_SUCCESS; /* issue calls its function: it has no CUresult */
     }
     return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* An op already issued will fail the stream when it retires (the first one's failure
+ * sticks): later ops skip their device work. */
+static void doom(cuda_stream *cs, gaio_status st) {
+    if (cs->doomed) return;
+    cs->doomed = true;
+    cs->doom_status = st;
+}
+
+/* A NATIVE op's turn: its function enqueues the caller's device work on the stream
+ * now, in submission order, or only cleans up if the stream is failing. Its failure
+ * is the op's, recorded when the op retires like a refused launch held behind host
+ * work: the function has run, so the submitting call cannot refuse the op any more. */
+static void issue_native(cuda_stream *cs, cuda_pending *p, gaio_status fault) {
+    gaio_op *op = p->op;
+    gaio_status status = gaio__stream_status(op->stream);
+    if (status == GAIO_OK) status = fault;
+    if (status == GAIO_OK && cs->doomed) status = cs->doom_status;
+    char msg[GAIO_MSG_MAX];
+    gaio_status r = gaio__op_call_native(op, cs->cu, status, msg);
+    if (r == GAIO_OK) return;
+    p->err = r;
+    p->err_msg = strdup(msg);
+    doom(cs, r);
 }
 
 /* Under cs->lock, with the device's context current: hands p's op to the driver (its
@@ -174,12 +201,16 @@ static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
  * stream: later ops are held until it has run. A WAIT on a point that no stream has
  * enqueued yet is not issued: *wait_on gets the point, and the stream blocks on it.
  * When submitting, an op the driver refuses is not issued and its error returned; a
- * held op the driver refuses fails the stream at its turn instead. */
+ * held op the driver refuses fails the stream at its turn instead. A NATIVE op's
+ * function is called here either way, on every path (submit, the deferred thread,
+ * drain): each enters the context first, and only a context that cannot be entered
+ * (a device fault, so skip holds) leaves it to clean up without one. */
 static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio_future **wait_on) {
     const gaio_cu_table *cu = gaio__cu();
     gaio_op *op = p->op;
     const char *fn = submitting ? gaio__submitting_fn : "gaio (an op held behind host work)";
-    bool fault = atomic_load_explicit(&cs->dev->fault, memory_order_acquire) != GAIO_OK;
+    gaio_status fault_status = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
+    bool fault = fault_status != GAIO_OK;
     bool skip = fault || cs->doomed || gaio__stream_status(op->stream) != GAIO_OK;
     if (op->kind == GAIO_OP_WAIT && !skip) {
         gaio_future *f = op->u.point.fut;
@@ -188,10 +219,12 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
                 *wait_on = f;
                 return GAIO_OK;
             }
-            if (f->status != GAIO_OK) cs->doomed = true; /* the wait fails the stream when it retires */
+            if (f->status != GAIO_OK) doom(cs, f->status); /* the wait fails the stream when it retires */
         }
     }
-    if (!skip) {
+    if (op->kind == GAIO_OP_NATIVE) {
+        issue_native(cs, p, fault_status); /* called under skip too: it must clean up */
+    } else if (!skip) {
         const char *call = "";
         CUresult r = enqueue(cs, op, &call);
         if (r != CUDA_SUCCESS) {
@@ -200,7 +233,7 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
             if (submitting) return st;
             p->err = st;
             p->err_msg = strdup(gaio_last_error());
-            cs->doomed = true;
+            doom(cs, st);
         }
     }
     /* Tickets are written lazily: an op someone waits for (a fence or event point,
@@ -296,7 +329,7 @@ static void wake_on(cuda_stream *cs, gaio_future *f) {
         cuda_pending *p = cs->held_head; /* the WAIT */
         p->err = GAIO_ERR_NO_MEMORY;
         p->err_msg = strdup("gaio_stream_wait_event: out of host memory to wait for the event");
-        cs->doomed = true;
+        doom(cs, GAIO_ERR_NO_MEMORY);
         pthread_mutex_unlock(&cs->lock);
         f = drain(cs);
     }
