@@ -1,0 +1,144 @@
+/* Loading cuDNN, cuBLAS and cuBLASLt: see dnn_libs.h. Each library loads once; a
+ * failure is remembered (with its reason) so that every later op reports it quickly. */
+#include "dnn/cuda/dnn_libs.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gaio/dnn.h"
+
+typedef struct lib_state {
+    pthread_once_t once;
+    void *table;       /* the filled table, or NULL */
+    const char *file;  /* the file that loaded */
+    char why[GAIO_MSG_MAX];
+    char description[128];
+} lib_state;
+
+/* dlopen's search path first, then the toolkit's default directory (the CUDA
+ * libraries are often not on the loader's path). */
+static void *open_first(const char *const *names, const char **file, char *why, size_t why_size) {
+    static const char *const dirs[] = {"", "/usr/local/cuda/lib64/", "/usr/local/cuda/lib/"};
+    size_t used = 0;
+    why[0] = 0;
+    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
+        for (size_t i = 0; names[i]; i++) {
+            char path[256];
+            snprintf(path, sizeof path, "%s%s", dirs[d], names[i]);
+            void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (h) {
+                *file = names[i];
+                return h;
+            }
+            if (d == 0 && used < why_size) {
+                const char *e = dlerror();
+                int n = snprintf(why + used, why_size - used, "%s%s", used ? "; " : "", e ? e : path);
+                if (n > 0) used += (size_t)n;
+            }
+        }
+    }
+    return NULL;
+}
+
+static bool resolve(void *h, void **slots, const char *const *syms, size_t n, char *why, size_t why_size) {
+    for (size_t i = 0; i < n; i++) {
+        slots[i] = dlsym(h, syms[i]);
+        if (!slots[i]) {
+            snprintf(why, why_size, "%s lacks %s", "the library", syms[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+#define NAME_OF(fn) #fn,
+static const char *const cudnn_syms[] = {GAIO_CUDNN_FUNCTIONS(NAME_OF)};
+static const char *const cublas_syms[] = {GAIO_CUBLAS_FUNCTIONS(NAME_OF)};
+static const char *const cublaslt_syms[] = {GAIO_CUBLASLT_FUNCTIONS(NAME_OF)};
+#undef NAME_OF
+
+static gaio_cudnn_table cudnn_t;
+static gaio_cublas_table cublas_t;
+static gaio_cublaslt_table cublaslt_t;
+static lib_state libs[3] = {{.once = PTHREAD_ONCE_INIT}, {.once = PTHREAD_ONCE_INIT}, {.once = PTHREAD_ONCE_INIT}};
+
+static void load(lib_state *st, const char *const *names, void *table, const char *const *syms, size_t n,
+                 const char *pkg) {
+    void *h = open_first(names, &st->file, st->why, sizeof st->why);
+    if (!h) {
+        char tried[GAIO_MSG_MAX];
+        snprintf(tried, sizeof tried, "%s", st->why);
+        snprintf(st->why, sizeof st->why, "cannot open %s (%.300s); install %s", names[0], tried, pkg);
+        return;
+    }
+    char why[GAIO_MSG_MAX];
+    if (!resolve(h, (void **)table, syms, n, why, sizeof why)) {
+        snprintf(st->why, sizeof st->why, "%s: %.300s (too old?)", st->file, why);
+        dlclose(h);
+        return;
+    }
+    st->table = table; /* never closed: handles made from it live until the process ends */
+}
+
+static void load_cudnn(void) {
+    static const char *const names[] = {"libcudnn.so.9", NULL};
+    lib_state *st = &libs[GAIO_DNN_CUDNN];
+    load(st, names, &cudnn_t, cudnn_syms, sizeof cudnn_syms / sizeof cudnn_syms[0], "cuDNN 9 (libcudnn9-cuda-12/13)");
+    if (st->table) {
+        size_t v = cudnn_t.cudnnGetVersion();
+        snprintf(st->description, sizeof st->description, "cuDNN %zu.%zu.%zu (%s)", v / 10000, v / 100 % 100,
+                 v % 100, st->file);
+    }
+}
+
+static void load_cublas(void) {
+    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", NULL};
+    lib_state *st = &libs[GAIO_DNN_CUBLAS];
+    load(st, names, &cublas_t, cublas_syms, sizeof cublas_syms / sizeof cublas_syms[0], "cuBLAS (libcublas-13 or 12)");
+    if (st->table) {
+        int v = 0;
+        if (cublas_t.cublasGetVersion_v2(NULL, &v) != CUBLAS_STATUS_SUCCESS) v = 0;
+        snprintf(st->description, sizeof st->description, "cuBLAS %d.%d.%d (%s)", v / 10000, v / 100 % 100,
+                 v % 100, st->file);
+    }
+}
+
+static void load_cublaslt(void) {
+    static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12", NULL};
+    lib_state *st = &libs[GAIO_DNN_CUBLASLT];
+    load(st, names, &cublaslt_t, cublaslt_syms, sizeof cublaslt_syms / sizeof cublaslt_syms[0],
+         "cuBLASLt (libcublaslt-13 or 12)");
+    if (st->table) {
+        size_t v = cublaslt_t.cublasLtGetVersion();
+        snprintf(st->description, sizeof st->description, "cuBLASLt %zu.%zu.%zu (%s)", v / 10000, v / 100 % 100,
+                 v % 100, st->file);
+    }
+}
+
+static void *get(int lib, void (*loader)(void), const char *fn) {
+    lib_state *st = &libs[lib];
+    pthread_once(&st->once, loader);
+    if (!st->table) gaio__fail(GAIO_ERR_DRIVER, fn, "%s", st->why);
+    return st->table;
+}
+
+const gaio_cudnn_table *gaio__cudnn(const char *fn) { return get(GAIO_DNN_CUDNN, load_cudnn, fn); }
+const gaio_cublas_table *gaio__cublas(const char *fn) { return get(GAIO_DNN_CUBLAS, load_cublas, fn); }
+const gaio_cublaslt_table *gaio__cublaslt(const char *fn) { return get(GAIO_DNN_CUBLASLT, load_cublaslt, fn); }
+
+gaio_status gaio__dnn_cuda_library_status(int lib, const char **description) {
+    static const char *fn = "gaio_dnn_library_status";
+    const void *t = lib == GAIO_DNN_CUDNN      ? (const void *)gaio__cudnn(fn)
+                    : lib == GAIO_DNN_CUBLAS   ? (const void *)gaio__cublas(fn)
+                    : lib == GAIO_DNN_CUBLASLT ? (const void *)gaio__cublaslt(fn)
+                                               : NULL;
+    if (!t) {
+        *description = gaio_last_error();
+        return GAIO_ERR_DRIVER;
+    }
+    *description = libs[lib].description;
+    return GAIO_OK;
+}

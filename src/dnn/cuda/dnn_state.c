@@ -1,0 +1,159 @@
+/* Per-stream library state on CUDA: see dnn_state.h. */
+#include "dnn/cuda/dnn_state.h"
+
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "core/object.h"
+#include "core/stream_ext.h"
+#include "cuda/cuda_internal.h"
+#include "dnn/cuda/gemm_plans.h"
+#include "gaio/dnn.h"
+#include "gaio/stream.h"
+
+static void state_free(void *value, gaio_stream *stream) {
+    dnn_stream_state *s = value;
+    gaio__gemm_plans_free(s);
+    /* The stream's work has all run (its last reference went): handles and workspaces
+     * are idle. Destroying a handle needs no particular context in cuDNN 9 / cuBLAS 12+. */
+    if (s->cudnn) {
+        const gaio_cudnn_table *t = gaio__cudnn("gaio_stream_release");
+        if (t) t->cudnnDestroy(s->cudnn);
+    }
+    if (s->cublas) {
+        const gaio_cublas_table *t = gaio__cublas("gaio_stream_release");
+        if (t) t->cublasDestroy_v2(s->cublas);
+    }
+    if (s->lt) {
+        const gaio_cublaslt_table *t = gaio__cublaslt("gaio_stream_release");
+        if (t) t->cublasLtDestroy(s->lt);
+    }
+    if (s->workspace || s->nretired) {
+        cuda_stream *cs = stream->be_data;
+        cuda_scope sc;
+        if (gaio__cuda_enter("gaio_stream_release", cs->dev, &sc) == GAIO_OK) {
+            const gaio_cu_table *cu = gaio__cu();
+            if (s->workspace) cu->cuMemFree(s->workspace);
+            for (int i = 0; i < s->nretired; i++) cu->cuMemFree(s->retired[i]);
+            gaio__cuda_exit(&sc);
+        }
+    }
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+dnn_stream_state *gaio__dnn_state(const char *fn, gaio_stream *stream) {
+    dnn_stream_state *s = gaio__stream_ext_get(stream, GAIO_STREAM_EXT_DNN);
+    if (s) return s;
+    dnn_stream_state *mine = calloc(1, sizeof *mine);
+    if (!mine) {
+        gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the stream's library state");
+        return NULL;
+    }
+    mine->stream = stream;
+    pthread_mutex_init(&mine->lock, NULL);
+    s = gaio__stream_ext_set(stream, GAIO_STREAM_EXT_DNN, mine, state_free);
+    if (s != mine) { /* another thread's came first */
+        pthread_mutex_destroy(&mine->lock);
+        free(mine);
+    }
+    return s;
+}
+
+gaio_status gaio__dnn_cublaslt(const char *fn, dnn_stream_state *s, cublasLtHandle_t *out) {
+    if (s->lt) {
+        *out = s->lt;
+        return GAIO_OK;
+    }
+    const gaio_cublaslt_table *t = gaio__cublaslt(fn);
+    if (!t) return GAIO_ERR_DRIVER;
+    gaio_status st = GAIO_OK;
+    pthread_mutex_lock(&s->lock);
+    if (!s->lt) {
+        cublasStatus_t r = t->cublasLtCreate(&s->lt);
+        if (r != CUBLAS_STATUS_SUCCESS) {
+            s->lt = NULL;
+            st = gaio__fail(GAIO_ERR_DRIVER, fn, "cublasLtCreate failed: %s", t->cublasLtGetStatusName(r));
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    *out = s->lt;
+    return st;
+}
+
+static gaio_status make_cudnn(const char *fn, dnn_stream_state *s, void *native) {
+    const gaio_cudnn_table *t = gaio__cudnn(fn);
+    if (!t) return GAIO_ERR_DRIVER;
+    cudnnStatus_t r = t->cudnnCreate(&s->cudnn);
+    if (r == CUDNN_STATUS_SUCCESS) r = t->cudnnSetStream(s->cudnn, (cudaStream_t)native);
+    if (r != CUDNN_STATUS_SUCCESS) {
+        if (s->cudnn) t->cudnnDestroy(s->cudnn);
+        s->cudnn = NULL;
+        return gaio__fail(GAIO_ERR_DRIVER, fn, "cudnnCreate / cudnnSetStream failed: %s", t->cudnnGetErrorString(r));
+    }
+    return GAIO_OK;
+}
+
+static gaio_status make_cublas(const char *fn, dnn_stream_state *s, void *native) {
+    const gaio_cublas_table *t = gaio__cublas(fn);
+    if (!t) return GAIO_ERR_DRIVER;
+    cublasStatus_t r = t->cublasCreate_v2(&s->cublas);
+    if (r == CUBLAS_STATUS_SUCCESS) r = t->cublasSetStream_v2(s->cublas, (cudaStream_t)native);
+    if (r != CUBLAS_STATUS_SUCCESS) {
+        if (s->cublas) t->cublasDestroy_v2(s->cublas);
+        s->cublas = NULL;
+        return gaio__fail(GAIO_ERR_DRIVER, fn, "cublasCreate / cublasSetStream failed: %s", t->cublasGetStatusName(r));
+    }
+    return GAIO_OK;
+}
+
+gaio_status gaio__dnn_workspace(const char *fn, dnn_stream_state *s, size_t bytes, void **ptr) {
+    if (bytes > s->workspace_size) {
+        size_t want = s->workspace_size * 2 > bytes ? s->workspace_size * 2 : bytes;
+        if (s->workspace && s->nretired == (int)(sizeof s->retired / sizeof s->retired[0]))
+            return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the stream's workspace grew too often");
+        CUdeviceptr p;
+        CUresult r = gaio__cu()->cuMemAlloc(&p, want);
+        if (r != CUDA_SUCCESS) return gaio__cu_fail(fn, "cuMemAlloc (the stream's workspace)", r);
+        if (s->workspace) s->retired[s->nretired++] = s->workspace;
+        s->workspace = p;
+        s->workspace_size = want;
+    }
+    *ptr = (void *)(uintptr_t)s->workspace;
+    return GAIO_OK;
+}
+
+/* ---- the public getters: the caller's thread, so the context is entered here ---- */
+
+static gaio_status get_handle(const char *fn, gaio_stream *stream, void **handle, bool cudnn) {
+    GAIO_REQUIRE_PTR(handle);
+    *handle = NULL;
+    GAIO_REQUIRE_PTR(stream);
+    if (stream->ctx->be->kind != GAIO_DEVICE_CUDA)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "stream is on the host: library handles are CUDA's");
+    dnn_stream_state *s = gaio__dnn_state(fn, stream);
+    if (!s) return GAIO_ERR_NO_MEMORY;
+    void **slot = cudnn ? (void **)&s->cudnn : (void **)&s->cublas;
+    gaio_status st = GAIO_OK;
+    pthread_mutex_lock(&s->lock);
+    if (!*slot) {
+        cuda_stream *cs = stream->be_data;
+        cuda_scope sc;
+        st = gaio__cuda_enter(fn, cs->dev, &sc);
+        if (st == GAIO_OK) {
+            st = (cudnn ? make_cudnn : make_cublas)(fn, s, stream->native);
+            gaio__cuda_exit(&sc);
+        }
+    }
+    *handle = *slot;
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+gaio_status gaio_dnn_cudnn_handle(gaio_stream *stream, void **handle) {
+    return get_handle(__func__, stream, handle, true);
+}
+
+gaio_status gaio_dnn_cublas_handle(gaio_stream *stream, void **handle) {
+    return get_handle(__func__, stream, handle, false);
+}

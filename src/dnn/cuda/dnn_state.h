@@ -1,0 +1,48 @@
+/* A CUDA stream's library state (Caffe2's CudnnState / CudnnWorkspace): its own
+ * cuDNN, cuBLAS and cuBLASLt handles, made on first use on the thread that submits
+ * the stream's work, and a workspace from the context's pool. Kept in the stream's
+ * GAIO_STREAM_EXT_DNN slot and destroyed with the stream. */
+#ifndef GAIO_DNN_CUDA_STATE_H
+#define GAIO_DNN_CUDA_STATE_H
+
+#include <cuda.h>
+#include <pthread.h>
+
+#include "dnn/cuda/dnn_libs.h"
+#include "gaio/types.h"
+
+typedef struct gemm_plan gemm_plan; /* gemm_cuda.c's cache entry */
+
+typedef struct dnn_stream_state {
+    gaio_stream *stream;   /* not a reference: the state dies with the stream */
+    pthread_mutex_t lock;  /* handle creation: the user's getters race with submission */
+    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;
+    cublasLtHandle_t lt;
+    /* Device memory used in stream order only. Raw driver memory, not a gaio buffer: a
+     * buffer holds its context, and the state of a context's default stream must not
+     * (the stream would keep its own context alive). */
+    CUdeviceptr workspace;
+    size_t workspace_size;
+    /* Outgrown workspaces: work in flight may still use them, and a stream-ordered free
+     * cannot be submitted from inside the stream's own submission, so they go with the
+     * stream (each at most half the next: a bounded list). */
+    CUdeviceptr retired[48];
+    int nretired;
+    gemm_plan *plans;       /* most recently used first */
+    int nplans;
+} dnn_stream_state;
+
+/* The stream's state, made on first use (NULL with the thread's error set). The caller
+ * has the stream's device context current. */
+dnn_stream_state *gaio__dnn_state(const char *fn, gaio_stream *stream);
+
+/* The handles, made on first use, bound to the stream's native stream. */
+gaio_status gaio__dnn_cublaslt(const char *fn, dnn_stream_state *s, cublasLtHandle_t *out);
+
+/* A workspace of at least `bytes` for work enqueued next on the stream (the caller
+ * has the device's context current): grows, at least doubling; the old one is kept
+ * until the stream goes. */
+gaio_status gaio__dnn_workspace(const char *fn, dnn_stream_state *s, size_t bytes, void **ptr);
+
+#endif

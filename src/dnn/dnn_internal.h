@@ -1,0 +1,51 @@
+/* What the DNN files share: the resolved arguments of each op as the backends'
+ * implementations take them, and the library loaders. */
+#ifndef GAIO_DNN_INTERNAL_H
+#define GAIO_DNN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "gaio/dnn.h"
+
+/* Checks tensor `name` of the public function fn and fills its packed strides. */
+gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tensor *t, gaio_tensor *resolved,
+                               size_t *bytes);
+
+/* A checked GEMM: D = act(alpha * op(A) op(B) + beta * C + bias), `batch` times.
+ * Pointers are device (or, on the host backend, host) addresses of element [0, ...];
+ * strides in elements. A batch stride of 0 broadcasts that operand. op(A) is m x k:
+ * A is stored m x k (row i at a + i * lda) or, with trans_a, k x m. The same for B
+ * (k x n, or n x k with trans_b). c may be NULL (no C term) and may equal d. bias may
+ * be NULL; else n values of cd_dtype. */
+typedef struct gaio__gemm_args {
+    const void *a, *b, *c, *bias;
+    void *d;
+    gaio_dtype ab_dtype; /* F32 or F16 */
+    gaio_dtype cd_dtype; /* F32 or F16 (F32 when ab_dtype is F32); bias too */
+    int64_t batch, m, n, k;
+    int64_t lda, ldb, ldc, ldd;
+    int64_t a_batch_stride, b_batch_stride, c_batch_stride, d_batch_stride;
+    bool trans_a, trans_b;
+    float alpha, beta;
+    gaio_activation act;
+} gaio__gemm_args;
+
+/* The host implementation (src/dnn/cpu/gemm_cpu.c): runs the whole GEMM on the calling
+ * worker thread, splitting it over the worker pool. GAIO_ERR_DRIVER when OpenBLAS
+ * cannot be loaded (checked at submission by gaio__openblas_load as well). */
+gaio_status gaio__gemm_cpu(const gaio__gemm_args *g);
+
+/* The CUDA implementation (src/dnn/cuda/gemm_cuda.c): enqueues the GEMM on the
+ * native stream, from inside the op's native function (the context current). Without
+ * the CUDA backend these fail with GAIO_ERR_NOT_SUPPORTED. */
+gaio_status gaio__gemm_cuda(void *native_stream, const gaio__gemm_args *g, gaio_stream *stream);
+/* Loads cuBLASLt for fn (at submission, so that a missing library fails the call). */
+gaio_status gaio__gemm_cuda_ready(const char *fn);
+
+/* Opens OpenBLAS once (src/dnn/cpu/openblas.c). fn names the public function for the
+ * message; *description (may be NULL) says what was loaded. */
+gaio_status gaio__openblas_load(const char *fn, const char **description);
+
+#endif

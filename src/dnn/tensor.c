@@ -1,0 +1,82 @@
+/* gaio_tensor: descriptor checks and packed strides. */
+#include <string.h>
+
+#include "dlpack/dlpack_internal.h"
+#include "dnn/dnn_internal.h"
+#include "gaio/buffer.h"
+
+#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
+
+gaio_tensor gaio_tensor_make(gaio_buffer *buf, size_t offset, gaio_dtype dtype, int32_t ndim, const int64_t *shape,
+                             gaio_tensor_layout layout) {
+    gaio_tensor t;
+    memset(&t, 0, sizeof t);
+    t.buffer = buf;
+    t.offset = offset;
+    t.dtype = dtype;
+    t.ndim = ndim;
+    t.layout = layout;
+    for (int32_t i = 0; shape && i < ndim && i < GAIO_TENSOR_MAX_NDIM; i++) t.shape[i] = shape[i];
+    return t;
+}
+
+/* Packed strides of shape in layout; false on overflow. */
+static bool packed(const gaio_tensor *t, int64_t *strides) {
+    int32_t n = t->ndim;
+    int64_t acc = 1;
+    if (t->layout == GAIO_TENSOR_NHWC) {
+        /* Logical [N, C, (D,) H, W]; memory N, (D,) H, W, C. */
+        strides[1] = 1;
+        acc = t->shape[1];
+        for (int32_t i = n - 1; i >= 2; i--) {
+            strides[i] = acc;
+            if (__builtin_mul_overflow(acc, t->shape[i], &acc)) return false;
+        }
+        strides[0] = acc;
+        return !__builtin_mul_overflow(acc, t->shape[0], &acc);
+    }
+    for (int32_t i = n - 1; i >= 0; i--) {
+        strides[i] = acc;
+        if (__builtin_mul_overflow(acc, t->shape[i], &acc)) return false;
+    }
+    return true;
+}
+
+gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tensor *t, gaio_tensor *resolved,
+                               size_t *bytes) {
+    if (!t) return BAD("%s is NULL", name);
+    if (!t->buffer) return BAD("%s->buffer is NULL", name);
+    size_t e = gaio_dtype_size(t->dtype);
+    if (!e) return BAD("%s->dtype %d is not a gaio_dtype", name, (int)t->dtype);
+    if (t->ndim < 1 || t->ndim > GAIO_TENSOR_MAX_NDIM)
+        return BAD("%s->ndim is %d: tensors have 1 to %d dimensions", name, (int)t->ndim, GAIO_TENSOR_MAX_NDIM);
+    if (t->layout != GAIO_TENSOR_ROW_MAJOR && t->layout != GAIO_TENSOR_NHWC)
+        return BAD("%s->layout %d is not ROW_MAJOR or NHWC", name, (int)t->layout);
+    if (t->layout == GAIO_TENSOR_NHWC && t->ndim != 4 && t->ndim != 5)
+        return BAD("%s is NHWC with %d dimensions: NHWC takes 4 (N, C, H, W) or 5 (N, C, D, H, W)", name,
+                   (int)t->ndim);
+    bool zero = true;
+    for (int32_t i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 1) return BAD("%s->shape[%d] is %lld: each must be >= 1", name, (int)i, (long long)t->shape[i]);
+        if (t->strides[i] < 0)
+            return BAD("%s->strides[%d] is %lld: strides must be >= 0", name, (int)i, (long long)t->strides[i]);
+        if (t->strides[i]) zero = false;
+    }
+    gaio_tensor r = *t;
+    for (int32_t i = t->ndim; i < GAIO_TENSOR_MAX_NDIM; i++) r.shape[i] = r.strides[i] = 0;
+    if (zero && !packed(t, r.strides)) return BAD("%s's shape overflows 64 bits", name);
+    size_t span, size;
+    if (!gaio__dlpack_extent(r.ndim, r.shape, r.strides, e, &span))
+        return BAD("%s's shape and strides span more bytes than an address holds", name);
+    gaio_status st = gaio_buffer_size(t->buffer, &size);
+    if (st != GAIO_OK) return st;
+    if (!gaio__range_ok(t->offset, span, size))
+        return BAD("%s spans %zu bytes from offset %zu but its buffer holds %zu", name, span, t->offset, size);
+    if (resolved) *resolved = r;
+    if (bytes) *bytes = span;
+    return GAIO_OK;
+}
+
+gaio_status gaio_tensor_check(const gaio_tensor *t, gaio_tensor *resolved, size_t *bytes) {
+    return gaio__tensor_check(__func__, "t", t, resolved, bytes);
+}
