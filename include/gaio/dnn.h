@@ -103,6 +103,96 @@ typedef struct gaio_gemm_params {
 gaio_status gaio_gemm(gaio_stream *stream, const gaio_tensor *a, const gaio_tensor *b, const gaio_tensor *c,
                       const gaio_tensor *bias, const gaio_tensor *d, const gaio_gemm_params *params);
 
+/* ---- pointwise ops (src/dnn/pointwise.c, dnn/cpu/pointwise.c, kernels/dnn/pointwise.cu) ----
+ * Tensors of any shape and strides (1 to 5 dimensions), F32 or F16, computed in F32;
+ * x and y of one dtype and shape. y may be x itself (same buffer, offset and strides):
+ * in place; any other overlap is refused. */
+
+typedef enum gaio_unary_op {
+    GAIO_UNARY_RELU = 0,         /* max(x, 0) */
+    GAIO_UNARY_CLIP = 1,         /* min(max(x, alpha), beta): ReLU6 is alpha 0, beta 6 */
+    GAIO_UNARY_SIGMOID = 2,      /* 1 / (1 + exp(-x)) */
+    GAIO_UNARY_SILU = 3,         /* x * sigmoid(x) */
+    GAIO_UNARY_GELU = 4,         /* 0.5 x (1 + erf(x / sqrt(2))): ONNX's and PyTorch's default */
+    GAIO_UNARY_GELU_TANH = 5,    /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+    GAIO_UNARY_TANH = 6,
+    GAIO_UNARY_HARD_SIGMOID = 7, /* max(0, min(1, alpha x + beta)) (ONNX: alpha 0.2, beta 0.5) */
+    GAIO_UNARY_HARD_SWISH = 8,   /* x * max(0, min(1, x / 6 + 0.5)) */
+    GAIO_UNARY_IDENTITY = 9      /* y = x (a strided copy, or a cast when dtypes differ: see gaio_cast) */
+} gaio_unary_op;
+
+typedef struct gaio_unary_params {
+    gaio_unary_op op;
+    float alpha, beta; /* CLIP's bounds, HARD_SIGMOID's slope and offset; ignored otherwise */
+} gaio_unary_params;
+
+gaio_status gaio_unary(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_unary_params *params);
+
+typedef enum gaio_binary_op {
+    GAIO_BINARY_ADD = 0,
+    GAIO_BINARY_SUB = 1,
+    GAIO_BINARY_MUL = 2,
+    GAIO_BINARY_DIV = 3
+} gaio_binary_op;
+
+/* y = act(a op b) with NumPy broadcasting: shapes aligned at their last dimension, a
+ * dimension of 1 (or a missing leading one) repeated; y has the broadcast shape. a, b
+ * and y of one dtype; y may be a or b itself when that has y's shape. `act` (may be
+ * NULL: none) applies a unary op on the way out (the residual add + ReLU of ResNets). */
+gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tensor *a, const gaio_tensor *b,
+                        const gaio_tensor *y, const gaio_unary_params *act);
+
+/* y = x converted between F32 and F16 (round to nearest even), or copied when the
+ * dtypes match; same shape, any strides (so it also changes layouts: NCHW <-> NHWC is
+ * a ROW_MAJOR x and an NHWC y of the same logical shape). */
+gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
+
+/* Batch normalization for inference over dimension 1 (the channels of [N, C, ...]):
+ * y = (x - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c]. scale, bias, mean
+ * and var are 1-D F32 tensors of C values. */
+gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_tensor *scale,
+                            const gaio_tensor *bias, const gaio_tensor *mean, const gaio_tensor *var, float epsilon);
+
+/* ---- reductions (src/dnn/reduce.c, dnn/cpu/reduce.c, kernels/dnn/reduce.cu) ---------- */
+
+/* y = softmax(x) along `axis` (negative counts from the end), computed stably in F32
+ * (max subtracted); x and y of one dtype and shape. */
+gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis);
+
+typedef enum gaio_pool_mode {
+    GAIO_POOL_MAX = 0,
+    GAIO_POOL_AVG = 1
+} gaio_pool_mode;
+
+typedef struct gaio_pool_params {
+    gaio_pool_mode mode;
+    int32_t kernel[2];  /* height, width */
+    int32_t stride[2];
+    int32_t pad[4];     /* top, left, bottom, right */
+    int32_t dilation[2]; /* 0 or 1: none (MAX only) */
+    int32_t count_include_pad; /* AVG: divide by the whole window, padding included */
+} gaio_pool_params;
+
+/* 2-D pooling of [N, C, H, W] tensors (logical order; NCHW or NHWC strides) as ONNX
+ * MaxPool / AveragePool: y's H and W follow from x's, the window and the padding
+ * (floor; give ceil_mode's extra row as bottom / right padding), and must match.
+ * Padding never wins a max. */
+gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_pool_params *params);
+
+/* y[n, c, 0, 0] = the mean of x[n, c, :, :]; y is [N, C, 1, 1] (or [N, C]). */
+gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
+
+/* ---- layout (src/dnn/layout.c, dnn/cpu/layout.c, kernels/dnn/layout.cu) ------------- */
+
+/* y = x with its dimensions permuted: y.shape[i] = x.shape[perm[i]]; any strides on
+ * both sides. */
+gaio_status gaio_transpose(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const int32_t *perm);
+
+/* y = the count tensors xs joined along `axis` (negative counts from the end); every
+ * other dimension equal; one dtype. Up to 64 inputs per call. */
+gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32_t count, int32_t axis,
+                        const gaio_tensor *y);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 
 #include "core/builtin_kernels.h"
 #include "core/philox.h"
+#include "dnn/cpu/tables.h"
 #include "image/cpu/tables.h"
 
 typedef struct rng_args {
@@ -80,6 +81,7 @@ const gaio_builtin_kernel *const *gaio__builtin_kernel_tables(void) {
     static const gaio_builtin_kernel *const tables[] = {
         builtins,
         GAIO_IMAGE_KERNEL_TABLES,
+        GAIO_DNN_KERNEL_TABLES,
         NULL,
     };
     return tables;

@@ -1,0 +1,269 @@
+/* Host kernels of the pointwise ops (CUDA twins in src/kernels/dnn/pointwise.cu):
+ *   gaio_dnn_unary(gaio_ktensor x, gaio_ktensor y, gaio_kpw_act act)
+ *   gaio_dnn_binary(gaio_ktensor a, gaio_ktensor b, gaio_ktensor y, int32_t op, gaio_kpw_act act)
+ *   gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
+ *                       gaio_ktensor mean, gaio_ktensor var, float epsilon)
+ * Every tensor comes over y's shape, simplified by src/dnn/pointwise.c (a packed op is
+ * one row). Work items are pieces of rows along the last dimension; a piece is staged
+ * through small float buffers a chunk at a time, so each loop is over one dtype and
+ * one op (the compiler vectorises the simple ones) and in-place calls need nothing
+ * special: a chunk is read before it is written. */
+#include <string.h>
+
+#include "cpu/workers.h"
+#include "dnn/cpu/tables.h"
+#include "dnn/pointwise_math.h"
+
+#define CHUNK 256       /* floats staged at a time per tensor */
+#define SEG_CHUNKS 16   /* chunks per work item of the pool: long rows are split */
+#define MAX_T 6
+
+/* ---- binary16 <-> binary32, round to nearest even, branch-free ---- */
+
+static inline uint32_t f2u(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float u2f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint32_t sel(uint32_t cond, uint32_t a, uint32_t b) {
+    uint32_t m = 0u - cond;
+    return (a & m) | (b & ~m);
+}
+
+static inline float h2f(uint16_t h) {
+    uint32_t u = (uint32_t)(h & 0x7fffu) << 13, e = u & 0x0f800000u;
+    uint32_t normal = u + 0x38000000u;
+    uint32_t special = normal + 0x38000000u; /* inf, nan: exponent 255 */
+    uint32_t sub = f2u(u2f(normal + 0x00800000u) - u2f(0x38800000u));
+    uint32_t r = sel(e == 0x0f800000u, special, sel(e == 0, sub, normal));
+    return u2f(r | (uint32_t)(h & 0x8000u) << 16);
+}
+
+static inline uint16_t f2h(float f) {
+    uint32_t x = f2u(f), sign = x & 0x80000000u, u = x ^ sign;
+    uint32_t big = sel(u > 0x7f800000u, 0x7e00u, 0x7c00u);     /* nan; inf and what rounds past 65504 */
+    uint32_t sub = f2u(u2f(u) + 0.5f) - 0x3f000000u;           /* the float add rounds to 2^-24 units */
+    uint32_t norm = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13; /* rebias, round half to even */
+    uint32_t r = sel(u >= 0x47800000u, big, sel(u < 0x38800000u, sub, norm));
+    return (uint16_t)(r | sign >> 16);
+}
+
+/* ---- staging ---- */
+
+static void load(const char *p, int32_t dt, int64_t stride, size_t n, float *t) {
+    if (dt == GAIO_KT_F32) {
+        const float *s = (const float *)p;
+        if (stride == 1) {
+            memcpy(t, s, n * sizeof(float));
+        } else if (stride == 0) {
+            for (size_t i = 0; i < n; i++) t[i] = s[0];
+        } else {
+            for (size_t i = 0; i < n; i++) t[i] = s[(int64_t)i * stride];
+        }
+    } else {
+        const uint16_t *s = (const uint16_t *)p;
+        if (stride == 1) {
+            for (size_t i = 0; i < n; i++) t[i] = h2f(s[i]);
+        } else {
+            for (size_t i = 0; i < n; i++) t[i] = h2f(s[(int64_t)i * stride]);
+        }
+    }
+}
+
+static void store(char *p, int32_t dt, int64_t stride, size_t n, const float *t) {
+    if (dt == GAIO_KT_F32) {
+        float *d = (float *)p;
+        if (stride == 1) {
+            memcpy(d, t, n * sizeof(float));
+        } else {
+            for (size_t i = 0; i < n; i++) d[(int64_t)i * stride] = t[i];
+        }
+    } else {
+        uint16_t *d = (uint16_t *)p;
+        if (stride == 1) {
+            for (size_t i = 0; i < n; i++) d[i] = f2h(t[i]);
+        } else {
+            for (size_t i = 0; i < n; i++) d[(int64_t)i * stride] = f2h(t[i]);
+        }
+    }
+}
+
+/* One loop per op, so that the op is a constant in each. */
+#define UNARY_CASE(OP)                                                                \
+    case OP:                                                                          \
+        for (size_t k = 0; k < n; k++) t[k] = gaio_pw_unary(OP, t[k], alpha, beta); \
+        break;
+
+static void apply_unary(const gaio_kpw_act *act, float *t, size_t n) {
+    float alpha = act->alpha, beta = act->beta;
+    switch (act->op) {
+        UNARY_CASE(GAIO_KPW_RELU)
+        UNARY_CASE(GAIO_KPW_CLIP)
+        UNARY_CASE(GAIO_KPW_SIGMOID)
+        UNARY_CASE(GAIO_KPW_SILU)
+        UNARY_CASE(GAIO_KPW_GELU)
+        UNARY_CASE(GAIO_KPW_GELU_TANH)
+        UNARY_CASE(GAIO_KPW_TANH)
+        UNARY_CASE(GAIO_KPW_HARD_SIGMOID)
+        UNARY_CASE(GAIO_KPW_HARD_SWISH)
+    default: break; /* identity */
+    }
+}
+
+#define BINARY_CASE(OP)                                                         \
+    case OP:                                                                    \
+        for (size_t k = 0; k < n; k++) t[k] = gaio_pw_binary(OP, t[k], u[k]); \
+        break;
+
+static void apply_binary(int32_t op, float *t, const float *u, size_t n) {
+    switch (op) {
+        BINARY_CASE(GAIO_KPW_ADD)
+        BINARY_CASE(GAIO_KPW_SUB)
+        BINARY_CASE(GAIO_KPW_MUL)
+        BINARY_CASE(GAIO_KPW_DIV)
+    default: break;
+    }
+}
+
+/* ---- the shared walk ---- */
+
+enum { KIND_UNARY, KIND_BINARY, KIND_BN };
+
+typedef struct pw_job {
+    int kind;
+    int n;                 /* tensors: t[0] is y */
+    gaio_ktensor t[MAX_T]; /* y, then the inputs in argument order */
+    size_t es[MAX_T];
+    gaio_kpw_act act;
+    int32_t op;
+    float epsilon;
+    int64_t len, seg, nseg; /* the last dimension, split in pieces of seg */
+} pw_job;
+
+static void piece(const pw_job *j, char *const *p, size_t cnt) {
+    float t[CHUNK], u[CHUNK], s[CHUNK], b[CHUNK], m[CHUNK], v[CHUNK];
+    int32_t last = j->t[0].ndim - 1;
+    for (size_t i = 0; i < cnt; i += CHUNK) {
+        size_t c = cnt - i < CHUNK ? cnt - i : CHUNK;
+        const char *q[MAX_T];
+        for (int k = 0; k < j->n; k++) q[k] = p[k] + (int64_t)i * j->t[k].strides[last] * (int64_t)j->es[k];
+        switch (j->kind) {
+        case KIND_UNARY:
+            load(q[1], j->t[1].dtype, j->t[1].strides[last], c, t);
+            apply_unary(&j->act, t, c);
+            break;
+        case KIND_BINARY:
+            load(q[1], j->t[1].dtype, j->t[1].strides[last], c, t);
+            load(q[2], j->t[2].dtype, j->t[2].strides[last], c, u);
+            apply_binary(j->op, t, u, c);
+            apply_unary(&j->act, t, c);
+            break;
+        default: {
+            load(q[1], j->t[1].dtype, j->t[1].strides[last], c, t);
+            load(q[2], GAIO_KT_F32, j->t[2].strides[last], c, s);
+            load(q[3], GAIO_KT_F32, j->t[3].strides[last], c, b);
+            load(q[4], GAIO_KT_F32, j->t[4].strides[last], c, m);
+            load(q[5], GAIO_KT_F32, j->t[5].strides[last], c, v);
+            float eps = j->epsilon;
+            for (size_t k = 0; k < c; k++) t[k] = gaio_pw_batch_norm(t[k], s[k], b[k], m[k], v[k], eps);
+            break;
+        }
+        }
+        store((char *)q[0], j->t[0].dtype, j->t[0].strides[last], c, t);
+    }
+}
+
+static void pw_range(void *arg, size_t begin, size_t end) {
+    const pw_job *j = arg;
+    const gaio_ktensor *ts[MAX_T];
+    for (int k = 0; k < j->n; k++) ts[k] = &j->t[k];
+    int32_t last = j->t[0].ndim - 1;
+    for (size_t it = begin; it < end; it++) {
+        int64_t row = (int64_t)it / j->nseg, x0 = ((int64_t)it - row * j->nseg) * j->seg;
+        int64_t cnt = j->len - x0 < j->seg ? j->len - x0 : j->seg;
+        int64_t off[MAX_T];
+        gaio_pw_offsets(ts, j->n, j->t[0].shape, last, row, off);
+        char *p[MAX_T];
+        for (int k = 0; k < j->n; k++)
+            p[k] = (char *)(uintptr_t)j->t[k].ptr + (off[k] + x0 * j->t[k].strides[last]) * (int64_t)j->es[k];
+        piece(j, p, (size_t)cnt);
+    }
+}
+
+static gaio_status pw_run(pw_job *j) {
+    size_t bytes = 0;
+    for (int k = 0; k < j->n; k++) {
+        j->es[k] = j->t[k].dtype == GAIO_KT_F16 ? 2 : 4;
+        bytes += j->es[k];
+    }
+    int32_t last = j->t[0].ndim - 1;
+    int64_t rows = 1;
+    for (int32_t d = 0; d < last; d++) rows *= j->t[0].shape[d];
+    j->len = j->t[0].shape[last];
+    j->seg = CHUNK * SEG_CHUNKS;
+    j->nseg = (j->len + j->seg - 1) / j->seg;
+    /* Work items of at least ~64 KiB: small tensors stay on one thread. */
+    int64_t item = (j->len < j->seg ? j->len : j->seg) * (int64_t)bytes;
+    size_t grain = (size_t)((65536 + item - 1) / item);
+    gaio__cpu_parallel_for((size_t)(rows * j->nseg), grain ? grain : 1, pw_range, j);
+    return GAIO_OK;
+}
+
+/* A copy of by-value argument i (arguments are only 16-byte aligned). */
+static void arg(void *out, void *const *args, int i, size_t size) { memcpy(out, args[i], size); }
+
+static gaio_status dnn_unary(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    pw_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = KIND_UNARY;
+    j.n = 2;
+    arg(&j.t[1], args, 0, sizeof(gaio_ktensor));
+    arg(&j.t[0], args, 1, sizeof(gaio_ktensor));
+    arg(&j.act, args, 2, sizeof j.act);
+    return pw_run(&j);
+}
+
+static gaio_status dnn_binary(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    pw_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = KIND_BINARY;
+    j.n = 3;
+    arg(&j.t[1], args, 0, sizeof(gaio_ktensor));
+    arg(&j.t[2], args, 1, sizeof(gaio_ktensor));
+    arg(&j.t[0], args, 2, sizeof(gaio_ktensor));
+    arg(&j.op, args, 3, sizeof j.op);
+    arg(&j.act, args, 4, sizeof j.act);
+    return pw_run(&j);
+}
+
+static gaio_status dnn_batch_norm(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    pw_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = KIND_BN;
+    j.n = 6;
+    arg(&j.t[1], args, 0, sizeof(gaio_ktensor));
+    arg(&j.t[0], args, 1, sizeof(gaio_ktensor));
+    for (int k = 2; k < 6; k++) arg(&j.t[k], args, k, sizeof(gaio_ktensor));
+    arg(&j.epsilon, args, 6, sizeof j.epsilon);
+    return pw_run(&j);
+}
+
+#define KT sizeof(gaio_ktensor)
+static const size_t unary_sizes[3] = {KT, KT, sizeof(gaio_kpw_act)};
+static const size_t binary_sizes[5] = {KT, KT, KT, sizeof(int32_t), sizeof(gaio_kpw_act)};
+static const size_t batch_norm_sizes[7] = {KT, KT, KT, KT, KT, KT, sizeof(float)};
+
+const gaio_builtin_kernel gaio__dnn_pointwise_kernels[] = {
+    {"gaio_dnn_unary", dnn_unary, 3, unary_sizes},
+    {"gaio_dnn_binary", dnn_binary, 5, binary_sizes},
+    {"gaio_dnn_batch_norm", dnn_batch_norm, 7, batch_norm_sizes},
+    {NULL, NULL, 0, NULL},
+};

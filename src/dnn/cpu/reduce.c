@@ -1,0 +1,124 @@
+/* Host kernels of the reduce ops (src/dnn/reduce.c): softmax a row at a time,
+ * pooling an output row at a time, global average a plane at a time, each split over
+ * the worker pool. The per-element arithmetic is reduce_math.h's, shared with the
+ * CUDA kernels; softmax's sums run in another order there (a warp's lanes), so the
+ * two agree to rounding, not bit for bit. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/workers.h"
+#include "dnn/cpu/tables.h"
+#include "dnn/reduce_math.h"
+
+/* Work items per chunk of the pool so that a chunk touches some 16K elements. */
+static size_t grain(int64_t per_item) {
+    int64_t g = per_item > 0 ? 16384 / per_item : 1;
+    return (size_t)(g < 1 ? 1 : g);
+}
+
+/* ---- gaio_dnn_softmax(gaio_ktensor x, gaio_ktensor y, int32_t axis) ---- */
+
+typedef struct softmax_job {
+    gaio_ktensor x, y;
+    int32_t axis;
+} softmax_job;
+
+static void softmax_rows(void *arg, size_t begin, size_t end) {
+    const softmax_job *j = arg;
+    const int64_t len = j->x.shape[j->axis], sx = j->x.strides[j->axis], sy = j->y.strides[j->axis];
+    for (size_t r = begin; r < end; r++) {
+        int64_t ox, oy;
+        gaio_kt_row(&j->x, &j->y, j->axis, (int64_t)r, &ox, &oy);
+        float m = gaio_kt_neg_inf();
+        for (int64_t i = 0; i < len; i++) {
+            float v = gaio_kt_get(&j->x, ox + i * sx);
+            m = gaio_kt_max(m, v);
+        }
+        float sum = 0.0f;
+        for (int64_t i = 0; i < len; i++) sum += expf(gaio_kt_get(&j->x, ox + i * sx) - m);
+        /* Every read of the row is done: y may be x itself. */
+        for (int64_t i = 0; i < len; i++) gaio_kt_put(&j->y, oy + i * sy, expf(gaio_kt_get(&j->x, ox + i * sx) - m) / sum);
+    }
+}
+
+static gaio_status dnn_softmax(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    softmax_job j;
+    memcpy(&j.x, args[0], sizeof j.x);
+    memcpy(&j.y, args[1], sizeof j.y);
+    memcpy(&j.axis, args[2], sizeof j.axis);
+    int64_t total = 1;
+    for (int32_t i = 0; i < j.x.ndim; i++) total *= j.x.shape[i];
+    int64_t len = j.x.shape[j.axis];
+    gaio__cpu_parallel_for((size_t)(total / len), grain(3 * len), softmax_rows, &j);
+    return GAIO_OK;
+}
+
+/* ---- gaio_dnn_pool2d(gaio_ktensor x, gaio_ktensor y, gaio_kpool p) ---- */
+
+typedef struct pool_job {
+    gaio_ktensor x, y;
+    gaio_kpool p;
+} pool_job;
+
+/* Items are output rows (n, c, oh). */
+static void pool_rows(void *arg, size_t begin, size_t end) {
+    const pool_job *j = arg;
+    const int64_t C = j->y.shape[1], OH = j->y.shape[2], OW = j->y.shape[3];
+    for (size_t r = begin; r < end; r++) {
+        int64_t oh = (int64_t)r % OH, nc = (int64_t)r / OH, c = nc % C, n = nc / C;
+        int64_t base = n * j->y.strides[0] + c * j->y.strides[1] + oh * j->y.strides[2];
+        for (int64_t ow = 0; ow < OW; ow++)
+            gaio_kt_put(&j->y, base + ow * j->y.strides[3], gaio_kpool_at(&j->x, &j->p, n, c, oh, ow));
+    }
+}
+
+static gaio_status dnn_pool2d(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    pool_job j;
+    memcpy(&j.x, args[0], sizeof j.x);
+    memcpy(&j.y, args[1], sizeof j.y);
+    memcpy(&j.p, args[2], sizeof j.p);
+    int64_t rows = j.y.shape[0] * j.y.shape[1] * j.y.shape[2];
+    gaio__cpu_parallel_for((size_t)rows, grain(j.y.shape[3] * (int64_t)j.p.kh * j.p.kw), pool_rows, &j);
+    return GAIO_OK;
+}
+
+/* ---- gaio_dnn_global_avg_pool(gaio_ktensor x, gaio_ktensor y) ---- */
+
+typedef struct gap_job {
+    gaio_ktensor x, y;
+} gap_job;
+
+static void gap_planes(void *arg, size_t begin, size_t end) {
+    const gap_job *j = arg;
+    const int64_t C = j->x.shape[1], H = j->x.shape[2], W = j->x.shape[3];
+    for (size_t r = begin; r < end; r++) {
+        int64_t c = (int64_t)r % C, n = (int64_t)r / C;
+        int64_t base = n * j->x.strides[0] + c * j->x.strides[1];
+        float sum = 0.0f;
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t w = 0; w < W; w++) sum += gaio_kt_get(&j->x, base + h * j->x.strides[2] + w * j->x.strides[3]);
+        gaio_kt_put(&j->y, n * j->y.strides[0] + c * j->y.strides[1], sum / (float)(H * W));
+    }
+}
+
+static gaio_status dnn_global_avg_pool(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    gap_job j;
+    memcpy(&j.x, args[0], sizeof j.x);
+    memcpy(&j.y, args[1], sizeof j.y);
+    gaio__cpu_parallel_for((size_t)(j.x.shape[0] * j.x.shape[1]), grain(j.x.shape[2] * j.x.shape[3]), gap_planes, &j);
+    return GAIO_OK;
+}
+
+static const size_t softmax_sizes[3] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(int32_t)};
+static const size_t pool_sizes[3] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_kpool)};
+static const size_t gap_sizes[2] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor)};
+
+const gaio_builtin_kernel gaio__dnn_reduce_kernels[] = {
+    {"gaio_dnn_softmax", dnn_softmax, 3, softmax_sizes},
+    {"gaio_dnn_pool2d", dnn_pool2d, 3, pool_sizes},
+    {"gaio_dnn_global_avg_pool", dnn_global_avg_pool, 2, gap_sizes},
+    {NULL, NULL, 0, NULL},
+};

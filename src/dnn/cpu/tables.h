@@ -1,0 +1,14 @@
+/* The DNN stage's host kernels, registered with the built-in ones at startup
+ * (src/cpu/builtin_kernels.c). Each table ends with an entry whose name is NULL. */
+#ifndef GAIO_DNN_CPU_TABLES_H
+#define GAIO_DNN_CPU_TABLES_H
+
+#include "core/builtin_kernels.h"
+
+extern const gaio_builtin_kernel gaio__dnn_pointwise_kernels[];
+extern const gaio_builtin_kernel gaio__dnn_reduce_kernels[];
+extern const gaio_builtin_kernel gaio__dnn_layout_kernels[];
+
+#define GAIO_DNN_KERNEL_TABLES gaio__dnn_pointwise_kernels, gaio__dnn_reduce_kernels, gaio__dnn_layout_kernels
+
+#endif

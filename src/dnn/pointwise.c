@@ -1,0 +1,338 @@
+/* The pointwise ops: gaio_unary, gaio_binary, gaio_cast, gaio_batch_norm. Each checks
+ * its tensors, then makes ONE launch of a built-in kernel (host twins in
+ * dnn/cpu/pointwise.c, CUDA ones in kernels/dnn/pointwise.cu).
+ *
+ * Before the launch every tensor of the op is rewritten over the output's shape
+ * (broadcast dimensions get stride 0, the channel parameters of batch norm too), the
+ * dimensions are ordered by the output's strides (so NHWC walks memory in order) and
+ * dimensions that follow each other in every tensor are merged. A packed op thus
+ * reaches the kernels as one long row, and an NCHW batch norm as [N, C, H*W]. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/builtin_kernels.h"
+#include "core/object.h"
+#include "core/op.h"
+#include "dnn/dnn_internal.h"
+#include "dnn/pointwise_math.h"
+#include "gaio/buffer.h"
+
+#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
+
+/* A checked tensor: its descriptor with strides resolved, its bytes in the buffer, and
+ * what kernels see of it. */
+typedef struct pw_tensor {
+    gaio_tensor r;
+    size_t lo, hi; /* byte range in its buffer */
+    gaio_ktensor k;
+} pw_tensor;
+
+static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, pw_tensor *o) {
+    size_t bytes;
+    gaio_status st = gaio__tensor_check(fn, name, t, &o->r, &bytes);
+    if (st != GAIO_OK) return st;
+    const gaio_tensor *r = &o->r;
+    if (r->dtype != GAIO_DTYPE_F32 && r->dtype != GAIO_DTYPE_F16)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %s: pointwise ops take f32 or f16", name,
+                          gaio_dtype_name(r->dtype));
+    size_t e = gaio_dtype_size(r->dtype);
+    if (r->offset % e)
+        return BAD("%s->offset %zu is not a multiple of the %s element size %zu", name, r->offset,
+                   gaio_dtype_name(r->dtype), e);
+    if (!gaio__reachable(r->buffer, s, 0)) return gaio__check_reach(fn, name, r->buffer, s, 0);
+    void *base;
+    if ((st = gaio_buffer_device_ptr(r->buffer, &base)) != GAIO_OK) return st;
+    o->lo = r->offset;
+    o->hi = r->offset + bytes;
+    memset(&o->k, 0, sizeof o->k);
+    o->k.ptr = (uint64_t)(uintptr_t)((char *)base + r->offset);
+    o->k.ndim = r->ndim;
+    o->k.dtype = r->dtype == GAIO_DTYPE_F16 ? GAIO_KT_F16 : GAIO_KT_F32;
+    for (int32_t i = 0; i < r->ndim; i++) {
+        o->k.shape[i] = r->shape[i];
+        o->k.strides[i] = r->strides[i];
+    }
+    return GAIO_OK;
+}
+
+/* The output must not write one element twice. Zero strides are the usual way to
+ * get that wrong; other self-overlapping strides are the caller's to avoid. */
+static gaio_status check_output(const char *fn, const char *name, const pw_tensor *y) {
+    for (int32_t i = 0; i < y->r.ndim; i++)
+        if (y->r.shape[i] > 1 && y->r.strides[i] == 0)
+            return BAD("%s->strides[%d] is 0 over %lld elements: an output may not repeat elements", name, (int)i,
+                       (long long)y->r.shape[i]);
+    return GAIO_OK;
+}
+
+static bool same_shape(const gaio_tensor *a, const gaio_tensor *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int32_t i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i]) return false;
+    return true;
+}
+
+/* The same elements: in place. */
+static bool identical(const pw_tensor *a, const pw_tensor *b) {
+    if (a->r.buffer != b->r.buffer || a->r.offset != b->r.offset || a->r.dtype != b->r.dtype || !same_shape(&a->r, &b->r))
+        return false;
+    for (int32_t i = 0; i < a->r.ndim; i++)
+        if (a->r.shape[i] > 1 && a->r.strides[i] != b->r.strides[i]) return false;
+    return true;
+}
+
+/* Byte ranges that meet: conservative (interleaved tensors whose elements never meet
+ * are refused too), as exact overlap of strided tensors is costly to decide. */
+static bool overlap(const pw_tensor *a, const pw_tensor *b) {
+    return a->r.buffer == b->r.buffer && a->lo < b->hi && b->lo < a->hi;
+}
+
+/* Input `in` may be output y itself, or apart from it. */
+static gaio_status check_apart(const char *fn, const char *in_name, const pw_tensor *in, const char *y_name,
+                               const pw_tensor *y) {
+    if (overlap(in, y) && !identical(in, y))
+        return BAD("%s overlaps %s without being %s itself (same buffer, offset, dtype, shape and strides)", y_name,
+                   in_name, in_name);
+    return GAIO_OK;
+}
+
+static void shape_text(const gaio_tensor *t, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (int32_t i = 0; i < t->ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? "x" : "", (long long)t->shape[i]);
+}
+
+static gaio_status shape_mismatch(const char *fn, const char *an, const gaio_tensor *a, const char *bn,
+                                  const gaio_tensor *b) {
+    char sa[128], sb[128];
+    shape_text(a, sa, sizeof sa);
+    shape_text(b, sb, sizeof sb);
+    return BAD("%s is [%s] but %s is [%s]: they must have the same shape", an, sa, bn, sb);
+}
+
+/* Rewrites the n tensors (t[0] the output, whose shape they all share, broadcast
+ * dimensions at stride 0) for the kernels: size-1 dimensions dropped, the rest in
+ * the order of the output's strides, outermost first, and neighbours that are one
+ * run in every tensor merged. */
+static void simplify(gaio_ktensor *const *t, int n) {
+    const gaio_ktensor *y = t[0];
+    int32_t ndim = y->ndim, order[GAIO_KT_MAX_NDIM], m = 0;
+    for (int32_t d = 0; d < ndim; d++)
+        if (y->shape[d] > 1) order[m++] = d;
+    /* Insertion sort, stable: descending output stride. */
+    for (int32_t i = 1; i < m; i++) {
+        int32_t d = order[i], j = i;
+        while (j > 0 && y->strides[order[j - 1]] < y->strides[d]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = d;
+    }
+    int64_t shape[GAIO_KT_MAX_NDIM] = {0}, strides[8][GAIO_KT_MAX_NDIM] = {{0}};
+    int32_t out = 0;
+    for (int32_t i = 0; i < m; i++) {
+        int32_t d = order[i];
+        bool merge = out > 0;
+        for (int k = 0; k < n && merge; k++)
+            merge = strides[k][out - 1] == t[k]->strides[d] * y->shape[d];
+        if (merge) {
+            shape[out - 1] *= y->shape[d];
+            for (int k = 0; k < n; k++) strides[k][out - 1] = t[k]->strides[d];
+        } else {
+            shape[out] = y->shape[d];
+            for (int k = 0; k < n; k++) strides[k][out] = t[k]->strides[d];
+            out++;
+        }
+    }
+    if (out == 0) { /* one element */
+        shape[0] = 1;
+        for (int k = 0; k < n; k++) strides[k][0] = 0;
+        out = 1;
+    }
+    for (int k = 0; k < n; k++) {
+        t[k]->ndim = out;
+        for (int32_t d = 0; d < GAIO_KT_MAX_NDIM; d++) {
+            t[k]->shape[d] = d < out ? shape[d] : 0;
+            t[k]->strides[d] = d < out ? strides[k][d] : 0;
+        }
+    }
+}
+
+static int64_t elements(const gaio_ktensor *t) {
+    int64_t n = 1;
+    for (int32_t d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
+/* One launch: grid-stride over the output's elements on a GPU; the host kernels
+ * split the same work over the pool themselves. */
+static gaio_status launch(const char *fn, gaio_stream *stream, const char *name, int64_t n, const gaio_arg *args,
+                          size_t nargs, gaio_buffer *const *held, size_t nheld) {
+    enum { BLOCK = 256, MAX_BLOCKS = 1 << 20 };
+    int64_t blocks = (n + BLOCK - 1) / BLOCK;
+    gaio_dim3 grid = {(uint32_t)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS), 1, 1}, block = {BLOCK, 1, 1};
+    gaio_kernel *k;
+    gaio_status st = gaio__kernel_builtin(name, &k);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
+    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, nargs, held, nheld);
+    gaio__kernel_unref(k);
+    return st;
+}
+
+static gaio_status check_act(const char *fn, const char *name, const gaio_unary_params *p) {
+    if (p->op < GAIO_UNARY_RELU || p->op > GAIO_UNARY_IDENTITY)
+        return BAD("%s->op %d is not a gaio_unary_op", name, (int)p->op);
+    if (p->op == GAIO_UNARY_CLIP && !(p->alpha <= p->beta))
+        return BAD("%s: CLIP's bounds alpha %g and beta %g must be numbers with alpha <= beta", name,
+                   (double)p->alpha, (double)p->beta);
+    if (p->op == GAIO_UNARY_HARD_SIGMOID && !(isfinite(p->alpha) && isfinite(p->beta)))
+        return BAD("%s: HARD_SIGMOID's alpha %g and beta %g must be finite", name, (double)p->alpha,
+                   (double)p->beta);
+    return GAIO_OK;
+}
+
+/* y = act(x), also the cast: x and y of one shape, any dtypes. */
+static gaio_status unary_launch(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
+                                gaio_kpw_act act, bool cast) {
+    pw_tensor tx, ty;
+    gaio_status st;
+    if ((st = resolve(fn, "x", x, stream, &tx)) != GAIO_OK || (st = resolve(fn, "y", y, stream, &ty)) != GAIO_OK)
+        return st;
+    if (!cast && tx.r.dtype != ty.r.dtype)
+        return BAD("x is %s but y is %s: they must match (gaio_cast converts)", gaio_dtype_name(tx.r.dtype),
+                   gaio_dtype_name(ty.r.dtype));
+    if (!same_shape(&tx.r, &ty.r)) return shape_mismatch(fn, "x", &tx.r, "y", &ty.r);
+    if ((st = check_output(fn, "y", &ty)) != GAIO_OK || (st = check_apart(fn, "x", &tx, "y", &ty)) != GAIO_OK)
+        return st;
+    gaio_ktensor *ts[2] = {&ty.k, &tx.k};
+    simplify(ts, 2);
+    gaio_arg args[3] = {GAIO_ARG(tx.k), GAIO_ARG(ty.k), GAIO_ARG(act)};
+    gaio_buffer *held[2] = {tx.r.buffer, ty.r.buffer};
+    return launch(fn, stream, "gaio_dnn_unary", elements(&ty.k), args, 3, held, 2);
+}
+
+gaio_status gaio_unary(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_unary_params *params) {
+    const char *fn = __func__;
+    if (!stream) return BAD("stream is NULL");
+    if (!params) return BAD("params is NULL");
+    gaio_status st = check_act(fn, "params", params);
+    if (st != GAIO_OK) return st;
+    gaio_kpw_act act = {(int32_t)params->op, params->alpha, params->beta};
+    return unary_launch(fn, stream, x, y, act, false);
+}
+
+gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y) {
+    const char *fn = __func__;
+    if (!stream) return BAD("stream is NULL");
+    gaio_kpw_act act = {GAIO_KPW_IDENTITY, 0.0f, 0.0f};
+    return unary_launch(fn, stream, x, y, act, true);
+}
+
+/* t seen over the broadcast shape of y (t's dimensions aligned at the last). */
+static gaio_status broadcast(const char *fn, const char *name, pw_tensor *t, const pw_tensor *y) {
+    gaio_ktensor k = t->k;
+    int32_t shift = y->r.ndim - t->r.ndim;
+    for (int32_t d = 0; d < y->r.ndim; d++) {
+        int32_t s = d - shift;
+        int64_t n = s >= 0 ? t->r.shape[s] : 1;
+        if (n != y->r.shape[d] && n != 1) {
+            char st[128], sy[128];
+            shape_text(&t->r, st, sizeof st);
+            shape_text(&y->r, sy, sizeof sy);
+            return BAD("%s is [%s] but y is [%s]: dimension %d of y (%lld) is neither %s's nor broadcast from 1",
+                       name, st, sy, (int)d, (long long)y->r.shape[d], name);
+        }
+        k.shape[d] = y->r.shape[d];
+        k.strides[d] = n == 1 ? 0 : t->r.strides[s];
+    }
+    k.ndim = y->r.ndim;
+    t->k = k;
+    return GAIO_OK;
+}
+
+gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tensor *a, const gaio_tensor *b,
+                        const gaio_tensor *y, const gaio_unary_params *act) {
+    const char *fn = __func__;
+    if (!stream) return BAD("stream is NULL");
+    if (op < GAIO_BINARY_ADD || op > GAIO_BINARY_DIV) return BAD("op %d is not a gaio_binary_op", (int)op);
+    gaio_status st;
+    if (act && (st = check_act(fn, "act", act)) != GAIO_OK) return st;
+    pw_tensor ta, tb, ty;
+    if ((st = resolve(fn, "a", a, stream, &ta)) != GAIO_OK || (st = resolve(fn, "b", b, stream, &tb)) != GAIO_OK ||
+        (st = resolve(fn, "y", y, stream, &ty)) != GAIO_OK)
+        return st;
+    if (ta.r.dtype != ty.r.dtype || tb.r.dtype != ty.r.dtype)
+        return BAD("a is %s, b %s and y %s: they must match", gaio_dtype_name(ta.r.dtype), gaio_dtype_name(tb.r.dtype),
+                   gaio_dtype_name(ty.r.dtype));
+    int32_t nd = ta.r.ndim > tb.r.ndim ? ta.r.ndim : tb.r.ndim;
+    if (ty.r.ndim != nd)
+        return BAD("y has %d dimensions but a has %d and b %d: y has the broadcast shape, of %d", (int)ty.r.ndim,
+                   (int)ta.r.ndim, (int)tb.r.ndim, (int)nd);
+    if ((st = broadcast(fn, "a", &ta, &ty)) != GAIO_OK || (st = broadcast(fn, "b", &tb, &ty)) != GAIO_OK) return st;
+    /* y equals the broadcast shape exactly: some input spans each dimension of y. */
+    for (int32_t d = 0; d < nd; d++) {
+        int32_t sa = d - (nd - ta.r.ndim), sb = d - (nd - tb.r.ndim);
+        int64_t na = sa >= 0 ? ta.r.shape[sa] : 1, nb = sb >= 0 ? tb.r.shape[sb] : 1;
+        if (ty.r.shape[d] != (na > nb ? na : nb))
+            return BAD("y->shape[%d] is %lld but a and b broadcast to %lld there", (int)d, (long long)ty.r.shape[d],
+                       (long long)(na > nb ? na : nb));
+    }
+    if ((st = check_output(fn, "y", &ty)) != GAIO_OK || (st = check_apart(fn, "a", &ta, "y", &ty)) != GAIO_OK ||
+        (st = check_apart(fn, "b", &tb, "y", &ty)) != GAIO_OK)
+        return st;
+    gaio_ktensor *ts[3] = {&ty.k, &ta.k, &tb.k};
+    simplify(ts, 3);
+    int32_t kop = (int32_t)op;
+    gaio_kpw_act ka = {GAIO_KPW_IDENTITY, 0.0f, 0.0f};
+    if (act) ka.op = (int32_t)act->op, ka.alpha = act->alpha, ka.beta = act->beta;
+    gaio_arg args[5] = {GAIO_ARG(ta.k), GAIO_ARG(tb.k), GAIO_ARG(ty.k), GAIO_ARG(kop), GAIO_ARG(ka)};
+    gaio_buffer *held[3] = {ta.r.buffer, tb.r.buffer, ty.r.buffer};
+    return launch(fn, stream, "gaio_dnn_binary", elements(&ty.k), args, 5, held, 3);
+}
+
+/* A per-channel parameter: 1-D f32 of C values, seen over y's shape along dimension 1. */
+static gaio_status channel_param(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *stream,
+                                 const pw_tensor *y, pw_tensor *o) {
+    gaio_status st = resolve(fn, name, t, stream, o);
+    if (st != GAIO_OK) return st;
+    if (o->r.dtype != GAIO_DTYPE_F32) return BAD("%s is %s: batch norm parameters are f32", name, gaio_dtype_name(o->r.dtype));
+    if (o->r.ndim != 1 || o->r.shape[0] != y->r.shape[1])
+        return BAD("%s must be a 1-D tensor of C = %lld values (x's dimension 1)", name, (long long)y->r.shape[1]);
+    if (overlap(o, y)) return BAD("y overlaps %s", name);
+    int64_t stride = o->r.strides[0];
+    memset(o->k.shape, 0, sizeof o->k.shape);
+    memset(o->k.strides, 0, sizeof o->k.strides);
+    o->k.ndim = y->r.ndim;
+    for (int32_t d = 0; d < y->r.ndim; d++) o->k.shape[d] = y->r.shape[d];
+    o->k.strides[1] = stride;
+    return GAIO_OK;
+}
+
+gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_tensor *scale,
+                            const gaio_tensor *bias, const gaio_tensor *mean, const gaio_tensor *var, float epsilon) {
+    const char *fn = __func__;
+    if (!stream) return BAD("stream is NULL");
+    if (!(epsilon >= 0.0f) || !isfinite(epsilon)) return BAD("epsilon %g must be finite and >= 0", (double)epsilon);
+    pw_tensor tx, ty, tp[4];
+    gaio_status st;
+    if ((st = resolve(fn, "x", x, stream, &tx)) != GAIO_OK || (st = resolve(fn, "y", y, stream, &ty)) != GAIO_OK)
+        return st;
+    if (tx.r.dtype != ty.r.dtype)
+        return BAD("x is %s but y is %s: they must match", gaio_dtype_name(tx.r.dtype), gaio_dtype_name(ty.r.dtype));
+    if (tx.r.ndim < 2) return BAD("x has %d dimension: batch norm takes [N, C, ...]", (int)tx.r.ndim);
+    if (!same_shape(&tx.r, &ty.r)) return shape_mismatch(fn, "x", &tx.r, "y", &ty.r);
+    if ((st = check_output(fn, "y", &ty)) != GAIO_OK || (st = check_apart(fn, "x", &tx, "y", &ty)) != GAIO_OK)
+        return st;
+    const gaio_tensor *params[4] = {scale, bias, mean, var};
+    static const char *const names[4] = {"scale", "bias", "mean", "var"};
+    for (int i = 0; i < 4; i++)
+        if ((st = channel_param(fn, names[i], params[i], stream, &ty, &tp[i])) != GAIO_OK) return st;
+    gaio_ktensor *ts[6] = {&ty.k, &tx.k, &tp[0].k, &tp[1].k, &tp[2].k, &tp[3].k};
+    simplify(ts, 6);
+    gaio_arg args[7] = {GAIO_ARG(tx.k),    GAIO_ARG(ty.k),    GAIO_ARG(tp[0].k), GAIO_ARG(tp[1].k),
+                        GAIO_ARG(tp[2].k), GAIO_ARG(tp[3].k), GAIO_ARG(epsilon)};
+    gaio_buffer *held[6] = {tx.r.buffer, ty.r.buffer, tp[0].r.buffer, tp[1].r.buffer, tp[2].r.buffer, tp[3].r.buffer};
+    return launch(fn, stream, "gaio_dnn_batch_norm", elements(&ty.k), args, 7, held, 6);
+}

@@ -1,0 +1,262 @@
+/* The reduce ops: gaio_softmax, gaio_pool2d, gaio_global_avg_pool. Each checks its
+ * tensors and parameters, then makes one launch of a built-in kernel that both
+ * backends have under one name (host: dnn/cpu/reduce.c, CUDA: kernels/dnn/reduce.cu). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/builtin_kernels.h"
+#include "core/object.h"
+#include "core/op.h"
+#include "dnn/dnn_internal.h"
+#include "dnn/reduce_math.h"
+#include "gaio/buffer.h"
+
+#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
+
+/* Threads per CUDA block, and the most blocks a launch asks for (the kernels stride
+ * over whatever is left). */
+#define BLOCK 256
+#define WARPS_PER_BLOCK (BLOCK / 32)
+#define MAX_BLOCKS (1 << 20)
+
+/* A checked tensor as its kernel sees it, with its bytes' address range. */
+typedef struct operand {
+    gaio_tensor t; /* strides resolved */
+    gaio_ktensor k;
+    uint64_t lo, hi;
+} operand;
+
+static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, operand *o) {
+    size_t bytes;
+    gaio_status st = gaio__tensor_check(fn, name, t, &o->t, &bytes);
+    if (st != GAIO_OK) return st;
+    if (o->t.dtype != GAIO_DTYPE_F32 && o->t.dtype != GAIO_DTYPE_F16)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %s: this op takes f32 or f16 tensors", name,
+                          gaio_dtype_name(o->t.dtype));
+    size_t e = gaio_dtype_size(o->t.dtype);
+    if (o->t.offset % e)
+        return BAD("%s->offset %zu is not a multiple of the %s element size %zu", name, o->t.offset,
+                   gaio_dtype_name(o->t.dtype), e);
+    if (!gaio__reachable(o->t.buffer, s, 0)) return gaio__check_reach(fn, name, o->t.buffer, s, 0);
+    void *base;
+    st = gaio_buffer_device_ptr(o->t.buffer, &base);
+    if (st != GAIO_OK) return st;
+    memset(&o->k, 0, sizeof o->k);
+    o->k.ptr = (uint64_t)(uintptr_t)((char *)base + o->t.offset);
+    o->k.ndim = o->t.ndim;
+    o->k.dtype = (int32_t)o->t.dtype;
+    for (int32_t i = 0; i < o->t.ndim; i++) {
+        o->k.shape[i] = o->t.shape[i];
+        o->k.strides[i] = o->t.strides[i];
+    }
+    o->lo = o->k.ptr;
+    o->hi = o->k.ptr + bytes;
+    return GAIO_OK;
+}
+
+/* Whether no two elements of t share memory: with the dimensions of more than one
+ * element sorted by stride, each stride passes the extent of all smaller ones. (A
+ * sufficient test: it refuses a few interleavings that would not collide.) */
+static bool distinct_elements(const gaio_ktensor *t) {
+    int32_t d[GAIO_KT_MAX_NDIM], n = 0;
+    for (int32_t i = 0; i < t->ndim; i++)
+        if (t->shape[i] > 1) d[n++] = i;
+    for (int32_t i = 1; i < n; i++)
+        for (int32_t j = i; j > 0 && t->strides[d[j]] < t->strides[d[j - 1]]; j--) {
+            int32_t tmp = d[j];
+            d[j] = d[j - 1];
+            d[j - 1] = tmp;
+        }
+    int64_t reach = 0; /* the largest offset reached by the dimensions so far */
+    for (int32_t i = 0; i < n; i++) {
+        int64_t st = t->strides[d[i]];
+        if (st <= reach) return false;
+        reach += st * (t->shape[d[i]] - 1);
+    }
+    return true;
+}
+
+static gaio_status check_output(const char *fn, const char *name, const operand *y) {
+    if (!distinct_elements(&y->k))
+        return BAD("%s's strides make some of its elements share memory: an output needs each element once", name);
+    return GAIO_OK;
+}
+
+static bool overlap(const operand *a, const operand *b) { return a->lo < b->hi && b->lo < a->hi; }
+
+static bool same_place(const operand *a, const operand *b) {
+    if (a->k.ptr != b->k.ptr || a->k.ndim != b->k.ndim || a->k.dtype != b->k.dtype) return false;
+    for (int32_t i = 0; i < a->k.ndim; i++)
+        if (a->k.shape[i] > 1 && a->k.strides[i] != b->k.strides[i]) return false;
+    return true;
+}
+
+static void shape_text(const gaio_tensor *t, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = 0;
+    for (int32_t i = 0; i < t->ndim && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, "%s%lld", i ? ", " : "[", (long long)t->shape[i]);
+    if (n < size) snprintf(out + n, size - n, "]");
+}
+
+static gaio_status same_shape(const char *fn, const operand *x, const operand *y) {
+    bool same = x->t.ndim == y->t.ndim;
+    for (int32_t i = 0; same && i < x->t.ndim; i++) same = x->t.shape[i] == y->t.shape[i];
+    if (!same) {
+        char a[128], b[128];
+        shape_text(&x->t, a, sizeof a);
+        shape_text(&y->t, b, sizeof b);
+        return BAD("y's shape %s differs from x's %s", b, a);
+    }
+    if (x->t.dtype != y->t.dtype)
+        return BAD("y is %s but x is %s: they take one dtype", gaio_dtype_name(y->t.dtype), gaio_dtype_name(x->t.dtype));
+    return GAIO_OK;
+}
+
+static bool on_cuda(const gaio_stream *s) { return s->ctx->be->kind == GAIO_DEVICE_CUDA; }
+
+static gaio_dim3 blocks(int64_t work, int64_t per_block) {
+    int64_t b = (work + per_block - 1) / per_block;
+    gaio_dim3 g = {(uint32_t)(b < MAX_BLOCKS ? b : MAX_BLOCKS), 1, 1};
+    return g;
+}
+
+static gaio_status launch(const char *fn, gaio_stream *s, const char *name, int64_t work, int64_t per_block,
+                          const gaio_arg *args, size_t nargs, gaio_buffer *const *held, size_t nheld) {
+    gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
+    if (on_cuda(s)) {
+        grid = blocks(work, per_block);
+        block.x = BLOCK;
+    }
+    gaio_kernel *k;
+    gaio_status st = gaio__kernel_builtin(name, &k);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
+    st = gaio__launch_held(fn, s, k, grid, block, 0, args, nargs, held, nheld);
+    gaio__kernel_unref(k);
+    return st;
+}
+
+gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis) {
+    const char *fn = __func__;
+    if (!stream) return BAD("stream is NULL");
+    operand ox, oy;
+    gaio_status st = resolve(fn, "x", x, stream, &ox);
+    if (st != GAIO_OK) return st;
+    if ((st = resolve(fn, "y", y, stream, &oy)) != GAIO_OK) return st;
+    if ((st = same_shape(fn, &ox, &oy)) != GAIO_OK) return st;
+    if ((st = check_output(fn, "y", &oy)) != GAIO_OK) return st;
+    int32_t nd = ox.t.ndim;
+    if (axis < -nd || axis >= nd)
+        return BAD("axis %d is outside the %d dimensions of x (give -%d to %d)", (int)axis, (int)nd, (int)nd,
+                   (int)nd - 1);
+    if (axis < 0) axis += nd;
+    /* In place works as each row is read whole before any of it is written. */
+    if (overlap(&ox, &oy) && !same_place(&ox, &oy))
+        return BAD("y overlaps x: only an in-place softmax (y the same elements as x) may share memory");
+    int64_t total = 1;
+    for (int32_t i = 0; i < nd; i++) total *= ox.t.shape[i];
+    int64_t rows = total / ox.t.shape[axis];
+    gaio_arg args[3] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k), GAIO_ARG(axis)};
+    gaio_buffer *held[2] = {x->buffer, y->buffer};
+    return launch(fn, stream, "gaio_dnn_softmax", rows, WARPS_PER_BLOCK, args, 3, held, 2);
+}
+
+/* Output positions along one side: floor((in + pads - extent) / stride) + 1, or -1
+ * when the dilated window is larger than the padded input. */
+static int64_t pooled(int64_t in, int64_t pad_a, int64_t pad_b, int64_t k, int64_t dil, int64_t stride) {
+    int64_t num = in + pad_a + pad_b - dil * (k - 1) - 1;
+    return num < 0 ? -1 : num / stride + 1;
+}
+
+/* The first output position along a side whose window has no tap inside the input,
+ * or -1: such a window would have nothing to pool. */
+static int64_t empty_window(int64_t in, int64_t out, int64_t pad, int64_t k, int64_t dil, int64_t stride) {
+    for (int64_t o = 0; o < out; o++) {
+        int64_t s = o * stride - pad, first = s >= 0 ? 0 : (-s + dil - 1) / dil;
+        if (first >= k || s + first * dil >= in) return o;
+    }
+    return -1;
+}
+
+gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_pool_params *params) {
+    const char *fn = __func__;
+    if (!stream) return BAD("stream is NULL");
+    if (!params) return BAD("params is NULL");
+    operand ox, oy;
+    gaio_status st = resolve(fn, "x", x, stream, &ox);
+    if (st != GAIO_OK) return st;
+    if ((st = resolve(fn, "y", y, stream, &oy)) != GAIO_OK) return st;
+    if (ox.t.ndim != 4 || oy.t.ndim != 4)
+        return BAD("x has %d dimensions and y %d: pool2d takes [N, C, H, W] tensors", (int)ox.t.ndim, (int)oy.t.ndim);
+    if (ox.t.dtype != oy.t.dtype)
+        return BAD("y is %s but x is %s: they take one dtype", gaio_dtype_name(oy.t.dtype), gaio_dtype_name(ox.t.dtype));
+    const gaio_pool_params *p = params;
+    if (p->mode != GAIO_POOL_MAX && p->mode != GAIO_POOL_AVG)
+        return BAD("params->mode %d is not GAIO_POOL_MAX or GAIO_POOL_AVG", (int)p->mode);
+    gaio_kpool kp;
+    memset(&kp, 0, sizeof kp);
+    kp.mode = p->mode == GAIO_POOL_MAX ? 0 : 1;
+    for (int i = 0; i < 2; i++) {
+        if (p->kernel[i] < 1) return BAD("params->kernel[%d] is %d: must be >= 1", i, (int)p->kernel[i]);
+        if (p->stride[i] < 1) return BAD("params->stride[%d] is %d: must be >= 1", i, (int)p->stride[i]);
+        if (p->dilation[i] < 0) return BAD("params->dilation[%d] is %d: must be >= 0", i, (int)p->dilation[i]);
+        if (p->mode == GAIO_POOL_AVG && p->dilation[i] > 1)
+            return BAD("params->dilation[%d] is %d: average pooling takes no dilation (0 or 1)", i,
+                       (int)p->dilation[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        if (p->pad[i] < 0) return BAD("params->pad[%d] is %d: must be >= 0", i, (int)p->pad[i]);
+    kp.kh = p->kernel[0], kp.kw = p->kernel[1];
+    kp.sh = p->stride[0], kp.sw = p->stride[1];
+    kp.pt = p->pad[0], kp.pl = p->pad[1];
+    kp.dh = p->dilation[0] ? p->dilation[0] : 1;
+    kp.dw = p->dilation[1] ? p->dilation[1] : 1;
+    kp.count_include_pad = p->count_include_pad != 0;
+    const int64_t N = ox.t.shape[0], C = ox.t.shape[1], H = ox.t.shape[2], W = ox.t.shape[3];
+    if (oy.t.shape[0] != N || oy.t.shape[1] != C)
+        return BAD("y is [%lld, %lld, ...] but x is [%lld, %lld, ...]: N and C must match", (long long)oy.t.shape[0],
+                   (long long)oy.t.shape[1], (long long)N, (long long)C);
+    int64_t OH = pooled(H, p->pad[0], p->pad[2], kp.kh, kp.dh, kp.sh);
+    int64_t OW = pooled(W, p->pad[1], p->pad[3], kp.kw, kp.dw, kp.sw);
+    if (OH < 0 || OW < 0)
+        return BAD("the %dx%d window (dilation %dx%d) is larger than x's %lldx%lld plane with its padding",
+                   (int)kp.kh, (int)kp.kw, (int)kp.dh, (int)kp.dw, (long long)H, (long long)W);
+    if (oy.t.shape[2] != OH || oy.t.shape[3] != OW)
+        return BAD("y is %lldx%lld but x's %lldx%lld plane pools to %lldx%lld with these params",
+                   (long long)oy.t.shape[2], (long long)oy.t.shape[3], (long long)H, (long long)W, (long long)OH,
+                   (long long)OW);
+    int64_t eh = empty_window(H, OH, kp.pt, kp.kh, kp.dh, kp.sh), ew = empty_window(W, OW, kp.pl, kp.kw, kp.dw, kp.sw);
+    if (eh >= 0) return BAD("the window of output row %lld lies wholly in the padding", (long long)eh);
+    if (ew >= 0) return BAD("the window of output column %lld lies wholly in the padding", (long long)ew);
+    if ((st = check_output(fn, "y", &oy)) != GAIO_OK) return st;
+    if (overlap(&ox, &oy)) return BAD("y overlaps x: pooling cannot run in place");
+    kp.c_inner = oy.k.strides[1] < oy.k.strides[3];
+    gaio_arg args[3] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k), GAIO_ARG(kp)};
+    gaio_buffer *held[2] = {x->buffer, y->buffer};
+    return launch(fn, stream, "gaio_dnn_pool2d", N * C * OH * OW, BLOCK, args, 3, held, 2);
+}
+
+gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y) {
+    const char *fn = __func__;
+    if (!stream) return BAD("stream is NULL");
+    operand ox, oy;
+    gaio_status st = resolve(fn, "x", x, stream, &ox);
+    if (st != GAIO_OK) return st;
+    if ((st = resolve(fn, "y", y, stream, &oy)) != GAIO_OK) return st;
+    if (ox.t.ndim != 4) return BAD("x has %d dimensions: global_avg_pool takes [N, C, H, W]", (int)ox.t.ndim);
+    if (ox.t.dtype != oy.t.dtype)
+        return BAD("y is %s but x is %s: they take one dtype", gaio_dtype_name(oy.t.dtype), gaio_dtype_name(ox.t.dtype));
+    bool ok = (oy.t.ndim == 4 && oy.t.shape[2] == 1 && oy.t.shape[3] == 1) || oy.t.ndim == 2;
+    if (!ok || oy.t.shape[0] != ox.t.shape[0] || oy.t.shape[1] != ox.t.shape[1]) {
+        char a[128], b[128];
+        shape_text(&ox.t, a, sizeof a);
+        shape_text(&oy.t, b, sizeof b);
+        return BAD("y is %s but x is %s: y must be [N, C, 1, 1] or [N, C]", b, a);
+    }
+    if ((st = check_output(fn, "y", &oy)) != GAIO_OK) return st;
+    if (overlap(&ox, &oy)) return BAD("y overlaps x: global_avg_pool cannot run in place");
+    gaio_arg args[2] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k)};
+    gaio_buffer *held[2] = {x->buffer, y->buffer};
+    return launch(fn, stream, "gaio_dnn_global_avg_pool", ox.t.shape[0] * ox.t.shape[1], WARPS_PER_BLOCK, args, 2,
+                  held, 2);
+}

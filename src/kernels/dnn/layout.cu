@@ -1,0 +1,61 @@
+// CUDA kernel of the layout ops (src/dnn/layout.c): gaio_dnn_layout_copy(x, y), a
+// copy between two views of one shape, y[i...] = x[i...] (host twin in
+// src/dnn/cpu/layout.c). gaio_transpose passes x with its strides permuted into y's
+// order; gaio_concat launches it once per input with y narrowed to that input's slab.
+//
+// A grid-stride loop over y's elements by flat index, decoding coordinates with y's
+// shape (the op has merged contiguous dimensions, so a packed copy is one dimension
+// and the decoding costs nothing). Consecutive threads write consecutive elements of
+// y's last dimension: coalesced stores; loads are coalesced when x's last stride is
+// 1 too, strided otherwise (a transpose that moves the last dimension). Indices are
+// 32-bit when the copy is small enough, since 64-bit division is slow on the GPU.
+#include <stdint.h>
+
+#include "dnn/ktensor.h"
+
+namespace {
+
+template <typename T, typename I>
+__device__ __forceinline__ void copy(const gaio_ktensor &x, const gaio_ktensor &y, I total) {
+    const int n = y.ndim;
+    const T *src = reinterpret_cast<const T *>(x.ptr);
+    T *dst = reinterpret_cast<T *>(y.ptr);
+    const I step = (I)blockDim.x * (I)gridDim.x;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
+        I r = i;
+        int64_t xo = 0, yo = 0;
+#pragma unroll
+        for (int d = GAIO_KT_MAX_NDIM - 1; d >= 0; d--) {
+            if (d < n) { // unrolled with a uniform guard: shapes and strides read straight from the parameters
+                const I extent = (I)y.shape[d];
+                const I c = r % extent;
+                r /= extent;
+                xo += (int64_t)c * x.strides[d];
+                yo += (int64_t)c * y.strides[d];
+            }
+        }
+        dst[yo] = src[xo];
+    }
+}
+
+template <typename T> __device__ __forceinline__ void copy_any(const gaio_ktensor &x, const gaio_ktensor &y) {
+    int64_t total = 1;
+#pragma unroll
+    for (int d = 0; d < GAIO_KT_MAX_NDIM; d++) // no dynamic index into the parameters: it would copy them to the stack
+        if (d < y.ndim) total *= y.shape[d];
+    // The loop's i + step must not wrap either.
+    const int64_t step = (int64_t)blockDim.x * gridDim.x;
+    if (total + step <= (int64_t)UINT32_MAX)
+        copy<T, uint32_t>(x, y, (uint32_t)total);
+    else
+        copy<T, uint64_t>(x, y, (uint64_t)total);
+}
+
+} // namespace
+
+extern "C" __global__ void gaio_dnn_layout_copy(gaio_ktensor x, gaio_ktensor y) {
+    if (y.dtype == GAIO_KT_F16)
+        copy_any<uint16_t>(x, y);
+    else
+        copy_any<uint32_t>(x, y);
+}

@@ -1,0 +1,540 @@
+/* gaio_softmax, gaio_pool2d and gaio_global_avg_pool on each backend against direct
+ * double-precision loops: ONNX MaxPool / AveragePool cases (the ResNet stem's 3x3
+ * stride 2 pad 1, 2x2 stride 2, 7x7 global average, asymmetric pads, ceil mode as
+ * extra padding, count_include_pad both ways, dilation, 1x1 planes), batches of 1
+ * and 33, NCHW, NHWC and gapped strides, f32 and f16, softmax along the last and
+ * the channel axis with large inputs and in place; bad input for each op. */
+#include <math.h>
+#include <stdbool.h>
+
+#include "common.h"
+
+typedef struct env {
+    gaio_context *ctx;
+    gaio_stream *s;
+    uint64_t rng;
+    bool cuda;
+} env;
+
+static const gaio_dtype F32 = GAIO_DTYPE_F32, F16 = GAIO_DTYPE_F16;
+
+static float rnd(uint64_t *r) { return (float)((double)(test_rand(r) >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+
+/* IEEE binary16 <-> float, round to nearest even (the test's own, independent of gaio's). */
+static uint16_t to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xff, m = x & 0x7fffffu;
+    if (e == 0xff) return (uint16_t)(sign | 0x7c00u | (m ? 0x200u : 0));
+    int32_t he = (int32_t)e - 127 + 15;
+    if (he >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    if (he <= 0) {
+        if (he < -10) return (uint16_t)sign;
+        m |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - he), h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)he << 10) | (m >> 13), rem = m & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+static float from_half(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, x;
+    if (e == 0) {
+        if (!m) x = sign;
+        else {
+            e = 127 - 15 + 1;
+            while (!(m & 0x400u)) m <<= 1, e--;
+            x = sign | (e << 23) | ((m & 0x3ffu) << 13);
+        }
+    } else if (e == 0x1f) {
+        x = sign | 0x7f800000u | (m << 13);
+    } else {
+        x = sign | ((e - 15 + 127) << 23) | (m << 13);
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static size_t esize(gaio_dtype dt) { return dt == F16 ? 2 : 4; }
+
+/* How a test tensor lies in memory. */
+typedef enum mem_kind {
+    MEM_PACKED = 0, /* ROW_MAJOR, strides left 0 for gaio to fill */
+    MEM_NHWC = 1,   /* NHWC layout, strides left 0 */
+    MEM_GAPS = 2,   /* explicit row-major strides with a gap after every dimension */
+    MEM_NHWC_GAPS = 3 /* explicit channels-innermost strides with gaps */
+} mem_kind;
+
+/* A device tensor and the host copy of all the memory it spans (element offset
+ * 0 .. span), gaps included. */
+typedef struct htensor {
+    gaio_dtype dt;
+    int32_t nd;
+    int64_t shape[5], strides[5];
+    size_t span, lead; /* elements spanned; elements before element [0, ...] in the buffer */
+    float *v;          /* span values, quantised to dt */
+    gaio_tensor t;
+} htensor;
+
+static void make(env *e, htensor *h, gaio_dtype dt, int32_t nd, const int64_t *shape, mem_kind kind, float shift,
+                 float scale) {
+    memset(h, 0, sizeof *h);
+    h->dt = dt, h->nd = nd;
+    for (int i = 0; i < nd; i++) h->shape[i] = shape[i];
+    int64_t acc = 1, gap = kind >= MEM_GAPS ? 1 + (int64_t)(test_rand(&e->rng) % 3) : 0;
+    if (kind == MEM_NHWC || kind == MEM_NHWC_GAPS) {
+        CHECK(nd == 4 || nd == 5);
+        h->strides[1] = 1;
+        acc = shape[1] + gap;
+        for (int i = nd - 1; i >= 2; i--) h->strides[i] = acc, acc = acc * shape[i] + gap;
+        h->strides[0] = acc;
+    } else {
+        for (int i = nd - 1; i >= 0; i--) h->strides[i] = acc, acc = acc * shape[i] + gap;
+    }
+    h->span = 1;
+    for (int i = 0; i < nd; i++) h->span += (size_t)(h->strides[i] * (shape[i] - 1));
+    h->lead = (size_t)(test_rand(&e->rng) % 3);
+    size_t n = h->lead + h->span, es = esize(dt);
+    h->v = malloc(h->span * sizeof(float));
+    CHECK(h->v);
+    gaio_buffer *stage, *dev;
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, n * es, &stage));
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, n * es, &dev));
+    void *p;
+    OK(gaio_buffer_host_ptr(stage, &p));
+    for (size_t i = 0; i < n; i++) {
+        float f = shift + scale * rnd(&e->rng);
+        if (f == 0) f = 0.5f; /* never all zero */
+        if (dt == F16) {
+            ((uint16_t *)p)[i] = to_half(f);
+            f = from_half(to_half(f));
+        } else {
+            ((float *)p)[i] = f;
+        }
+        if (i >= h->lead) h->v[i - h->lead] = f;
+    }
+    OK(gaio_memcpy_async(e->s, dev, 0, stage, 0, n * es));
+    OK(gaio_buffer_release(stage));
+    gaio_tensor_layout lay = kind == MEM_NHWC ? GAIO_TENSOR_NHWC : GAIO_TENSOR_ROW_MAJOR;
+    h->t = gaio_tensor_make(dev, h->lead * es, dt, nd, shape, lay);
+    if (kind >= MEM_GAPS)
+        for (int i = 0; i < nd; i++) h->t.strides[i] = h->strides[i];
+}
+
+static void drop(htensor *h) {
+    OK(gaio_buffer_release(h->t.buffer));
+    free(h->v);
+}
+
+/* The spanned memory after the stream's work. */
+static float *download(env *e, const htensor *h) {
+    size_t es = esize(h->dt), n = h->span;
+    gaio_buffer *stage;
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, n * es, &stage));
+    OK(gaio_memcpy_async(e->s, stage, 0, h->t.buffer, h->t.offset, n * es));
+    OK(gaio_stream_synchronize(e->s));
+    void *p;
+    OK(gaio_buffer_host_ptr(stage, &p));
+    float *out = malloc(n * sizeof(float));
+    CHECK(out);
+    for (size_t i = 0; i < n; i++) out[i] = h->dt == F16 ? from_half(((uint16_t *)p)[i]) : ((float *)p)[i];
+    OK(gaio_buffer_release(stage));
+    return out;
+}
+
+static int64_t offset_of(const htensor *h, const int64_t *idx) {
+    int64_t o = 0;
+    for (int i = 0; i < h->nd; i++) o += idx[i] * h->strides[i];
+    return o;
+}
+
+/* Memory of y that is no element of it kept its old values. */
+static void check_gaps(const htensor *y, const float *got) {
+    char *hit = calloc(y->span, 1);
+    CHECK(hit);
+    int64_t idx[5] = {0}, total = 1;
+    for (int i = 0; i < y->nd; i++) total *= y->shape[i];
+    for (int64_t k = 0; k < total; k++) {
+        int64_t r = k;
+        for (int i = y->nd - 1; i >= 0; i--) idx[i] = r % y->shape[i], r /= y->shape[i];
+        hit[offset_of(y, idx)] = 1;
+    }
+    for (size_t i = 0; i < y->span; i++)
+        if (!hit[i] && !(got[i] == y->v[i])) {
+            fprintf(stderr, "y's gap element %zu changed: %g, was %g\n", i, got[i], y->v[i]);
+            exit(1);
+        }
+    free(hit);
+}
+
+static void report(const char *what, const char *where, double got, double want, double tol) {
+    if (!(fabs(got - want) <= tol)) {
+        fprintf(stderr, "%s: %s = %.9g, want %.9g (tol %.3g)\n", what, where, got, want, tol);
+        exit(1);
+    }
+}
+
+/* ---- softmax ---- */
+
+static void softmax_case(env *e, gaio_dtype dt, int32_t nd, const int64_t *shape, int32_t axis, mem_kind kx,
+                         mem_kind ky, bool in_place, float shift, float scale) {
+    htensor x, y;
+    make(e, &x, dt, nd, shape, kx, shift, scale);
+    if (!in_place) make(e, &y, dt, nd, shape, ky, 0, 1);
+    const htensor *out = in_place ? &x : &y;
+    OK(gaio_softmax(e->s, &x.t, &out->t, axis));
+    float *got = download(e, out);
+    int32_t ax = axis < 0 ? axis + nd : axis;
+    int64_t len = shape[ax], total = 1;
+    for (int i = 0; i < nd; i++) total *= shape[i];
+    double *ref = malloc((size_t)len * sizeof(double));
+    CHECK(ref);
+    char where[160];
+    for (int64_t r = 0; r < total / len; r++) {
+        int64_t idx[5] = {0}, q = r;
+        for (int i = nd - 1; i >= 0; i--)
+            if (i != ax) idx[i] = q % shape[i], q /= shape[i];
+        double m = -INFINITY, s = 0;
+        for (int64_t i = 0; i < len; i++) {
+            idx[ax] = i;
+            double v = x.v[offset_of(&x, idx)];
+            ref[i] = v;
+            if (v > m) m = v;
+        }
+        for (int64_t i = 0; i < len; i++) s += exp(ref[i] - m);
+        for (int64_t i = 0; i < len; i++) {
+            idx[ax] = i;
+            double want = exp(ref[i] - m) / s;
+            /* f32: exp and the f32 sum, a few ulp; f16: the output's rounding. */
+            double tol = dt == F16 ? 1e-3 * want + 1e-6 : 3e-5 * want + 1e-8;
+            snprintf(where, sizeof where, "%s nd %d axis %d row %lld elem %lld%s", gaio_dtype_name(dt), (int)nd,
+                     (int)axis, (long long)r, (long long)i, in_place ? " in place" : "");
+            report("softmax", where, got[offset_of(out, idx)], want, tol);
+        }
+    }
+    if (!in_place) {
+        check_gaps(&y, got);
+        drop(&y);
+    }
+    free(ref);
+    free(got);
+    drop(&x);
+}
+
+static void test_softmax(env *e) {
+    /* Classifier rows of 1000 around 80 (exp would overflow f32 without the max). */
+    softmax_case(e, F32, 2, (int64_t[]){33, 1000}, -1, MEM_PACKED, MEM_PACKED, false, 80, 10);
+    softmax_case(e, F16, 2, (int64_t[]){3, 1000}, 1, MEM_PACKED, MEM_GAPS, false, 80, 8);
+    softmax_case(e, F32, 2, (int64_t[]){2, 37}, -1, MEM_GAPS, MEM_PACKED, false, -300, 200);
+    /* Channels of NCHW and NHWC tensors. */
+    softmax_case(e, F32, 4, (int64_t[]){2, 5, 3, 7}, 1, MEM_PACKED, MEM_NHWC, false, 0, 4);
+    softmax_case(e, F16, 4, (int64_t[]){33, 10, 2, 3}, 1, MEM_NHWC, MEM_NHWC_GAPS, false, 80, 5);
+    softmax_case(e, F32, 4, (int64_t[]){1, 3, 4, 5}, -3, MEM_NHWC_GAPS, MEM_PACKED, false, 1, 1);
+    /* A row of one, rows along the first axis, 5-D. */
+    softmax_case(e, F32, 2, (int64_t[]){1, 1}, 0, MEM_PACKED, MEM_PACKED, false, 0, 1);
+    softmax_case(e, F32, 2, (int64_t[]){4, 1}, -1, MEM_PACKED, MEM_PACKED, false, 0, 1);
+    softmax_case(e, F32, 2, (int64_t[]){17, 4}, 0, MEM_PACKED, MEM_GAPS, false, 0, 3);
+    softmax_case(e, F16, 5, (int64_t[]){2, 3, 4, 2, 3}, 2, MEM_GAPS, MEM_NHWC, false, 0, 2);
+    softmax_case(e, F32, 1, (int64_t[]){4099}, 0, MEM_PACKED, MEM_PACKED, false, 0, 20);
+    /* In place. */
+    softmax_case(e, F32, 3, (int64_t[]){5, 6, 129}, -1, MEM_GAPS, MEM_PACKED, true, 80, 10);
+    softmax_case(e, F16, 4, (int64_t[]){2, 7, 3, 3}, 1, MEM_NHWC, MEM_PACKED, true, 0, 4);
+    for (int r = 0; r < 8; r++) {
+        int32_t nd = 1 + (int32_t)(test_rand(&e->rng) % 4);
+        int64_t shape[5];
+        for (int i = 0; i < nd; i++) shape[i] = 1 + (int64_t)(test_rand(&e->rng) % 13);
+        int32_t axis = (int32_t)(test_rand(&e->rng) % (uint64_t)(2 * nd)) - nd;
+        mem_kind k = nd == 4 ? (mem_kind)(test_rand(&e->rng) % 4) : (mem_kind)(2 * (test_rand(&e->rng) % 2));
+        softmax_case(e, (test_rand(&e->rng) & 1) ? F16 : F32, nd, shape, axis, k, MEM_PACKED, test_rand(&e->rng) & 1,
+                     0, 6);
+    }
+}
+
+/* ---- pooling ---- */
+
+typedef struct pcase {
+    gaio_dtype dt;
+    int64_t n, c, h, w;
+    mem_kind kx, ky;
+    gaio_pool_mode mode;
+    int32_t kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, cip;
+} pcase;
+
+static void pool_case(env *e, const pcase *p) {
+    int64_t dh = p->dh ? p->dh : 1, dw = p->dw ? p->dw : 1;
+    int64_t oh = (p->h + p->pt + p->pb - dh * (p->kh - 1) - 1) / p->sh + 1;
+    int64_t ow = (p->w + p->pl + p->pr - dw * (p->kw - 1) - 1) / p->sw + 1;
+    htensor x, y;
+    make(e, &x, p->dt, 4, (int64_t[]){p->n, p->c, p->h, p->w}, p->kx, 0, 1);
+    make(e, &y, p->dt, 4, (int64_t[]){p->n, p->c, oh, ow}, p->ky, 0, 1);
+    gaio_pool_params pp = {p->mode, {p->kh, p->kw}, {p->sh, p->sw}, {p->pt, p->pl, p->pb, p->pr}, {p->dh, p->dw}, p->cip};
+    OK(gaio_pool2d(e->s, &x.t, &y.t, &pp));
+    float *got = download(e, &y);
+    char where[200];
+    for (int64_t n = 0; n < p->n; n++)
+        for (int64_t c = 0; c < p->c; c++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double m = -INFINITY, s = 0;
+                    int64_t count = 0;
+                    for (int64_t a = 0; a < p->kh; a++)
+                        for (int64_t b = 0; b < p->kw; b++) {
+                            int64_t hh = i * p->sh - p->pt + a * dh, ww = j * p->sw - p->pl + b * dw;
+                            if (hh < 0 || hh >= p->h || ww < 0 || ww >= p->w) continue;
+                            double v = x.v[offset_of(&x, (int64_t[]){n, c, hh, ww})];
+                            if (v > m) m = v;
+                            s += v;
+                            count++;
+                        }
+                    CHECK(count > 0);
+                    double want = p->mode == GAIO_POOL_MAX ? m : s / (double)(p->cip ? p->kh * p->kw : count);
+                    double tol = p->mode == GAIO_POOL_MAX ? 0 : p->dt == F16 ? 1e-3 * fabs(want) + 1e-4 : 1e-5;
+                    snprintf(where, sizeof where,
+                             "%s %s x [%lld,%lld,%lld,%lld] k %dx%d s %dx%d pads %d,%d,%d,%d dil %dx%d cip %d: "
+                             "y[%lld,%lld,%lld,%lld]",
+                             p->mode == GAIO_POOL_MAX ? "max" : "avg", gaio_dtype_name(p->dt), (long long)p->n,
+                             (long long)p->c, (long long)p->h, (long long)p->w, p->kh, p->kw, p->sh, p->sw, p->pt,
+                             p->pl, p->pb, p->pr, p->dh, p->dw, p->cip, (long long)n, (long long)c, (long long)i,
+                             (long long)j);
+                    report("pool2d", where, got[offset_of(&y, (int64_t[]){n, c, i, j})], want, tol);
+                }
+    check_gaps(&y, got);
+    free(got);
+    drop(&x);
+    drop(&y);
+}
+
+static void test_pool(env *e) {
+    const gaio_pool_mode MAX = GAIO_POOL_MAX, AVG = GAIO_POOL_AVG;
+    const pcase cases[] = {
+        /* ResNet's stem max pool, NCHW and NHWC. */
+        {F32, 2, 8, 56, 56, MEM_PACKED, MEM_PACKED, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0},
+        {F16, 1, 16, 32, 32, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0},
+        /* 2x2 stride 2 with an odd width (the last column dropped), batch 33. */
+        {F32, 33, 3, 8, 9, MEM_NHWC, MEM_PACKED, MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0},
+        {F16, 33, 3, 9, 8, MEM_PACKED, MEM_NHWC_GAPS, AVG, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0},
+        /* 3x3 stride 1 pad 1 averages, count_include_pad both ways. */
+        {F32, 2, 5, 7, 7, MEM_PACKED, MEM_PACKED, AVG, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+        {F32, 2, 5, 7, 7, MEM_GAPS, MEM_PACKED, AVG, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1},
+        {F16, 3, 4, 6, 5, MEM_NHWC, MEM_GAPS, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1},
+        /* 7x7 average over a 7x7 plane (a global average). */
+        {F32, 1, 64, 7, 7, MEM_PACKED, MEM_PACKED, AVG, 7, 7, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+        /* Asymmetric pads and windows; ceil mode as bottom / right padding. */
+        {F32, 2, 3, 10, 11, MEM_PACKED, MEM_PACKED, MAX, 3, 2, 2, 1, 0, 1, 2, 0, 0, 0, 0},
+        {F32, 2, 3, 10, 11, MEM_NHWC_GAPS, MEM_PACKED, AVG, 3, 2, 2, 1, 0, 1, 2, 0, 0, 0, 0},
+        {F16, 2, 3, 10, 11, MEM_PACKED, MEM_NHWC, AVG, 3, 2, 2, 1, 0, 1, 2, 0, 0, 0, 1},
+        {F32, 1, 2, 6, 6, MEM_PACKED, MEM_PACKED, MAX, 3, 3, 2, 2, 0, 0, 1, 1, 0, 0, 0},
+        {F32, 1, 2, 6, 6, MEM_PACKED, MEM_PACKED, AVG, 3, 3, 2, 2, 0, 0, 1, 1, 0, 0, 0},
+        /* Dilation 2. */
+        {F32, 1, 4, 11, 13, MEM_PACKED, MEM_PACKED, MAX, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 0},
+        {F16, 3, 2, 9, 9, MEM_NHWC, MEM_PACKED, MAX, 2, 3, 2, 1, 1, 0, 0, 2, 2, 3, 0},
+        /* 1x1 planes: a 1x1 window, and a 3x3 window over the padding. */
+        {F32, 3, 5, 1, 1, MEM_PACKED, MEM_PACKED, MAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+        {F32, 3, 5, 1, 1, MEM_NHWC, MEM_PACKED, MAX, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+        {F32, 3, 5, 1, 1, MEM_PACKED, MEM_GAPS, AVG, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1},
+        {F16, 3, 5, 1, 1, MEM_PACKED, MEM_PACKED, AVG, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+        /* A window as large as the plane, strides larger than the window. */
+        {F32, 2, 3, 5, 4, MEM_PACKED, MEM_PACKED, MAX, 5, 4, 3, 3, 0, 0, 0, 0, 0, 0, 0},
+        {F32, 2, 3, 13, 12, MEM_PACKED, MEM_PACKED, AVG, 2, 2, 5, 4, 0, 0, 0, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) pool_case(e, &cases[i]);
+    for (int r = 0; r < 16; r++) {
+        pcase p;
+        memset(&p, 0, sizeof p);
+        p.dt = (test_rand(&e->rng) & 1) ? F16 : F32;
+        p.n = 1 + (int64_t)(test_rand(&e->rng) % 3), p.c = 1 + (int64_t)(test_rand(&e->rng) % 5);
+        p.h = 1 + (int64_t)(test_rand(&e->rng) % 12), p.w = 1 + (int64_t)(test_rand(&e->rng) % 12);
+        p.kx = (mem_kind)(test_rand(&e->rng) % 4), p.ky = (mem_kind)(test_rand(&e->rng) % 4);
+        p.mode = (test_rand(&e->rng) & 1) ? MAX : AVG;
+        p.kh = 1 + (int32_t)(test_rand(&e->rng) % 4), p.kw = 1 + (int32_t)(test_rand(&e->rng) % 4);
+        p.sh = 1 + (int32_t)(test_rand(&e->rng) % 3), p.sw = 1 + (int32_t)(test_rand(&e->rng) % 3);
+        /* Pads below the window, so every window holds an element of x. */
+        p.pt = (int32_t)(test_rand(&e->rng) % (uint64_t)p.kh), p.pb = (int32_t)(test_rand(&e->rng) % (uint64_t)p.kh);
+        p.pl = (int32_t)(test_rand(&e->rng) % (uint64_t)p.kw), p.pr = (int32_t)(test_rand(&e->rng) % (uint64_t)p.kw);
+        p.cip = (int32_t)(test_rand(&e->rng) & 1);
+        if (p.h + p.pt + p.pb < p.kh || p.w + p.pl + p.pr < p.kw) continue;
+        pool_case(e, &p);
+    }
+}
+
+/* ---- global average ---- */
+
+static void gap_case(env *e, gaio_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, mem_kind kx, bool flat,
+                     mem_kind ky) {
+    htensor x, y;
+    make(e, &x, dt, 4, (int64_t[]){n, c, h, w}, kx, 0.25f, 1);
+    if (flat)
+        make(e, &y, dt, 2, (int64_t[]){n, c}, ky, 0, 1);
+    else
+        make(e, &y, dt, 4, (int64_t[]){n, c, 1, 1}, ky, 0, 1);
+    OK(gaio_global_avg_pool(e->s, &x.t, &y.t));
+    float *got = download(e, &y);
+    char where[160];
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < c; j++) {
+            double s = 0, mag = 0;
+            for (int64_t a = 0; a < h; a++)
+                for (int64_t b = 0; b < w; b++) {
+                    double v = x.v[offset_of(&x, (int64_t[]){i, j, a, b})];
+                    s += v, mag += fabs(v);
+                }
+            double want = s / (double)(h * w);
+            /* f32: the f32 sum's rounding, ~ sqrt(hw) ulp of the magnitudes; f16: the output's. */
+            double tol = 2e-7 * sqrt((double)(h * w)) * mag / (double)(h * w) + 1e-7 + (dt == F16 ? 1e-3 * fabs(want) : 0);
+            snprintf(where, sizeof where, "%s x [%lld,%lld,%lld,%lld]: y[%lld,%lld]", gaio_dtype_name(dt), (long long)n,
+                     (long long)c, (long long)h, (long long)w, (long long)i, (long long)j);
+            int64_t idx[4] = {i, j, 0, 0};
+            report("global_avg_pool", where, got[offset_of(&y, idx)], want, tol);
+        }
+    check_gaps(&y, got);
+    free(got);
+    drop(&x);
+    drop(&y);
+}
+
+static void test_gap(env *e) {
+    gap_case(e, F32, 1, 512, 7, 7, MEM_PACKED, false, MEM_PACKED);
+    gap_case(e, F16, 33, 10, 7, 7, MEM_NHWC, true, MEM_PACKED);
+    gap_case(e, F32, 2, 3, 1, 1, MEM_PACKED, true, MEM_GAPS);
+    gap_case(e, F32, 2, 6, 31, 29, MEM_GAPS, false, MEM_NHWC);
+    gap_case(e, F16, 1, 5, 56, 56, MEM_NHWC_GAPS, false, MEM_GAPS);
+    gap_case(e, F32, 3, 1, 1, 40, MEM_PACKED, false, MEM_NHWC_GAPS);
+}
+
+/* ---- bad input ---- */
+
+static void test_bad(env *e) {
+    gaio_buffer *buf, *host;
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, 8192, &buf));
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_HOST, 8192, &host));
+    gaio_tensor x = gaio_tensor_make(buf, 0, F32, 2, (int64_t[]){4, 8}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor y = gaio_tensor_make(buf, 256, F32, 2, (int64_t[]){4, 8}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor t;
+    const char *fn = "gaio_softmax";
+    OK(gaio_softmax(e->s, &x, &y, 1));
+    OK(gaio_softmax(e->s, &x, &x, -2)); /* in place */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(NULL, &x, &y, 1), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, NULL, &y, 1), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, NULL, 1), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &y, 2), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &y, -3), fn);
+    t = y, t.shape[1] = 7;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+    t = y, t.dtype = F16;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+    t = x, t.dtype = GAIO_DTYPE_U8;
+    gaio_tensor u = y;
+    u.dtype = GAIO_DTYPE_U8;
+    FAILS(GAIO_ERR_NOT_SUPPORTED, gaio_softmax(e->s, &t, &u, 1), fn);
+    t = y, t.offset = 64; /* overlaps x, not in place */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+    t = x, t.strides[0] = 1, t.strides[1] = 4; /* the same memory as x, other strides */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+    t = y, t.strides[0] = 0, t.strides[1] = 1; /* rows of y share memory */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+    t = y, t.offset = 8192 - 64; /* past the end */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+    t = y, t.offset = 258; /* not a multiple of 4 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+    t = y, t.buffer = host; /* pageable host memory: kernels take device or pinned buffers */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_softmax(e->s, &x, &t, 1), fn);
+
+    fn = "gaio_pool2d";
+    gaio_tensor px = gaio_tensor_make(buf, 0, F32, 4, (int64_t[]){2, 3, 8, 8}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor py = gaio_tensor_make(buf, 2048, F32, 4, (int64_t[]){2, 3, 4, 4}, GAIO_TENSOR_NHWC);
+    gaio_pool_params pp = {GAIO_POOL_MAX, {3, 3}, {2, 2}, {1, 1, 0, 0}, {1, 1}, 0};
+    OK(gaio_pool2d(e->s, &px, &py, &pp));
+    gaio_pool_params q;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(NULL, &px, &py, &pp), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, NULL), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, NULL, &py, &pp), fn);
+    q = pp, q.mode = (gaio_pool_mode)5;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.kernel[1] = 0;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.stride[0] = 0;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.pad[2] = -1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.dilation[0] = -1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.mode = GAIO_POOL_AVG, q.dilation[1] = 2; /* dilation is MAX only */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.pad[2] = 2; /* y would be 5x4 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.kernel[0] = 11; /* larger than the padded plane */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py, &q), fn);
+    q = pp, q.kernel[0] = q.kernel[1] = 1, q.pad[0] = q.pad[1] = 1, q.pad[2] = q.pad[3] = 0;
+    gaio_tensor py5 = gaio_tensor_make(buf, 6144, F32, 4, (int64_t[]){2, 3, 5, 5}, GAIO_TENSOR_ROW_MAJOR);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py5, &q), fn); /* y[.., 0, 0]'s window is all padding */
+    q.pad[0] = 0, py5.shape[2] = 4;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &py5, &q), fn); /* only the first column's is */
+    q.pad[1] = 0, py5.shape[3] = 4;
+    OK(gaio_pool2d(e->s, &px, &py5, &q));
+    t = py, t.shape[1] = 4;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &t, &pp), fn);
+    t = py, t.shape[3] = 3;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &t, &pp), fn);
+    t = py, t.dtype = F16;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &t, &pp), fn);
+    t = px, t.ndim = 3;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &t, &py, &pp), fn);
+    t = py, t.offset = 1024; /* overlaps x */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &t, &pp), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(e->s, &px, &px, &pp), fn);
+
+    fn = "gaio_global_avg_pool";
+    gaio_tensor gy = gaio_tensor_make(buf, 4096, F32, 4, (int64_t[]){2, 3, 1, 1}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor gy2 = gaio_tensor_make(buf, 4096, F32, 2, (int64_t[]){2, 3}, GAIO_TENSOR_ROW_MAJOR);
+    OK(gaio_global_avg_pool(e->s, &px, &gy));
+    OK(gaio_global_avg_pool(e->s, &px, &gy2));
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(NULL, &px, &gy), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &px, NULL), fn);
+    t = gy, t.shape[2] = 2;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &px, &t), fn);
+    t = gy2, t.shape[1] = 4;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &px, &t), fn);
+    t = gy, t.ndim = 3;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &px, &t), fn);
+    t = gy, t.dtype = F16;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &px, &t), fn);
+    t = gy, t.offset = 512;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &px, &t), fn);
+    t = gy2, t.strides[0] = 1, t.strides[1] = 1; /* elements share memory */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &px, &t), fn);
+    t = px, t.ndim = 5, t.shape[4] = 1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_global_avg_pool(e->s, &t, &gy), fn);
+
+    OK(gaio_stream_synchronize(e->s)); /* nothing bad was enqueued */
+    OK(gaio_buffer_release(host));
+    OK(gaio_buffer_release(buf));
+}
+
+static void run_all(env *e) {
+    test_softmax(e);
+    test_pool(e);
+    test_gap(e);
+}
+
+static void run(int device) {
+    env e = {0};
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    e.cuda = props.kind == GAIO_DEVICE_CUDA;
+    e.rng = test_seed();
+    OK(gaio_context_create(device, NULL, &e.ctx));
+    OK(gaio_stream_create(e.ctx, 0, 0, &e.s));
+    run_all(&e);
+    test_bad(&e);
+    /* The same on a DEFERRED stream. */
+    OK(gaio_stream_release(e.s));
+    OK(gaio_stream_create(e.ctx, 0, GAIO_STREAM_DEFERRED, &e.s));
+    run_all(&e);
+    OK(gaio_stream_release(e.s));
+    OK(gaio_context_release(e.ctx));
+    test_shutdown();
+}
