@@ -10,6 +10,7 @@
  * the same results for every input, NaN and infinities included. */
 #include <string.h>
 
+#include "cpu/half.h"
 #include "image/cpu/host_kernel.h"
 #include "image/cpu/tables.h"
 
@@ -21,25 +22,7 @@ gaio_status gaio__img_reformat_host(const gaio_launch_info *info, void *const *a
 
 #include "image/kargs.h"
 
-/* ---- bit-exact element conversions, vectorisable ---- */
-
-static inline uint32_t f2u(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static inline float u2f(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* Selects a or b with masks rather than branches: GCC does not if-convert float
- * code under -ftrapping-math, and these must vectorise. */
-static inline uint32_t sel(uint32_t cond, uint32_t a, uint32_t b) {
-    uint32_t m = 0u - cond;
-    return (a & m) | (b & ~m);
-}
+/* ---- bit-exact element conversions, vectorisable (f16: cpu/half.h) ---- */
 
 /* Clamping the bits (floats of one sign order as their bit patterns do), then adding
  * 1.5 * 2^23 rounds to an integer, to nearest even, and leaves it in the low
@@ -64,27 +47,6 @@ static inline int16_t sat_s16(float v) {
     uint32_t c = sel(m > lim, sign | lim, x);
     c = sel(m > 0x7f800000u, 0, c);
     return (int16_t)(uint16_t)f2u(u2f(c) + RND_MAGIC);
-}
-
-/* binary16 -> binary32 (exact): rebias the exponent, renormalise subnormals with one
- * float subtraction, keep NaN payloads as gaio_k_f16_to_f32 does. */
-static inline float h2f(uint16_t h) {
-    uint32_t u = (uint32_t)(h & 0x7fffu) << 13, e = u & 0x0f800000u;
-    uint32_t normal = u + 0x38000000u;
-    uint32_t special = normal + 0x38000000u; /* inf, nan: exponent 255 */
-    uint32_t sub = f2u(u2f(normal + 0x00800000u) - u2f(0x38800000u));
-    uint32_t r = sel(e == 0x0f800000u, special, sel(e == 0, sub, normal));
-    return u2f(r | (uint32_t)(h & 0x8000u) << 16);
-}
-
-/* binary32 -> binary16, round to nearest even (gaio_k_f32_to_f16's results). */
-static inline uint16_t f2h(float f) {
-    uint32_t x = f2u(f), sign = x & 0x80000000u, u = x ^ sign;
-    uint32_t big = sel(u > 0x7f800000u, 0x7e00u, 0x7c00u);     /* nan; inf and what rounds past 65504 */
-    uint32_t sub = f2u(u2f(u) + 0.5f) - 0x3f000000u;           /* the float add rounds to 2^-24 units */
-    uint32_t norm = (u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13; /* rebias, round half to even */
-    uint32_t r = sel(u >= 0x47800000u, big, sel(u < 0x38800000u, sub, norm));
-    return (uint16_t)(r | sign >> 16);
 }
 
 /* ---- row pieces ---- */
