@@ -23,15 +23,15 @@ class _Dispatcher:
         check(lib.gaio_cq_create(byref(h)))
         self._cq = h.value
         self._lock = threading.Lock()
-        self._jobs: dict[int, tuple[Callable[..., Any], tuple, Any]] = {}
+        self._jobs: dict[int, tuple[Callable[..., Any], tuple]] = {}
         self._tokens = itertools.count(1)
         self._thread = threading.Thread(target=self._run, name="gaio-dispatch", daemon=True)
         self._thread.start()
 
-    def _submit(self, future_handle: int, fn: Callable[..., Any], args: tuple, keep: Any) -> None:
+    def _submit(self, future_handle: int, fn: Callable[..., Any], args: tuple) -> None:
         token = next(self._tokens)
         with self._lock:
-            self._jobs[token] = (fn, args, keep)
+            self._jobs[token] = (fn, args)
         st = lib.gaio_cq_add(self._cq, future_handle, token)
         if st:
             with self._lock:
@@ -39,11 +39,11 @@ class _Dispatcher:
             check(st)
 
     def call_when_done(self, fut, fn: Callable[..., Any]) -> None:
-        self._submit(fut._h, fn, (fut,), None)
+        self._submit(fut._h, fn, (fut,))
 
     def run_when_done(self, future_handle: int, fn: Callable[..., Any], *args: Any) -> None:
         """fn(*args) once the gaio future completes; the caller keeps future_handle's reference."""
-        self._submit(future_handle, fn, args, None)
+        self._submit(future_handle, fn, args)
 
     @property
     def pending(self) -> int:
@@ -62,7 +62,7 @@ class _Dispatcher:
                     job = self._jobs.pop(entries[i].user_data, None)
                 if job is None:
                     continue
-                fn, args, _ = job
+                fn, args = job
                 try:
                     fn(*args)
                 except BaseException:  # a callback's failure must not stop the dispatcher

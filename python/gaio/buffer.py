@@ -28,7 +28,7 @@ class Buffer:
     """Memory of one kind ('device', 'host', 'pinned', 'managed') on a context's device.
     Work in flight keeps its buffers alive: dropping a Buffer is always safe."""
 
-    __slots__ = ("_h", "context", "size", "kind", "_keep", "__weakref__")
+    __slots__ = ("_h", "context", "size", "kind", "__weakref__")
 
     def __init__(self, size: int, kind: str = "device", context: Context | DeviceLike = 0,
                  stream: "Stream | None" = None) -> None:
@@ -42,20 +42,20 @@ class Buffer:
         else:
             ctx = context if isinstance(context, Context) else default_context(context)
             check(lib.gaio_buffer_alloc(ctx.handle, code, size, byref(h)))
-        self._init(h.value, ctx, None)
+        self._init(h.value, ctx)
 
-    def _init(self, handle: int, ctx: Context, keep: object) -> None:
-        self._h, self.context, self._keep = handle, ctx, keep
+    def _init(self, handle: int, ctx: Context) -> None:
+        self._h, self.context = handle, ctx
         n, k = c_size_t(), c_int()
         check(lib.gaio_buffer_size(handle, byref(n)))
         check(lib.gaio_buffer_kind(handle, byref(k)))
         self.size, self.kind = n.value, _KIND_NAMES[k.value]
 
     @classmethod
-    def _adopt(cls, handle: int, ctx: Context, keep: object = None) -> "Buffer":
+    def _adopt(cls, handle: int, ctx: Context) -> "Buffer":
         b = cls.__new__(cls)
         b._h = None
-        b._init(handle, ctx, keep)
+        b._init(handle, ctx)
         return b
 
     def __del__(self) -> None:

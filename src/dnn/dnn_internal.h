@@ -7,11 +7,41 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "dnn/ktensor.h"
 #include "gaio/dnn.h"
 
 /* Checks tensor `name` of the public function fn and fills its packed strides. */
 gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tensor *t, gaio_tensor *resolved,
                                size_t *bytes);
+
+/* A tensor checked for an op of gaio's own kernels: its descriptor with strides
+ * resolved, what kernels see of it, and the device addresses [lo, hi) its bytes span. */
+typedef struct gaio__kview {
+    gaio_tensor t;
+    gaio_ktensor k;
+    uint64_t lo, hi;
+} gaio__kview;
+
+/* Checks tensor `name` of fn (gaio__tensor_check, then: F32 or F16, else
+ * GAIO_ERR_NOT_SUPPORTED saying "<what> take f32 or f16"; an offset of whole
+ * elements; memory the stream reaches) and fills v. */
+gaio_status gaio__kview_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                gaio_stream *s, gaio__kview *v);
+
+/* Byte ranges that meet: conservative (interleaved views whose elements never meet
+ * are refused too), as exact overlap of strided tensors is costly to decide. */
+static inline bool gaio__kview_overlap(const gaio__kview *a, const gaio__kview *b) {
+    return a->lo < b->hi && b->lo < a->hi;
+}
+
+/* Whether no two elements of k share memory: with the dimensions of more than one
+ * element sorted by stride, each stride passes the extent of all smaller ones (a
+ * sufficient test: it refuses a few interleavings that would not collide). Writes
+ * through a view that fails it would race. */
+bool gaio__ktensor_distinct(const gaio_ktensor *k);
+
+/* "[2, 3, 4]" for messages. */
+void gaio__shape_text(int32_t ndim, const int64_t *shape, char *out, size_t size);
 
 /* A checked GEMM: D = act(alpha * op(A) op(B) + beta * C + bias), `batch` times.
  * Pointers are device (or, on the host backend, host) addresses of element [0, ...];

@@ -22,67 +22,10 @@
 #define MAX_INPUTS 64
 #define KERNEL "gaio_dnn_layout_copy"
 
-/* A checked tensor: its kernel view and the bytes it spans, for the overlap checks. */
-typedef struct view {
-    gaio_ktensor k;
-    uint64_t lo, hi; /* device addresses [lo, hi) */
-} view;
+typedef gaio__kview view;
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, view *v) {
-    gaio_tensor r;
-    size_t bytes;
-    gaio_status st = gaio__tensor_check(fn, name, t, &r, &bytes);
-    if (st != GAIO_OK) return st;
-    if (r.dtype != GAIO_DTYPE_F32 && r.dtype != GAIO_DTYPE_F16)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %s: layout ops take f32 or f16", name,
-                          gaio_dtype_name(r.dtype));
-    if (r.offset % gaio_dtype_size(r.dtype))
-        return BAD("%s->offset %zu is not a multiple of the %s element size", name, r.offset, gaio_dtype_name(r.dtype));
-    if (!gaio__reachable(r.buffer, s, 0)) return gaio__check_reach(fn, name, r.buffer, s, 0);
-    void *base;
-    if ((st = gaio_buffer_device_ptr(r.buffer, &base)) != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
-    memset(&v->k, 0, sizeof v->k);
-    v->k.ptr = (uint64_t)(uintptr_t)base + r.offset;
-    v->k.ndim = r.ndim;
-    v->k.dtype = (int32_t)r.dtype;
-    for (int32_t i = 0; i < r.ndim; i++) v->k.shape[i] = r.shape[i], v->k.strides[i] = r.strides[i];
-    v->lo = v->k.ptr;
-    v->hi = v->k.ptr + bytes;
-    return GAIO_OK;
-}
-
-/* Byte ranges, not elements: two interleaved views of one buffer are refused too,
- * which keeps the check exact for the kernels (no element written is read). */
-static bool overlap(const view *a, const view *b) { return a->lo < b->hi && b->lo < a->hi; }
-
-/* Whether no two elements of k share memory: with its dimensions sorted by stride,
- * each stride must step past the whole extent of the smaller ones. Writes through a
- * view that fails this would race. */
-static bool distinct(const gaio_ktensor *k) {
-    int64_t s[GAIO_KT_MAX_NDIM], e[GAIO_KT_MAX_NDIM];
-    int32_t n = 0;
-    for (int32_t i = 0; i < k->ndim; i++)
-        if (k->shape[i] > 1) s[n] = k->strides[i], e[n] = k->shape[i], n++;
-    for (int32_t i = 1; i < n; i++)
-        for (int32_t j = i; j > 0 && s[j] < s[j - 1]; j--) {
-            int64_t t = s[j];
-            s[j] = s[j - 1], s[j - 1] = t;
-            t = e[j], e[j] = e[j - 1], e[j - 1] = t;
-        }
-    int64_t reach = 1; /* elements spanned by the dimensions so far */
-    for (int32_t i = 0; i < n; i++) {
-        if (s[i] < reach) return false;
-        reach = s[i] * (e[i] - 1) + reach;
-    }
-    return true;
-}
-
-static void shape_text(const gaio_ktensor *k, char *out, size_t size) {
-    size_t n = 0;
-    out[0] = 0;
-    for (int32_t i = 0; i < k->ndim && n < size; i++)
-        n += (size_t)snprintf(out + n, size - n, "%s%lld", i ? ", " : "[", (long long)k->shape[i]);
-    if (n < size) snprintf(out + n, size - n, "]");
+    return gaio__kview_resolve(fn, name, "layout ops", t, s, v);
 }
 
 /* Drops dimensions of 1 and merges neighbours that are contiguous in both x and y
@@ -159,13 +102,13 @@ gaio_status gaio_transpose(gaio_stream *stream, const gaio_tensor *x, const gaio
     for (int32_t i = 0; i < n; i++)
         if (vy.k.shape[i] != vx.k.shape[perm[i]]) {
             char xs[128], ys[128];
-            shape_text(&vx.k, xs, sizeof xs);
-            shape_text(&vy.k, ys, sizeof ys);
+            gaio__shape_text(vx.k.ndim, vx.k.shape, xs, sizeof xs);
+            gaio__shape_text(vy.k.ndim, vy.k.shape, ys, sizeof ys);
             return BAD("y.shape[%d] is %lld but x.shape[perm[%d] = %d] is %lld (x %s, y %s)", (int)i,
                        (long long)vy.k.shape[i], (int)i, (int)perm[i], (long long)vx.k.shape[perm[i]], xs, ys);
         }
-    if (!distinct(&vy.k)) return BAD("y's strides make some of its elements share memory");
-    if (overlap(&vx, &vy)) return BAD("y overlaps x: transpose cannot work in place");
+    if (!gaio__ktensor_distinct(&vy.k)) return BAD("y's strides make some of its elements share memory");
+    if (gaio__kview_overlap(&vx, &vy)) return BAD("y overlaps x: transpose cannot work in place");
 
     /* x seen in y's order. */
     gaio_ktensor xp = vx.k;
@@ -186,7 +129,7 @@ gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32
     view vy, vx[MAX_INPUTS];
     gaio_status st;
     if ((st = resolve(fn, "y", y, stream, &vy)) != GAIO_OK) return st;
-    if (!distinct(&vy.k)) return BAD("y's strides make some of its elements share memory");
+    if (!gaio__ktensor_distinct(&vy.k)) return BAD("y's strides make some of its elements share memory");
     int32_t n = vy.k.ndim;
     if (axis < -n || axis >= n) return BAD("axis %d is outside [%d, %d] for y's %d dimensions", (int)axis, (int)-n, (int)(n - 1), (int)n);
     int32_t ax = axis < 0 ? axis + n : axis;
@@ -203,13 +146,13 @@ gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32
         for (int32_t i = 0; i < n; i++)
             if (i != ax && k->shape[i] != vy.k.shape[i]) {
                 char a[128], b[128];
-                shape_text(k, a, sizeof a);
-                shape_text(&vy.k, b, sizeof b);
+                gaio__shape_text(k->ndim, k->shape, a, sizeof a);
+                gaio__shape_text(vy.k.ndim, vy.k.shape, b, sizeof b);
                 return BAD("%s is %s but y is %s: dimension %d differs and only axis %d may", name, a, b, (int)i,
                            (int)ax);
             }
         along += k->shape[ax];
-        if (overlap(&vx[j], &vy)) return BAD("y overlaps %s: concat cannot work in place", name);
+        if (gaio__kview_overlap(&vx[j], &vy)) return BAD("y overlaps %s: concat cannot work in place", name);
     }
     if (along != vy.k.shape[ax])
         return BAD("the inputs add up to %lld along axis %d but y has %lld", (long long)along, (int)ax,

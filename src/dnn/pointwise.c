@@ -20,49 +20,19 @@
 
 #define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
-/* A checked tensor: its descriptor with strides resolved, its bytes in the buffer, and
- * what kernels see of it. */
-typedef struct pw_tensor {
-    gaio_tensor r;
-    size_t lo, hi; /* byte range in its buffer */
-    gaio_ktensor k;
-} pw_tensor;
+typedef gaio__kview pw_tensor;
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, pw_tensor *o) {
-    size_t bytes;
-    gaio_status st = gaio__tensor_check(fn, name, t, &o->r, &bytes);
-    if (st != GAIO_OK) return st;
-    const gaio_tensor *r = &o->r;
-    if (r->dtype != GAIO_DTYPE_F32 && r->dtype != GAIO_DTYPE_F16)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %s: pointwise ops take f32 or f16", name,
-                          gaio_dtype_name(r->dtype));
-    size_t e = gaio_dtype_size(r->dtype);
-    if (r->offset % e)
-        return BAD("%s->offset %zu is not a multiple of the %s element size %zu", name, r->offset,
-                   gaio_dtype_name(r->dtype), e);
-    if (!gaio__reachable(r->buffer, s, 0)) return gaio__check_reach(fn, name, r->buffer, s, 0);
-    void *base;
-    if ((st = gaio_buffer_device_ptr(r->buffer, &base)) != GAIO_OK) return st;
-    o->lo = r->offset;
-    o->hi = r->offset + bytes;
-    memset(&o->k, 0, sizeof o->k);
-    o->k.ptr = (uint64_t)(uintptr_t)((char *)base + r->offset);
-    o->k.ndim = r->ndim;
-    o->k.dtype = r->dtype == GAIO_DTYPE_F16 ? GAIO_KT_F16 : GAIO_KT_F32;
-    for (int32_t i = 0; i < r->ndim; i++) {
-        o->k.shape[i] = r->shape[i];
-        o->k.strides[i] = r->strides[i];
-    }
-    return GAIO_OK;
+    return gaio__kview_resolve(fn, name, "pointwise ops", t, s, o);
 }
 
 /* The output must not write one element twice. Zero strides are the usual way to
  * get that wrong; other self-overlapping strides are the caller's to avoid. */
 static gaio_status check_output(const char *fn, const char *name, const pw_tensor *y) {
-    for (int32_t i = 0; i < y->r.ndim; i++)
-        if (y->r.shape[i] > 1 && y->r.strides[i] == 0)
+    for (int32_t i = 0; i < y->t.ndim; i++)
+        if (y->t.shape[i] > 1 && y->t.strides[i] == 0)
             return BAD("%s->strides[%d] is 0 over %lld elements: an output may not repeat elements", name, (int)i,
-                       (long long)y->r.shape[i]);
+                       (long long)y->t.shape[i]);
     return GAIO_OK;
 }
 
@@ -75,40 +45,27 @@ static bool same_shape(const gaio_tensor *a, const gaio_tensor *b) {
 
 /* The same elements: in place. */
 static bool identical(const pw_tensor *a, const pw_tensor *b) {
-    if (a->r.buffer != b->r.buffer || a->r.offset != b->r.offset || a->r.dtype != b->r.dtype || !same_shape(&a->r, &b->r))
+    if (a->t.buffer != b->t.buffer || a->t.offset != b->t.offset || a->t.dtype != b->t.dtype || !same_shape(&a->t, &b->t))
         return false;
-    for (int32_t i = 0; i < a->r.ndim; i++)
-        if (a->r.shape[i] > 1 && a->r.strides[i] != b->r.strides[i]) return false;
+    for (int32_t i = 0; i < a->t.ndim; i++)
+        if (a->t.shape[i] > 1 && a->t.strides[i] != b->t.strides[i]) return false;
     return true;
-}
-
-/* Byte ranges that meet: conservative (interleaved tensors whose elements never meet
- * are refused too), as exact overlap of strided tensors is costly to decide. */
-static bool overlap(const pw_tensor *a, const pw_tensor *b) {
-    return a->r.buffer == b->r.buffer && a->lo < b->hi && b->lo < a->hi;
 }
 
 /* Input `in` may be output y itself, or apart from it. */
 static gaio_status check_apart(const char *fn, const char *in_name, const pw_tensor *in, const char *y_name,
                                const pw_tensor *y) {
-    if (overlap(in, y) && !identical(in, y))
+    if (gaio__kview_overlap(in, y) && !identical(in, y))
         return BAD("%s overlaps %s without being %s itself (same buffer, offset, dtype, shape and strides)", y_name,
                    in_name, in_name);
     return GAIO_OK;
 }
 
-static void shape_text(const gaio_tensor *t, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = 0;
-    for (int32_t i = 0; i < t->ndim && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? "x" : "", (long long)t->shape[i]);
-}
-
 static gaio_status shape_mismatch(const char *fn, const char *an, const gaio_tensor *a, const char *bn,
                                   const gaio_tensor *b) {
     char sa[128], sb[128];
-    shape_text(a, sa, sizeof sa);
-    shape_text(b, sb, sizeof sb);
+    gaio__shape_text(a->ndim, a->shape, sa, sizeof sa);
+    gaio__shape_text(b->ndim, b->shape, sb, sizeof sb);
     return BAD("%s is [%s] but %s is [%s]: they must have the same shape", an, sa, bn, sb);
 }
 
@@ -200,16 +157,16 @@ static gaio_status unary_launch(const char *fn, gaio_stream *stream, const gaio_
     gaio_status st;
     if ((st = resolve(fn, "x", x, stream, &tx)) != GAIO_OK || (st = resolve(fn, "y", y, stream, &ty)) != GAIO_OK)
         return st;
-    if (!cast && tx.r.dtype != ty.r.dtype)
-        return BAD("x is %s but y is %s: they must match (gaio_cast converts)", gaio_dtype_name(tx.r.dtype),
-                   gaio_dtype_name(ty.r.dtype));
-    if (!same_shape(&tx.r, &ty.r)) return shape_mismatch(fn, "x", &tx.r, "y", &ty.r);
+    if (!cast && tx.t.dtype != ty.t.dtype)
+        return BAD("x is %s but y is %s: they must match (gaio_cast converts)", gaio_dtype_name(tx.t.dtype),
+                   gaio_dtype_name(ty.t.dtype));
+    if (!same_shape(&tx.t, &ty.t)) return shape_mismatch(fn, "x", &tx.t, "y", &ty.t);
     if ((st = check_output(fn, "y", &ty)) != GAIO_OK || (st = check_apart(fn, "x", &tx, "y", &ty)) != GAIO_OK)
         return st;
     gaio_ktensor *ts[2] = {&ty.k, &tx.k};
     simplify(ts, 2);
     gaio_arg args[3] = {GAIO_ARG(tx.k), GAIO_ARG(ty.k), GAIO_ARG(act)};
-    gaio_buffer *held[2] = {tx.r.buffer, ty.r.buffer};
+    gaio_buffer *held[2] = {tx.t.buffer, ty.t.buffer};
     return launch(fn, stream, "gaio_dnn_unary", elements(&ty.k), args, 3, held, 2);
 }
 
@@ -233,21 +190,21 @@ gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tens
 /* t seen over the broadcast shape of y (t's dimensions aligned at the last). */
 static gaio_status broadcast(const char *fn, const char *name, pw_tensor *t, const pw_tensor *y) {
     gaio_ktensor k = t->k;
-    int32_t shift = y->r.ndim - t->r.ndim;
-    for (int32_t d = 0; d < y->r.ndim; d++) {
+    int32_t shift = y->t.ndim - t->t.ndim;
+    for (int32_t d = 0; d < y->t.ndim; d++) {
         int32_t s = d - shift;
-        int64_t n = s >= 0 ? t->r.shape[s] : 1;
-        if (n != y->r.shape[d] && n != 1) {
+        int64_t n = s >= 0 ? t->t.shape[s] : 1;
+        if (n != y->t.shape[d] && n != 1) {
             char st[128], sy[128];
-            shape_text(&t->r, st, sizeof st);
-            shape_text(&y->r, sy, sizeof sy);
+            gaio__shape_text(t->t.ndim, t->t.shape, st, sizeof st);
+            gaio__shape_text(y->t.ndim, y->t.shape, sy, sizeof sy);
             return BAD("%s is [%s] but y is [%s]: dimension %d of y (%lld) is neither %s's nor broadcast from 1",
-                       name, st, sy, (int)d, (long long)y->r.shape[d], name);
+                       name, st, sy, (int)d, (long long)y->t.shape[d], name);
         }
-        k.shape[d] = y->r.shape[d];
-        k.strides[d] = n == 1 ? 0 : t->r.strides[s];
+        k.shape[d] = y->t.shape[d];
+        k.strides[d] = n == 1 ? 0 : t->t.strides[s];
     }
-    k.ndim = y->r.ndim;
+    k.ndim = y->t.ndim;
     t->k = k;
     return GAIO_OK;
 }
@@ -263,20 +220,20 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
     if ((st = resolve(fn, "a", a, stream, &ta)) != GAIO_OK || (st = resolve(fn, "b", b, stream, &tb)) != GAIO_OK ||
         (st = resolve(fn, "y", y, stream, &ty)) != GAIO_OK)
         return st;
-    if (ta.r.dtype != ty.r.dtype || tb.r.dtype != ty.r.dtype)
-        return BAD("a is %s, b %s and y %s: they must match", gaio_dtype_name(ta.r.dtype), gaio_dtype_name(tb.r.dtype),
-                   gaio_dtype_name(ty.r.dtype));
-    int32_t nd = ta.r.ndim > tb.r.ndim ? ta.r.ndim : tb.r.ndim;
-    if (ty.r.ndim != nd)
-        return BAD("y has %d dimensions but a has %d and b %d: y has the broadcast shape, of %d", (int)ty.r.ndim,
-                   (int)ta.r.ndim, (int)tb.r.ndim, (int)nd);
+    if (ta.t.dtype != ty.t.dtype || tb.t.dtype != ty.t.dtype)
+        return BAD("a is %s, b %s and y %s: they must match", gaio_dtype_name(ta.t.dtype), gaio_dtype_name(tb.t.dtype),
+                   gaio_dtype_name(ty.t.dtype));
+    int32_t nd = ta.t.ndim > tb.t.ndim ? ta.t.ndim : tb.t.ndim;
+    if (ty.t.ndim != nd)
+        return BAD("y has %d dimensions but a has %d and b %d: y has the broadcast shape, of %d", (int)ty.t.ndim,
+                   (int)ta.t.ndim, (int)tb.t.ndim, (int)nd);
     if ((st = broadcast(fn, "a", &ta, &ty)) != GAIO_OK || (st = broadcast(fn, "b", &tb, &ty)) != GAIO_OK) return st;
     /* y equals the broadcast shape exactly: some input spans each dimension of y. */
     for (int32_t d = 0; d < nd; d++) {
-        int32_t sa = d - (nd - ta.r.ndim), sb = d - (nd - tb.r.ndim);
-        int64_t na = sa >= 0 ? ta.r.shape[sa] : 1, nb = sb >= 0 ? tb.r.shape[sb] : 1;
-        if (ty.r.shape[d] != (na > nb ? na : nb))
-            return BAD("y->shape[%d] is %lld but a and b broadcast to %lld there", (int)d, (long long)ty.r.shape[d],
+        int32_t sa = d - (nd - ta.t.ndim), sb = d - (nd - tb.t.ndim);
+        int64_t na = sa >= 0 ? ta.t.shape[sa] : 1, nb = sb >= 0 ? tb.t.shape[sb] : 1;
+        if (ty.t.shape[d] != (na > nb ? na : nb))
+            return BAD("y->shape[%d] is %lld but a and b broadcast to %lld there", (int)d, (long long)ty.t.shape[d],
                        (long long)(na > nb ? na : nb));
     }
     if ((st = check_output(fn, "y", &ty)) != GAIO_OK || (st = check_apart(fn, "a", &ta, "y", &ty)) != GAIO_OK ||
@@ -288,7 +245,7 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
     gaio_kpw_act ka = {GAIO_KPW_IDENTITY, 0.0f, 0.0f};
     if (act) ka.op = (int32_t)act->op, ka.alpha = act->alpha, ka.beta = act->beta;
     gaio_arg args[5] = {GAIO_ARG(ta.k), GAIO_ARG(tb.k), GAIO_ARG(ty.k), GAIO_ARG(kop), GAIO_ARG(ka)};
-    gaio_buffer *held[3] = {ta.r.buffer, tb.r.buffer, ty.r.buffer};
+    gaio_buffer *held[3] = {ta.t.buffer, tb.t.buffer, ty.t.buffer};
     return launch(fn, stream, "gaio_dnn_binary", elements(&ty.k), args, 5, held, 3);
 }
 
@@ -297,15 +254,15 @@ static gaio_status channel_param(const char *fn, const char *name, const gaio_te
                                  const pw_tensor *y, pw_tensor *o) {
     gaio_status st = resolve(fn, name, t, stream, o);
     if (st != GAIO_OK) return st;
-    if (o->r.dtype != GAIO_DTYPE_F32) return BAD("%s is %s: batch norm parameters are f32", name, gaio_dtype_name(o->r.dtype));
-    if (o->r.ndim != 1 || o->r.shape[0] != y->r.shape[1])
-        return BAD("%s must be a 1-D tensor of C = %lld values (x's dimension 1)", name, (long long)y->r.shape[1]);
-    if (overlap(o, y)) return BAD("y overlaps %s", name);
-    int64_t stride = o->r.strides[0];
+    if (o->t.dtype != GAIO_DTYPE_F32) return BAD("%s is %s: batch norm parameters are f32", name, gaio_dtype_name(o->t.dtype));
+    if (o->t.ndim != 1 || o->t.shape[0] != y->t.shape[1])
+        return BAD("%s must be a 1-D tensor of C = %lld values (x's dimension 1)", name, (long long)y->t.shape[1]);
+    if (gaio__kview_overlap(o, y)) return BAD("y overlaps %s", name);
+    int64_t stride = o->t.strides[0];
     memset(o->k.shape, 0, sizeof o->k.shape);
     memset(o->k.strides, 0, sizeof o->k.strides);
-    o->k.ndim = y->r.ndim;
-    for (int32_t d = 0; d < y->r.ndim; d++) o->k.shape[d] = y->r.shape[d];
+    o->k.ndim = y->t.ndim;
+    for (int32_t d = 0; d < y->t.ndim; d++) o->k.shape[d] = y->t.shape[d];
     o->k.strides[1] = stride;
     return GAIO_OK;
 }
@@ -319,10 +276,10 @@ gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gai
     gaio_status st;
     if ((st = resolve(fn, "x", x, stream, &tx)) != GAIO_OK || (st = resolve(fn, "y", y, stream, &ty)) != GAIO_OK)
         return st;
-    if (tx.r.dtype != ty.r.dtype)
-        return BAD("x is %s but y is %s: they must match", gaio_dtype_name(tx.r.dtype), gaio_dtype_name(ty.r.dtype));
-    if (tx.r.ndim < 2) return BAD("x has %d dimension: batch norm takes [N, C, ...]", (int)tx.r.ndim);
-    if (!same_shape(&tx.r, &ty.r)) return shape_mismatch(fn, "x", &tx.r, "y", &ty.r);
+    if (tx.t.dtype != ty.t.dtype)
+        return BAD("x is %s but y is %s: they must match", gaio_dtype_name(tx.t.dtype), gaio_dtype_name(ty.t.dtype));
+    if (tx.t.ndim < 2) return BAD("x has %d dimension: batch norm takes [N, C, ...]", (int)tx.t.ndim);
+    if (!same_shape(&tx.t, &ty.t)) return shape_mismatch(fn, "x", &tx.t, "y", &ty.t);
     if ((st = check_output(fn, "y", &ty)) != GAIO_OK || (st = check_apart(fn, "x", &tx, "y", &ty)) != GAIO_OK)
         return st;
     const gaio_tensor *params[4] = {scale, bias, mean, var};
@@ -333,6 +290,6 @@ gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gai
     simplify(ts, 6);
     gaio_arg args[7] = {GAIO_ARG(tx.k),    GAIO_ARG(ty.k),    GAIO_ARG(tp[0].k), GAIO_ARG(tp[1].k),
                         GAIO_ARG(tp[2].k), GAIO_ARG(tp[3].k), GAIO_ARG(epsilon)};
-    gaio_buffer *held[6] = {tx.r.buffer, ty.r.buffer, tp[0].r.buffer, tp[1].r.buffer, tp[2].r.buffer, tp[3].r.buffer};
+    gaio_buffer *held[6] = {tx.t.buffer, ty.t.buffer, tp[0].t.buffer, tp[1].t.buffer, tp[2].t.buffer, tp[3].t.buffer};
     return launch(fn, stream, "gaio_dnn_batch_norm", elements(&ty.k), args, 7, held, 6);
 }

@@ -19,70 +19,17 @@
 #define WARPS_PER_BLOCK (BLOCK / 32)
 #define MAX_BLOCKS (1 << 20)
 
-/* A checked tensor as its kernel sees it, with its bytes' address range. */
-typedef struct operand {
-    gaio_tensor t; /* strides resolved */
-    gaio_ktensor k;
-    uint64_t lo, hi;
-} operand;
+typedef gaio__kview operand;
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, operand *o) {
-    size_t bytes;
-    gaio_status st = gaio__tensor_check(fn, name, t, &o->t, &bytes);
-    if (st != GAIO_OK) return st;
-    if (o->t.dtype != GAIO_DTYPE_F32 && o->t.dtype != GAIO_DTYPE_F16)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %s: this op takes f32 or f16 tensors", name,
-                          gaio_dtype_name(o->t.dtype));
-    size_t e = gaio_dtype_size(o->t.dtype);
-    if (o->t.offset % e)
-        return BAD("%s->offset %zu is not a multiple of the %s element size %zu", name, o->t.offset,
-                   gaio_dtype_name(o->t.dtype), e);
-    if (!gaio__reachable(o->t.buffer, s, 0)) return gaio__check_reach(fn, name, o->t.buffer, s, 0);
-    void *base;
-    st = gaio_buffer_device_ptr(o->t.buffer, &base);
-    if (st != GAIO_OK) return st;
-    memset(&o->k, 0, sizeof o->k);
-    o->k.ptr = (uint64_t)(uintptr_t)((char *)base + o->t.offset);
-    o->k.ndim = o->t.ndim;
-    o->k.dtype = (int32_t)o->t.dtype;
-    for (int32_t i = 0; i < o->t.ndim; i++) {
-        o->k.shape[i] = o->t.shape[i];
-        o->k.strides[i] = o->t.strides[i];
-    }
-    o->lo = o->k.ptr;
-    o->hi = o->k.ptr + bytes;
-    return GAIO_OK;
-}
-
-/* Whether no two elements of t share memory: with the dimensions of more than one
- * element sorted by stride, each stride passes the extent of all smaller ones. (A
- * sufficient test: it refuses a few interleavings that would not collide.) */
-static bool distinct_elements(const gaio_ktensor *t) {
-    int32_t d[GAIO_KT_MAX_NDIM], n = 0;
-    for (int32_t i = 0; i < t->ndim; i++)
-        if (t->shape[i] > 1) d[n++] = i;
-    for (int32_t i = 1; i < n; i++)
-        for (int32_t j = i; j > 0 && t->strides[d[j]] < t->strides[d[j - 1]]; j--) {
-            int32_t tmp = d[j];
-            d[j] = d[j - 1];
-            d[j - 1] = tmp;
-        }
-    int64_t reach = 0; /* the largest offset reached by the dimensions so far */
-    for (int32_t i = 0; i < n; i++) {
-        int64_t st = t->strides[d[i]];
-        if (st <= reach) return false;
-        reach += st * (t->shape[d[i]] - 1);
-    }
-    return true;
+    return gaio__kview_resolve(fn, name, "reductions", t, s, o);
 }
 
 static gaio_status check_output(const char *fn, const char *name, const operand *y) {
-    if (!distinct_elements(&y->k))
+    if (!gaio__ktensor_distinct(&y->k))
         return BAD("%s's strides make some of its elements share memory: an output needs each element once", name);
     return GAIO_OK;
 }
-
-static bool overlap(const operand *a, const operand *b) { return a->lo < b->hi && b->lo < a->hi; }
 
 static bool same_place(const operand *a, const operand *b) {
     if (a->k.ptr != b->k.ptr || a->k.ndim != b->k.ndim || a->k.dtype != b->k.dtype) return false;
@@ -91,21 +38,13 @@ static bool same_place(const operand *a, const operand *b) {
     return true;
 }
 
-static void shape_text(const gaio_tensor *t, char *out, size_t size) {
-    size_t n = 0;
-    out[0] = 0;
-    for (int32_t i = 0; i < t->ndim && n < size; i++)
-        n += (size_t)snprintf(out + n, size - n, "%s%lld", i ? ", " : "[", (long long)t->shape[i]);
-    if (n < size) snprintf(out + n, size - n, "]");
-}
-
 static gaio_status same_shape(const char *fn, const operand *x, const operand *y) {
     bool same = x->t.ndim == y->t.ndim;
     for (int32_t i = 0; same && i < x->t.ndim; i++) same = x->t.shape[i] == y->t.shape[i];
     if (!same) {
         char a[128], b[128];
-        shape_text(&x->t, a, sizeof a);
-        shape_text(&y->t, b, sizeof b);
+        gaio__shape_text(x->t.ndim, x->t.shape, a, sizeof a);
+        gaio__shape_text(y->t.ndim, y->t.shape, b, sizeof b);
         return BAD("y's shape %s differs from x's %s", b, a);
     }
     if (x->t.dtype != y->t.dtype)
@@ -151,7 +90,7 @@ gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_t
                    (int)nd - 1);
     if (axis < 0) axis += nd;
     /* In place works as each row is read whole before any of it is written. */
-    if (overlap(&ox, &oy) && !same_place(&ox, &oy))
+    if (gaio__kview_overlap(&ox, &oy) && !same_place(&ox, &oy))
         return BAD("y overlaps x: only an in-place softmax (y the same elements as x) may share memory");
     int64_t total = 1;
     for (int32_t i = 0; i < nd; i++) total *= ox.t.shape[i];
@@ -229,7 +168,7 @@ gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
     if (eh >= 0) return BAD("the window of output row %lld lies wholly in the padding", (long long)eh);
     if (ew >= 0) return BAD("the window of output column %lld lies wholly in the padding", (long long)ew);
     if ((st = check_output(fn, "y", &oy)) != GAIO_OK) return st;
-    if (overlap(&ox, &oy)) return BAD("y overlaps x: pooling cannot run in place");
+    if (gaio__kview_overlap(&ox, &oy)) return BAD("y overlaps x: pooling cannot run in place");
     kp.c_inner = oy.k.strides[1] < oy.k.strides[3];
     gaio_arg args[3] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k), GAIO_ARG(kp)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
@@ -249,12 +188,12 @@ gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, cons
     bool ok = (oy.t.ndim == 4 && oy.t.shape[2] == 1 && oy.t.shape[3] == 1) || oy.t.ndim == 2;
     if (!ok || oy.t.shape[0] != ox.t.shape[0] || oy.t.shape[1] != ox.t.shape[1]) {
         char a[128], b[128];
-        shape_text(&ox.t, a, sizeof a);
-        shape_text(&oy.t, b, sizeof b);
+        gaio__shape_text(ox.t.ndim, ox.t.shape, a, sizeof a);
+        gaio__shape_text(oy.t.ndim, oy.t.shape, b, sizeof b);
         return BAD("y is %s but x is %s: y must be [N, C, 1, 1] or [N, C]", b, a);
     }
     if ((st = check_output(fn, "y", &oy)) != GAIO_OK) return st;
-    if (overlap(&ox, &oy)) return BAD("y overlaps x: global_avg_pool cannot run in place");
+    if (gaio__kview_overlap(&ox, &oy)) return BAD("y overlaps x: global_avg_pool cannot run in place");
     gaio_arg args[2] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
     return launch(fn, stream, "gaio_dnn_global_avg_pool", ox.t.shape[0] * ox.t.shape[1], WARPS_PER_BLOCK, args, 2,

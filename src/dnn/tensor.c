@@ -1,7 +1,10 @@
 /* gaio_tensor: descriptor checks and packed strides. */
+#include <stdio.h>
 #include <string.h>
 
 #include "dlpack/dlpack_internal.h"
+#include "core/object.h"
+#include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
 
@@ -79,4 +82,57 @@ gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tens
 
 gaio_status gaio_tensor_check(const gaio_tensor *t, gaio_tensor *resolved, size_t *bytes) {
     return gaio__tensor_check(__func__, "t", t, resolved, bytes);
+}
+
+gaio_status gaio__kview_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                gaio_stream *s, gaio__kview *v) {
+    size_t bytes;
+    gaio_status st = gaio__tensor_check(fn, name, t, &v->t, &bytes);
+    if (st != GAIO_OK) return st;
+    const gaio_tensor *r = &v->t;
+    if (r->dtype != GAIO_DTYPE_F32 && r->dtype != GAIO_DTYPE_F16)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %s: %s take f32 or f16", name, gaio_dtype_name(r->dtype),
+                          what);
+    size_t e = gaio_dtype_size(r->dtype);
+    if (r->offset % e)
+        return BAD("%s->offset %zu is not a multiple of the %s element size %zu", name, r->offset,
+                   gaio_dtype_name(r->dtype), e);
+    if (!gaio__reachable(r->buffer, s, 0)) return gaio__check_reach(fn, name, r->buffer, s, 0);
+    void *base;
+    if ((st = gaio_buffer_device_ptr(r->buffer, &base)) != GAIO_OK) return st;
+    memset(&v->k, 0, sizeof v->k);
+    v->k.ptr = (uint64_t)(uintptr_t)((char *)base + r->offset);
+    v->k.ndim = r->ndim;
+    v->k.dtype = (int32_t)r->dtype; /* GAIO_KT_* are the gaio_dtype values */
+    for (int32_t i = 0; i < r->ndim; i++) v->k.shape[i] = r->shape[i], v->k.strides[i] = r->strides[i];
+    v->lo = v->k.ptr;
+    v->hi = v->k.ptr + bytes;
+    return GAIO_OK;
+}
+
+bool gaio__ktensor_distinct(const gaio_ktensor *k) {
+    int32_t d[GAIO_KT_MAX_NDIM], n = 0;
+    for (int32_t i = 0; i < k->ndim; i++)
+        if (k->shape[i] > 1) d[n++] = i;
+    for (int32_t i = 1; i < n; i++)
+        for (int32_t j = i; j > 0 && k->strides[d[j]] < k->strides[d[j - 1]]; j--) {
+            int32_t tmp = d[j];
+            d[j] = d[j - 1];
+            d[j - 1] = tmp;
+        }
+    int64_t reach = 0; /* the largest offset reached by the dimensions so far */
+    for (int32_t i = 0; i < n; i++) {
+        int64_t st = k->strides[d[i]];
+        if (st <= reach) return false;
+        reach += st * (k->shape[d[i]] - 1);
+    }
+    return true;
+}
+
+void gaio__shape_text(int32_t ndim, const int64_t *shape, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = 0;
+    for (int32_t i = 0; i < ndim && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, "%s%lld", i ? ", " : "[", (long long)shape[i]);
+    if (n < size) snprintf(out + n, size - n, "]");
 }

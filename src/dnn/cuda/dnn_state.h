@@ -30,7 +30,6 @@ typedef struct dnn_stream_state {
     CUdeviceptr retired[48];
     int nretired;
     gemm_plan *plans;       /* most recently used first */
-    int nplans;
 } dnn_stream_state;
 
 /* The stream's state, made on first use (NULL with the thread's error set). The caller

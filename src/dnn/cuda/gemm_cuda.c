@@ -152,7 +152,6 @@ static gaio_status plan_for(const gaio_cublaslt_table *t, dnn_stream_state *s, c
         if (++depth == MAX_PLANS - 1 && p->next) { /* drop the least recently used */
             plan_free(t, p->next);
             p->next = NULL;
-            s->nplans = depth + 1;
         }
         link = &p->next;
     }
@@ -160,7 +159,6 @@ static gaio_status plan_for(const gaio_cublaslt_table *t, dnn_stream_state *s, c
     if (st != GAIO_OK) return st;
     p->next = s->plans;
     s->plans = p;
-    s->nplans++;
     *out = p;
     return GAIO_OK;
 }
