@@ -5,8 +5,8 @@
  * devices before anything is enqueued, and runs asynchronously in stream order on
  * either backend: on a GPU through the vendor libraries (opened with dlopen the first
  * time an op needs them: libgaio links none of them), on the host through OpenBLAS
- * (also opened at run time) split over gaio's worker pool. A missing library is
- * GAIO_ERR_DRIVER naming the file.
+ * (also opened at run time) split over gaio's worker pool, and oneDNN for
+ * convolutions. A missing library is GAIO_ERR_DRIVER naming the file.
  *
  * Library state follows Caffe2's CUDAContext: a stream gets its own cuDNN and cuBLAS
  * handles the first time an op (or the user) needs them, bound to it and destroyed
@@ -61,7 +61,8 @@ typedef enum gaio_dnn_library {
     GAIO_DNN_CUDNN = 0,
     GAIO_DNN_CUBLAS = 1,
     GAIO_DNN_CUBLASLT = 2,
-    GAIO_DNN_OPENBLAS = 3
+    GAIO_DNN_OPENBLAS = 3,
+    GAIO_DNN_ONEDNN = 4
 } gaio_dnn_library;
 
 /* Whether a library loads in this process, in words ("cuDNN 9.14.0 from
@@ -192,6 +193,68 @@ gaio_status gaio_transpose(gaio_stream *stream, const gaio_tensor *x, const gaio
  * other dimension equal; one dtype. Up to 64 inputs per call. */
 gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32_t count, int32_t axis,
                         const gaio_tensor *y);
+
+/* ---- convolution (src/dnn/conv.c, dnn/cpu/conv_cpu.c, dnn/cuda/conv_cuda.c) ---------- */
+
+typedef struct gaio_conv2d_params {
+    int32_t stride[2];   /* height, width; 0 means 1 */
+    int32_t pad[4];      /* top, left, bottom, right */
+    int32_t dilation[2]; /* 0 means 1 */
+    int32_t groups;      /* 0 means 1; C and K are multiples of it (depthwise: groups = C) */
+    /* Applied last (may be NULL: none). Fused on both backends: RELU, CLIP (ReLU6),
+     * SIGMOID, SILU, TANH, GELU, GELU_TANH and, on the host, the rest; a GPU runs an
+     * activation cuDNN cannot fuse (HARD_SIGMOID, HARD_SWISH) as a second pass. */
+    const gaio_unary_params *act;
+    /* F16 on a GPU: also let cuDNN pick engines that accumulate in f16 (PyTorch's
+     * default): faster where few input channels make short sums (ResNet-50's 3-channel
+     * stem: 2x on an H100), less precise. 0: f32 accumulation only. */
+    int32_t f16_accumulation;
+} gaio_conv2d_params;
+
+/* What a convolution's plan does (gaio_conv2d_prepare). */
+typedef struct gaio_conv2d_info {
+    int32_t fused;             /* bias, residual and activation run inside the convolution's kernels */
+    int32_t cuda_graph_native; /* cuDNN can build the plan into a CUDA graph itself (cudnnBackendPopulateCudaGraph) */
+    int32_t from_cache;        /* GPU: the plan was cached already (this process, or a loaded plan cache) */
+    size_t workspace;          /* device bytes it needs (taken from the stream's workspace) */
+    char engine[64];           /* cuDNN's engine ("eng42 k2=1 k3=0" ...) or oneDNN's implementation */
+} gaio_conv2d_info;
+
+/* y = act(conv2d(x, w) + bias + residual), the convolution of CNNs (cross-correlation,
+ * as cuDNN, PyTorch and ONNX Conv compute it): x is [N, C, H, W], w [K, C / groups, R,
+ * S], y and residual [N, K, P, Q] with P = (H + pad_top + pad_bottom - dilation_h (R -
+ * 1) - 1) / stride_h + 1 (floor) and Q alike, bias 1-D [K]. Shapes in logical order;
+ * memory packed NCHW or NHWC (the layout field) or strided. One dtype for all (F32 or
+ * F16; bias too); F32 accumulation (see f16_accumulation), and f32 data computed in
+ * f32 (no TF32). bias and residual may be NULL; residual may be y
+ * itself (the in-place residual add), no other overlap with y is allowed.
+ *
+ * On a GPU: one cuDNN graph (convolution, then pointwise ops for the bias, residual and
+ * activation) run by a plan cuDNN picks by heuristics, fused by its runtime-fusion
+ * engines. fp16 tensor cores want NHWC x, w and y with C and K multiples of 8. On the
+ * host: oneDNN's convolution with the same ops as post-ops.
+ *
+ * The plan of a shape is made once per context and cached: the first call with a new
+ * shape makes it on the calling thread (cuDNN's runtime fusion compiles code there: up
+ * to seconds), later calls only look it up. Call gaio_conv2d_prepare at load time to
+ * keep that off a latency-sensitive path. */
+gaio_status gaio_conv2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w, const gaio_tensor *bias,
+                        const gaio_tensor *residual, const gaio_tensor *y, const gaio_conv2d_params *params);
+
+/* Checks the arguments as gaio_conv2d does and makes (or finds) the plan in the
+ * stream's context, without enqueuing anything; the buffers' contents are not read.
+ * info (may be NULL) says what the plan does. */
+gaio_status gaio_conv2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                const gaio_conv2d_params *params, gaio_conv2d_info *info);
+
+/* The context's cuDNN plans, written to / read from a file (cuDNN's serialized plans:
+ * loading one skips its heuristics and runtime compilation). A plan cache only loads on
+ * the cuDNN version and GPU model that wrote it (GAIO_ERR_NOT_SUPPORTED otherwise,
+ * saying which differ). *count (may be NULL) receives the number of plans written or
+ * loaded. CUDA contexts only. */
+gaio_status gaio_dnn_plan_cache_save(gaio_context *ctx, const char *path, size_t *count);
+gaio_status gaio_dnn_plan_cache_load(gaio_context *ctx, const char *path, size_t *count);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,10 @@ void gaio__context_ref(gaio_context *ctx) { gaio__ref_inc(&ctx->ref); }
 
 static void context_destroy(gaio_context *ctx) {
     gaio__stream_destroy(ctx->default_stream);
+    for (int k = 0; k < GAIO_CONTEXT_EXT_COUNT; k++) {
+        void *v = atomic_load_explicit(&ctx->ext[k], memory_order_acquire);
+        if (v && ctx->ext_dtor[k]) ctx->ext_dtor[k](v, ctx);
+    }
     for (int k = 0; k < GAIO_MEM_KIND_COUNT; k++) gaio__pool_fini(&ctx->pools[k]);
     ctx->be->context_fini(ctx);
     gaio__runtime_leave(ctx);
@@ -24,6 +28,21 @@ void gaio__context_unref_n(gaio_context *ctx, long n) {
     if (n > 0 && gaio__ref_sub(&ctx->ref, n)) context_destroy(ctx);
 }
 
+void *gaio__context_ext_get(gaio_context *ctx, int key) {
+    if (key < 0 || key >= GAIO_CONTEXT_EXT_COUNT) return NULL;
+    return atomic_load_explicit(&ctx->ext[key], memory_order_acquire);
+}
+
+void *gaio__context_ext_set(gaio_context *ctx, int key, void *value, gaio_context_ext_dtor dtor) {
+    if (key < 0 || key >= GAIO_CONTEXT_EXT_COUNT || !value) return NULL;
+    void *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&ctx->ext[key], &expected, value, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return expected;
+    ctx->ext_dtor[key] = dtor;
+    return value;
+}
+
 gaio_status gaio_context_create(int device, const gaio_context_options *options, gaio_context **out) {
     GAIO_REQUIRE_PTR(out);
     *out = NULL;
@@ -34,6 +53,7 @@ gaio_status gaio_context_create(int device, const gaio_context_options *options,
     gaio_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the context");
     gaio__ref_init(&ctx->ref);
+    for (int k = 0; k < GAIO_CONTEXT_EXT_COUNT; k++) atomic_init(&ctx->ext[k], NULL);
     ctx->device = device;
     ctx->be = be;
     pthread_mutex_init(&ctx->lock, NULL);

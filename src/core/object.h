@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "core/backend.h"
+#include "core/context_ext.h"
 #include "core/error.h"
 #include "core/pool.h"
 #include "core/ref.h"
@@ -23,6 +24,9 @@ struct gaio_context {
     gaio_stream *streams; /* every live stream of the context, default included */
     uint64_t rng_seed, rng_offset;
     gaio_context *rt_prev, *rt_next; /* the runtime's list of live contexts */
+    /* Layers' state (core/context_ext.h), published once each by a CAS. */
+    _Atomic(void *) ext[GAIO_CONTEXT_EXT_COUNT];
+    gaio_context_ext_dtor ext_dtor[GAIO_CONTEXT_EXT_COUNT];
 };
 
 struct gaio_stream {

@@ -40,6 +40,9 @@ static inline bool gaio__kview_overlap(const gaio__kview *a, const gaio__kview *
  * through a view that fails it would race. */
 bool gaio__ktensor_distinct(const gaio_ktensor *k);
 
+/* Checks a gaio_unary_params (`name` of fn): the op, CLIP's and HARD_SIGMOID's numbers. */
+gaio_status gaio__unary_params_check(const char *fn, const char *name, const gaio_unary_params *p);
+
 /* "[2, 3, 4]" for messages. */
 void gaio__shape_text(int32_t ndim, const int64_t *shape, char *out, size_t size);
 
@@ -77,5 +80,49 @@ gaio_status gaio__gemm_cuda_ready(const char *fn);
 /* Opens OpenBLAS once (src/dnn/cpu/openblas.c). fn names the public function for the
  * message; *description (may be NULL) says what was loaded. */
 gaio_status gaio__openblas_load(const char *fn, const char **description);
+
+/* A checked convolution: y = act(conv2d(x, w) + bias + residual). Strides in elements,
+ * in logical order (x: N, C, H, W; w: K, C / groups, R, S; y and residual: N, K, P, Q);
+ * pointers are device (or host) addresses of element [0, 0, 0, 0]. bias and residual
+ * may be NULL (bias is packed: K adjacent values); residual may equal y (with y's
+ * strides). */
+typedef struct gaio__conv_args {
+    gaio_dtype dtype; /* F32 or F16, every tensor */
+    int64_t n, c, h, w, k, r, s, p, q;
+    int32_t groups, stride[2], pad[4], dilation[2];
+    int64_t xs[4], ws[4], ys[4], rs[4];
+    const void *x, *wt, *bias, *residual;
+    void *y;
+    bool has_act;
+    gaio_unary_params act;
+    bool f16_accumulation; /* GPU, F16: engines that accumulate in f16 are allowed */
+} gaio__conv_args;
+
+/* The host convolution (src/dnn/cpu/conv_cpu.c): runs on the calling worker thread
+ * through oneDNN. gaio__onednn_load opens oneDNN once (at submission, so that a
+ * missing library fails the call); *description (may be NULL) says what loaded. */
+gaio_status gaio__conv_cpu(const gaio__conv_args *a);
+gaio_status gaio__onednn_load(const char *fn, const char **description);
+
+/* The CUDA convolution (src/dnn/cuda/conv_cuda.c). A plan is a cuDNN execution plan
+ * for one shape, kept in the stream's context's cache; gaio__conv_cuda_plan finds or
+ * makes it on the calling thread and returns a reference (released with
+ * gaio__conv_plan_release; the cache holds its own). The residual always runs inside
+ * the plan: as a fused add, or as the convolution's beta = 1 over y (y must then hold
+ * the residual when the plan runs: the caller copies it there first). A bias or
+ * activation the plan could not fuse the caller runs after it with gaio's own
+ * kernels. Without the CUDA backend these fail with GAIO_ERR_NOT_SUPPORTED. */
+typedef struct gaio__conv_plan gaio__conv_plan;
+typedef struct gaio__conv_fusion {
+    bool bias, act;       /* inside the plan (when present) */
+    bool residual_from_y; /* the residual is the convolution's beta = 1 over y */
+} gaio__conv_fusion;
+gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio__conv_args *a, int tune,
+                                 gaio__conv_plan **plan, gaio_conv2d_info *info);
+gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p);
+void gaio__conv_plan_release(gaio__conv_plan *p);
+/* Enqueues the plan on the native stream, from inside the op's native function. */
+gaio_status gaio__conv_cuda_run(void *native_stream, const gaio__conv_plan *p, const gaio__conv_args *a,
+                                gaio_stream *stream);
 
 #endif

@@ -138,7 +138,7 @@ static gaio_status launch(const char *fn, gaio_stream *stream, const char *name,
     return st;
 }
 
-static gaio_status check_act(const char *fn, const char *name, const gaio_unary_params *p) {
+gaio_status gaio__unary_params_check(const char *fn, const char *name, const gaio_unary_params *p) {
     if (p->op < GAIO_UNARY_RELU || p->op > GAIO_UNARY_IDENTITY)
         return BAD("%s->op %d is not a gaio_unary_op", name, (int)p->op);
     if (p->op == GAIO_UNARY_CLIP && !(p->alpha <= p->beta))
@@ -174,7 +174,7 @@ gaio_status gaio_unary(gaio_stream *stream, const gaio_tensor *x, const gaio_ten
     const char *fn = __func__;
     if (!stream) return BAD("stream is NULL");
     if (!params) return BAD("params is NULL");
-    gaio_status st = check_act(fn, "params", params);
+    gaio_status st = gaio__unary_params_check(fn, "params", params);
     if (st != GAIO_OK) return st;
     gaio_kpw_act act = {(int32_t)params->op, params->alpha, params->beta};
     return unary_launch(fn, stream, x, y, act, false);
@@ -215,7 +215,7 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
     if (!stream) return BAD("stream is NULL");
     if (op < GAIO_BINARY_ADD || op > GAIO_BINARY_DIV) return BAD("op %d is not a gaio_binary_op", (int)op);
     gaio_status st;
-    if (act && (st = check_act(fn, "act", act)) != GAIO_OK) return st;
+    if (act && (st = gaio__unary_params_check(fn, "act", act)) != GAIO_OK) return st;
     pw_tensor ta, tb, ty;
     if ((st = resolve(fn, "a", a, stream, &ta)) != GAIO_OK || (st = resolve(fn, "b", b, stream, &tb)) != GAIO_OK ||
         (st = resolve(fn, "y", y, stream, &ty)) != GAIO_OK)

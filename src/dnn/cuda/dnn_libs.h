@@ -1,7 +1,7 @@
 /* cuDNN, cuBLAS and cuBLASLt, opened at run time like the driver: dlopen of the
  * library file, every entry point through dlsym. cuBLAS(Lt)'s prototypes come from
- * the CUDA toolkit's headers (build time only); the few cuDNN calls made so far are
- * declared here, so that a toolkit without cuDNN's headers still builds gaio. */
+ * the CUDA toolkit's headers (build time only); cuDNN's from cudnn_api.h, so that a
+ * toolkit without cuDNN's headers still builds gaio. */
 #ifndef GAIO_DNN_CUDA_LIBS_H
 #define GAIO_DNN_CUDA_LIBS_H
 
@@ -9,19 +9,13 @@
 #include <cublas_v2.h>
 #include <stddef.h>
 
+#include "dnn/cuda/cudnn_api.h"
 #include "gaio/status.h"
 
-/* cuDNN 9's ABI for these (cudnn_graph.h): a handle pointer and an int status. */
-typedef struct cudnnContext *cudnnHandle_t;
-typedef int cudnnStatus_t;
-#define CUDNN_STATUS_SUCCESS 0
-size_t cudnnGetVersion(void);
-const char *cudnnGetErrorString(cudnnStatus_t status);
-cudnnStatus_t cudnnCreate(cudnnHandle_t *handle);
-cudnnStatus_t cudnnDestroy(cudnnHandle_t handle);
-cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream);
-
-#define GAIO_CUDNN_FUNCTIONS(X) X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream)
+#define GAIO_CUDNN_FUNCTIONS(X)                                                                                \
+    X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnGetLastErrorString) X(cudnnCreate) X(cudnnDestroy)         \
+    X(cudnnSetStream) X(cudnnBackendCreateDescriptor) X(cudnnBackendDestroyDescriptor) X(cudnnBackendFinalize) \
+    X(cudnnBackendSetAttribute) X(cudnnBackendGetAttribute) X(cudnnBackendExecute)
 
 #define GAIO_CUBLAS_FUNCTIONS(X)                                                                           \
     X(cublasGetVersion_v2) X(cublasGetStatusName) X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) \

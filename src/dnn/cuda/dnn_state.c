@@ -107,6 +107,19 @@ static gaio_status make_cublas(const char *fn, dnn_stream_state *s, void *native
     return GAIO_OK;
 }
 
+gaio_status gaio__dnn_cudnn(const char *fn, dnn_stream_state *s, void *native, cudnnHandle_t *out) {
+    if (s->cudnn) {
+        *out = s->cudnn;
+        return GAIO_OK;
+    }
+    gaio_status st = GAIO_OK;
+    pthread_mutex_lock(&s->lock);
+    if (!s->cudnn) st = make_cudnn(fn, s, native);
+    *out = s->cudnn;
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
 gaio_status gaio__dnn_workspace(const char *fn, dnn_stream_state *s, size_t bytes, void **ptr) {
     if (bytes > s->workspace_size) {
         size_t want = s->workspace_size * 2 > bytes ? s->workspace_size * 2 : bytes;

@@ -39,6 +39,10 @@ dnn_stream_state *gaio__dnn_state(const char *fn, gaio_stream *stream);
 /* The handles, made on first use, bound to the stream's native stream. */
 gaio_status gaio__dnn_cublaslt(const char *fn, dnn_stream_state *s, cublasLtHandle_t *out);
 
+/* The stream's cuDNN handle, made on first use and bound to native (the stream's own
+ * CUstream); the caller has the device's context current. */
+gaio_status gaio__dnn_cudnn(const char *fn, dnn_stream_state *s, void *native, cudnnHandle_t *out);
+
 /* A workspace of at least `bytes` for work enqueued next on the stream (the caller
  * has the device's context current): grows, at least doubling; the old one is kept
  * until the stream goes. */

@@ -1,0 +1,264 @@
+/* gaio_conv2d: checks, then one native op on the stream: a cuDNN graph on a GPU
+ * (dnn/cuda/conv_cuda.c), oneDNN on the host (dnn/cpu/conv_cpu.c). On a GPU, what
+ * of the epilogue a plan could not fuse runs around it as gaio's own pointwise ops. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/native.h"
+#include "core/object.h"
+#include "core/op.h"
+#include "dnn/cpu/onednn.h"
+#include "dnn/dnn_internal.h"
+#include "gaio/buffer.h"
+
+#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
+
+static const char *const WHAT = "convolutions";
+
+/* How many of cuDNN's heuristic picks gaio_conv2d_prepare times to keep the fastest
+ * (each runtime-fusion candidate compiles: about 0.3 s on an H100); a plan gaio_conv2d
+ * makes itself is the heuristics' first. */
+#define TUNE_CANDIDATES 24
+
+static gaio_status four_d(const char *fn, const char *name, const gaio__kview *v) {
+    if (v->t.ndim != 4) {
+        char sh[128];
+        gaio__shape_text(v->t.ndim, v->t.shape, sh, sizeof sh);
+        return BAD("%s is %s: a 2-D convolution takes 4-D tensors (N, C, H, W in logical order)", name, sh);
+    }
+    return GAIO_OK;
+}
+
+static bool same_view(const gaio__kview *a, const gaio__kview *b) {
+    if (a->k.ptr != b->k.ptr || a->k.dtype != b->k.dtype) return false;
+    for (int i = 0; i < 4; i++)
+        if (a->k.shape[i] != b->k.shape[i] || (a->k.shape[i] > 1 && a->k.strides[i] != b->k.strides[i])) return false;
+    return true;
+}
+
+/* Output size of one spatial dimension, or <= 0 when the window does not fit. */
+static int64_t out_size(int64_t in, int64_t k, int32_t pad0, int32_t pad1, int32_t stride, int32_t dil) {
+    int64_t span = (int64_t)dil * (k - 1) + 1, padded = in + pad0 + pad1;
+    return padded < span ? 0 : (padded - span) / stride + 1;
+}
+
+typedef struct conv_checked {
+    gaio__conv_args a;
+    gaio__kview x, w, y, bias, res;
+    bool has_bias, has_res;
+} conv_checked;
+
+static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                              const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                              const gaio_conv2d_params *params, conv_checked *c) {
+    if (!stream) return BAD("stream is NULL");
+    if (!params) return BAD("params is NULL");
+    memset(c, 0, sizeof *c);
+    gaio_status st;
+    if ((st = gaio__kview_resolve(fn, "x", WHAT, x, stream, &c->x)) != GAIO_OK ||
+        (st = four_d(fn, "x", &c->x)) != GAIO_OK || (st = gaio__kview_resolve(fn, "w", WHAT, w, stream, &c->w)) ||
+        (st = four_d(fn, "w", &c->w)) != GAIO_OK || (st = gaio__kview_resolve(fn, "y", WHAT, y, stream, &c->y)) ||
+        (st = four_d(fn, "y", &c->y)) != GAIO_OK)
+        return st;
+    gaio_dtype dt = c->x.t.dtype;
+    if (c->w.t.dtype != dt || c->y.t.dtype != dt)
+        return BAD("x is %s, w %s and y %s: they must match", gaio_dtype_name(dt), gaio_dtype_name(c->w.t.dtype),
+                   gaio_dtype_name(c->y.t.dtype));
+    const gaio_conv2d_params *p = params;
+    for (int i = 0; i < 2; i++) {
+        if (p->stride[i] < 0) return BAD("params->stride[%d] is %d: strides are >= 1 (0 means 1)", i, (int)p->stride[i]);
+        if (p->dilation[i] < 0)
+            return BAD("params->dilation[%d] is %d: dilations are >= 1 (0 means 1)", i, (int)p->dilation[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        if (p->pad[i] < 0) return BAD("params->pad[%d] is %d: padding is >= 0", i, (int)p->pad[i]);
+    if (p->groups < 0) return BAD("params->groups is %d: groups are >= 1 (0 means 1)", (int)p->groups);
+    gaio__conv_args *a = &c->a;
+    a->dtype = dt;
+    a->f16_accumulation = p->f16_accumulation != 0 && dt == GAIO_DTYPE_F16;
+    a->groups = p->groups ? p->groups : 1;
+    for (int i = 0; i < 2; i++) {
+        a->stride[i] = p->stride[i] ? p->stride[i] : 1;
+        a->dilation[i] = p->dilation[i] ? p->dilation[i] : 1;
+    }
+    memcpy(a->pad, p->pad, sizeof a->pad);
+    a->n = c->x.t.shape[0], a->c = c->x.t.shape[1], a->h = c->x.t.shape[2], a->w = c->x.t.shape[3];
+    a->k = c->w.t.shape[0], a->r = c->w.t.shape[2], a->s = c->w.t.shape[3];
+    if (a->c % a->groups || a->k % a->groups)
+        return BAD("x has C = %lld and w K = %lld channels: both must be multiples of groups = %d", (long long)a->c,
+                   (long long)a->k, (int)a->groups);
+    if (c->w.t.shape[1] != a->c / a->groups)
+        return BAD("w is [%lld, %lld, %lld, %lld] but x has %lld channels in %d group(s): w's dimension 1 must be C / "
+                   "groups = %lld",
+                   (long long)a->k, (long long)c->w.t.shape[1], (long long)a->r, (long long)a->s, (long long)a->c,
+                   (int)a->groups, (long long)(a->c / a->groups));
+    a->p = out_size(a->h, a->r, a->pad[0], a->pad[2], a->stride[0], a->dilation[0]);
+    a->q = out_size(a->w, a->s, a->pad[1], a->pad[3], a->stride[1], a->dilation[1]);
+    if (a->p < 1 || a->q < 1)
+        return BAD("the %lldx%lld window (dilation %dx%d) does not fit x's %lldx%lld padded by (%d, %d, %d, %d)",
+                   (long long)a->r, (long long)a->s, (int)a->dilation[0], (int)a->dilation[1], (long long)a->h,
+                   (long long)a->w, (int)a->pad[0], (int)a->pad[1], (int)a->pad[2], (int)a->pad[3]);
+    const int64_t want[4] = {a->n, a->k, a->p, a->q};
+    for (int i = 0; i < 4; i++)
+        if (c->y.t.shape[i] != want[i]) {
+            char got[128], exp[128];
+            gaio__shape_text(4, c->y.t.shape, got, sizeof got);
+            gaio__shape_text(4, want, exp, sizeof exp);
+            return BAD("y is %s but the convolution gives %s", got, exp);
+        }
+    if (!gaio__ktensor_distinct(&c->y.k)) return BAD("y's strides make elements share memory");
+    if (gaio__kview_overlap(&c->y, &c->x) || gaio__kview_overlap(&c->y, &c->w)) return BAD("y overlaps x or w");
+    if (bias) {
+        if ((st = gaio__kview_resolve(fn, "bias", WHAT, bias, stream, &c->bias)) != GAIO_OK) return st;
+        if (c->bias.t.ndim != 1 || c->bias.t.shape[0] != a->k || (a->k > 1 && c->bias.t.strides[0] != 1))
+            return BAD("bias must be a packed 1-D tensor of K = %lld values", (long long)a->k);
+        if (c->bias.t.dtype != dt)
+            return BAD("bias is %s but y is %s: they must match", gaio_dtype_name(c->bias.t.dtype), gaio_dtype_name(dt));
+        if (gaio__kview_overlap(&c->y, &c->bias)) return BAD("y overlaps bias");
+        c->has_bias = true;
+    }
+    if (residual) {
+        if ((st = gaio__kview_resolve(fn, "residual", WHAT, residual, stream, &c->res)) != GAIO_OK ||
+            (st = four_d(fn, "residual", &c->res)) != GAIO_OK)
+            return st;
+        if (c->res.t.dtype != dt)
+            return BAD("residual is %s but y is %s: they must match", gaio_dtype_name(c->res.t.dtype),
+                       gaio_dtype_name(dt));
+        for (int i = 0; i < 4; i++)
+            if (c->res.t.shape[i] != want[i]) {
+                char got[128], exp[128];
+                gaio__shape_text(4, c->res.t.shape, got, sizeof got);
+                gaio__shape_text(4, want, exp, sizeof exp);
+                return BAD("residual is %s but y is %s: they must match", got, exp);
+            }
+        if (gaio__kview_overlap(&c->y, &c->res) && !same_view(&c->y, &c->res))
+            return BAD("residual overlaps y without being y itself (same memory and strides)");
+        c->has_res = true;
+    }
+    if (p->act) {
+        if ((st = gaio__unary_params_check(fn, "params->act", p->act)) != GAIO_OK) return st;
+        if (p->act->op != GAIO_UNARY_IDENTITY) {
+            a->has_act = true;
+            a->act = *p->act;
+        }
+    }
+    a->x = (const void *)(uintptr_t)c->x.k.ptr;
+    a->wt = (const void *)(uintptr_t)c->w.k.ptr;
+    a->y = (void *)(uintptr_t)c->y.k.ptr;
+    a->bias = c->has_bias ? (const void *)(uintptr_t)c->bias.k.ptr : NULL;
+    a->residual = c->has_res ? (const void *)(uintptr_t)c->res.k.ptr : NULL;
+    for (int i = 0; i < 4; i++) {
+        a->xs[i] = c->x.t.strides[i];
+        a->ws[i] = c->w.t.strides[i];
+        a->ys[i] = c->y.t.strides[i];
+        a->rs[i] = c->has_res ? c->res.t.strides[i] : 0;
+    }
+    return GAIO_OK;
+}
+
+typedef struct conv_job {
+    gaio__conv_args a;
+    gaio__conv_plan *plan; /* CUDA: a reference, dropped when the job ends */
+    gaio_stream *stream;
+} conv_job;
+
+static gaio_status run_conv(void *native_stream, gaio_status stream_status, void *user) {
+    conv_job *job = user;
+    gaio_status st = stream_status;
+    if (st == GAIO_OK) {
+        if (native_stream)
+            st = gaio__conv_cuda_run(native_stream, job->plan, &job->a, job->stream);
+        else
+            st = gaio__conv_cpu(&job->a);
+    }
+    if (job->plan) gaio__conv_plan_release(job->plan);
+    free(job);
+    return st;
+}
+
+/* What the plan left out of the epilogue, after it, as gaio's pointwise ops on y: the
+ * bias (seen as [1, K, 1, 1]) and the activation, in one op when both. */
+static gaio_status unfused_epilogue(const char *fn, gaio_stream *stream, const conv_checked *c, const gaio_tensor *y,
+                                    gaio__conv_fusion f) {
+    const gaio_unary_params *act = c->a.has_act && !f.act ? &c->a.act : NULL;
+    gaio_status st = GAIO_OK;
+    if (c->has_bias && !f.bias) {
+        gaio_tensor b = c->bias.t;
+        b.ndim = 4;
+        b.shape[0] = 1, b.shape[1] = c->a.k, b.shape[2] = 1, b.shape[3] = 1;
+        b.strides[0] = c->a.k, b.strides[1] = 1, b.strides[2] = 1, b.strides[3] = 1;
+        b.layout = GAIO_TENSOR_ROW_MAJOR;
+        st = gaio_binary(stream, GAIO_BINARY_ADD, y, &b, y, act);
+    } else if (act) {
+        st = gaio_unary(stream, y, y, act);
+    }
+    if (st != GAIO_OK) return gaio__fail(st, fn, "its unfused epilogue: %s", gaio_last_error());
+    return GAIO_OK;
+}
+
+static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                        const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                        const gaio_conv2d_params *params, gaio_conv2d_info *info, bool submit) {
+    conv_checked c;
+    gaio_status st = conv_check(fn, stream, x, w, bias, residual, y, params, &c);
+    if (st != GAIO_OK) return st;
+    bool cuda = stream->ctx->be->kind == GAIO_DEVICE_CUDA;
+    gaio__conv_plan *plan = NULL;
+    gaio__conv_fusion f = {true, true, false};
+    if (cuda) {
+        if ((st = gaio__conv_cuda_plan(fn, stream, &c.a, submit ? 1 : TUNE_CANDIDATES, &plan, info)) != GAIO_OK) return st;
+        f = gaio__conv_plan_fusion(plan);
+    } else {
+        if ((st = gaio__onednn_load(fn, NULL)) != GAIO_OK) return st;
+        if (!submit) { /* the primitive made now, off the submission path */
+            char impl[64] = "";
+            if ((st = gaio__conv_cpu_prepare(&c.a, impl, sizeof impl)) != GAIO_OK) return st;
+            if (info) {
+                memset(info, 0, sizeof *info);
+                info->fused = 1;
+                snprintf(info->engine, sizeof info->engine, "%s", impl);
+            }
+        }
+    }
+    if (!submit) {
+        if (plan) gaio__conv_plan_release(plan);
+        return GAIO_OK;
+    }
+    /* The residual as the convolution's beta over y: y must hold it first. */
+    if (c.has_res && f.residual_from_y && !same_view(&c.y, &c.res) && (st = gaio_cast(stream, residual, y)) != GAIO_OK) {
+        gaio__conv_plan_release(plan);
+        return gaio__fail(st, fn, "copying the residual into y: %s", gaio_last_error());
+    }
+    conv_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        if (plan) gaio__conv_plan_release(plan);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the op");
+    }
+    job->a = c.a;
+    job->plan = plan;
+    job->stream = stream;
+    gaio_buffer *held[5] = {c.x.t.buffer, c.w.t.buffer, c.y.t.buffer, c.has_bias ? c.bias.t.buffer : NULL,
+                            c.has_res ? c.res.t.buffer : NULL};
+    /* On failure the native fn was not enqueued and never runs: free the job here. */
+    st = gaio__enqueue_native_held(fn, stream, run_conv, job, held, 5);
+    if (st != GAIO_OK) {
+        if (plan) gaio__conv_plan_release(plan);
+        free(job);
+        return st;
+    }
+    if ((c.has_bias && !f.bias) || (c.a.has_act && !f.act)) return unfused_epilogue(fn, stream, &c, y, f);
+    return GAIO_OK;
+}
+
+gaio_status gaio_conv2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w, const gaio_tensor *bias,
+                        const gaio_tensor *residual, const gaio_tensor *y, const gaio_conv2d_params *params) {
+    return conv(__func__, stream, x, w, bias, residual, y, params, NULL, true);
+}
+
+gaio_status gaio_conv2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                const gaio_conv2d_params *params, gaio_conv2d_info *info) {
+    if (info) memset(info, 0, sizeof *info);
+    return conv(__func__, stream, x, w, bias, residual, y, params, info, false);
+}

@@ -1,0 +1,136 @@
+/* oneDNN for the host convolution, opened with dlopen the first time an op needs it:
+ * libgaio links no oneDNN. libdnnl.so.2 is the soname of oneDNN 2.x (Debian 12's
+ * libdnnl2); the C API used (v2's operation descriptors) is that of 2.x, so 3.x's
+ * libdnnl.so.3 is not tried.
+ *
+ * Debian's oneDNN runs its parallel work on OpenMP threads: a convolution that a gaio
+ * worker submits is spread over oneDNN's own OpenMP team (as many threads as cores, the
+ * calling worker among them), not over gaio's worker pool. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dnn/cpu/onednn.h"
+
+#ifdef GAIO_HAVE_ONEDNN_H
+
+gaio__dnnl_api gaio__dnnl;
+dnnl_engine_t gaio__dnnl_engine;
+
+static struct {
+    gaio_status status;
+    char reason[GAIO_MSG_MAX - 24]; /* why it failed (a message has "fn: " before it) */
+    char description[128];          /* what was loaded */
+} dnnl;
+
+static pthread_once_t dnnl_once = PTHREAD_ONCE_INIT;
+
+const char *gaio__dnnl_status_text(dnnl_status_t st) {
+    switch (st) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out_of_memory";
+    case dnnl_invalid_arguments: return "invalid_arguments";
+    case dnnl_unimplemented: return "unimplemented";
+    case dnnl_iterator_ends: return "iterator_ends";
+    case dnnl_runtime_error: return "runtime_error";
+    case dnnl_not_required: return "not_required";
+    }
+    return "unknown status";
+}
+
+static const char *runtime_name(unsigned r) {
+    switch (r) {
+    case DNNL_RUNTIME_SEQ: return "sequential";
+    case DNNL_RUNTIME_OMP: return "OMP";
+    case DNNL_RUNTIME_TBB: return "TBB";
+    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
+    }
+    return "unknown";
+}
+
+static void load_once(void) {
+    static const char *const lib_name = "libdnnl.so.2";
+    void *lib = dlopen(lib_name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        dnnl.status = GAIO_ERR_DRIVER;
+        snprintf(dnnl.reason, sizeof dnnl.reason,
+                 "oneDNN is not installed (dlopen %s: %s); install the libdnnl2 package (apt-get install libdnnl2)",
+                 lib_name, e ? e : "failed");
+        return;
+    }
+    static const struct {
+        const char *name;
+        size_t offset;
+    } syms[] = {
+#define SYM(n) {"dnnl_" #n, offsetof(gaio__dnnl_api, n)}
+        SYM(version), SYM(engine_create), SYM(engine_destroy), SYM(stream_create), SYM(stream_destroy),
+        SYM(stream_wait), SYM(memory_desc_init_by_strides), SYM(memory_desc_init_by_tag),
+        SYM(memory_desc_get_size), SYM(memory_desc_equal), SYM(memory_create), SYM(memory_destroy),
+        SYM(dilated_convolution_forward_desc_init), SYM(primitive_attr_create), SYM(primitive_attr_destroy),
+        SYM(primitive_attr_set_scratchpad_mode), SYM(primitive_attr_set_post_ops), SYM(post_ops_create),
+        SYM(post_ops_destroy), SYM(post_ops_append_sum), SYM(post_ops_append_eltwise),
+        SYM(primitive_desc_create), SYM(primitive_desc_destroy), SYM(primitive_desc_query),
+        SYM(primitive_desc_query_md), SYM(reorder_primitive_desc_create), SYM(primitive_create),
+        SYM(primitive_destroy), SYM(primitive_execute),
+#undef SYM
+    };
+    gaio__dnnl_api api;
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        dlerror();
+        void *p = dlsym(lib, syms[i].name);
+        if (!p) {
+            dnnl.status = GAIO_ERR_DRIVER;
+            snprintf(dnnl.reason, sizeof dnnl.reason,
+                     "%s has no %s: not oneDNN 2.x (install the libdnnl2 package: apt-get install libdnnl2)",
+                     lib_name, syms[i].name);
+            dlclose(lib);
+            return;
+        }
+        /* Function pointers stored through their bytes: ISO C has no cast from void *. */
+        memcpy((char *)&api + syms[i].offset, &p, sizeof p);
+    }
+    const dnnl_version_t *v = api.version();
+    if (!v || v->major != 2) {
+        dnnl.status = GAIO_ERR_DRIVER;
+        snprintf(dnnl.reason, sizeof dnnl.reason, "%s is oneDNN %d.%d, gaio needs 2.x (the libdnnl2 package)",
+                 lib_name, v ? v->major : 0, v ? v->minor : 0);
+        dlclose(lib);
+        return;
+    }
+    dnnl_status_t st = api.engine_create(&gaio__dnnl_engine, dnnl_cpu, 0);
+    if (st != dnnl_success) {
+        dnnl.status = GAIO_ERR_DRIVER;
+        snprintf(dnnl.reason, sizeof dnnl.reason, "dnnl_engine_create(cpu) failed: %s",
+                 gaio__dnnl_status_text(st));
+        dlclose(lib);
+        return;
+    }
+    gaio__dnnl = api;
+    snprintf(dnnl.description, sizeof dnnl.description, "oneDNN %d.%d.%d (%s, cpu runtime %s)", v->major,
+             v->minor, v->patch, lib_name, runtime_name(v->cpu_runtime));
+    dnnl.status = GAIO_OK;
+    /* lib and the engine stay for the life of the process. */
+}
+
+gaio_status gaio__onednn_load(const char *fn, const char **description) {
+    pthread_once(&dnnl_once, load_once);
+    if (dnnl.status != GAIO_OK) {
+        if (description) *description = NULL;
+        return gaio__fail(dnnl.status, fn ? fn : "gaio_dnn", "%s", dnnl.reason);
+    }
+    if (description) *description = dnnl.description;
+    return GAIO_OK;
+}
+
+#else
+
+gaio_status gaio__onednn_load(const char *fn, const char **description) {
+    if (description) *description = NULL;
+    return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn ? fn : "gaio_dnn",
+                      "this libgaio was built without oneDNN's headers (libdnnl-dev)");
+}
+
+#endif

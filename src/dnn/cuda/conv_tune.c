@@ -1,0 +1,106 @@
+/* Picking the fastest of cuDNN's candidate plans for a shape by running each (what
+ * PyTorch's cudnn.benchmark does): the heuristics' first choice is not always the
+ * fastest (ResNet-50's 7x7 stem on an H100 ran 2x slower than the best).
+ *
+ * On scratch tensors of the key's shapes, on a private stream with the building
+ * handle, so that nothing of the user's is touched or ordered after it. The scratch is
+ * zeroed: values do not change a convolution's time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cuda/cuda_internal.h"
+#include "dnn/cuda/cudnn_graph.h"
+
+#define WARMUP 2
+#define RUNS 5
+
+/* Bytes from element [0, 0, 0, 0] to one past the last of dims with strides. */
+static size_t span(const int64_t *dims, const int64_t *strides, size_t esize) {
+    int64_t last = 0;
+    for (int i = 0; i < 4; i++) last += (dims[i] - 1) * strides[i];
+    return (size_t)(last + 1) * esize;
+}
+
+gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t h, const conv_key *k,
+                            const conv_built *cands, int n, int *best) {
+    const gaio_cu_table *cu = gaio__cu();
+    *best = 0;
+    size_t e = k->dtype == GAIO_DTYPE_F16 ? 2 : 4;
+    int64_t p = (k->h + k->pad[0] + k->pad[2] - (int64_t)k->dilation[0] * (k->r - 1) - 1) / k->stride[0] + 1;
+    int64_t q = (k->w + k->pad[1] + k->pad[3] - (int64_t)k->dilation[1] * (k->s - 1) - 1) / k->stride[1] + 1;
+    int64_t xd[4] = {k->n, k->c, k->h, k->w}, wd[4] = {k->k, k->c / k->groups, k->r, k->s}, yd[4] = {k->n, k->k, p, q};
+    size_t sizes[5] = {span(xd, k->xs, e), span(wd, k->ws, e), span(yd, k->ys, e), k->has_bias ? (size_t)k->k * e : 0,
+                       k->has_res && !k->res_is_y ? span(yd, k->rs, e) : 0};
+    size_t ws = 0;
+    for (int i = 0; i < n; i++)
+        if ((size_t)cands[i].workspace > ws) ws = (size_t)cands[i].workspace;
+    CUdeviceptr mem[6] = {0};
+    CUstream stream = NULL;
+    CUevent ev[2] = {NULL, NULL};
+    gaio_status st = GAIO_OK;
+    CUresult r = CUDA_SUCCESS;
+    const char *call = "cuMemAlloc (scratch tensors to time plans on)";
+    for (int i = 0; i < 6 && r == CUDA_SUCCESS; i++) {
+        size_t bytes = i < 5 ? sizes[i] : ws;
+        if (!bytes) continue;
+        r = cu->cuMemAlloc(&mem[i], bytes);
+        /* The alignment the plans were built for holds: allocations are 256-byte aligned. */
+        if (r == CUDA_SUCCESS) r = cu->cuMemsetD8Async(mem[i], 0, bytes, NULL);
+    }
+    if (r == CUDA_SUCCESS) {
+        call = "cuStreamCreateWithPriority";
+        r = cu->cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, 0);
+    }
+    if (r == CUDA_SUCCESS) {
+        call = "cuEventCreate";
+        r = cu->cuEventCreate(&ev[0], CU_EVENT_DEFAULT);
+        if (r == CUDA_SUCCESS) r = cu->cuEventCreate(&ev[1], CU_EVENT_DEFAULT);
+    }
+    if (r == CUDA_SUCCESS) {
+        call = "cuCtxSynchronize (scratch zeroed)";
+        r = cu->cuStreamSynchronize(NULL);
+    }
+    if (r != CUDA_SUCCESS) st = gaio__cu_fail(fn, call, r);
+    if (st == GAIO_OK) {
+        cudnnStatus_t cr = t->cudnnSetStream(h, stream);
+        if (cr != CUDNN_STATUS_SUCCESS) st = gaio__cudnn_fail(fn, t, "cudnnSetStream", cr);
+    }
+    void *ptrs[5] = {(void *)(uintptr_t)mem[0], (void *)(uintptr_t)mem[1], (void *)(uintptr_t)mem[2],
+                     (void *)(uintptr_t)mem[3], k->res_is_y ? (void *)(uintptr_t)mem[2] : (void *)(uintptr_t)mem[4]};
+    if (!k->has_bias) ptrs[3] = NULL;
+    if (!k->has_res) ptrs[4] = NULL;
+    float best_ms = 0;
+    for (int i = 0; i < n && st == GAIO_OK; i++) {
+        const char *ccall = NULL;
+        cudnnStatus_t cr = CUDNN_STATUS_SUCCESS;
+        for (int j = 0; j < WARMUP && cr == CUDNN_STATUS_SUCCESS; j++)
+            cr = gaio__conv_execute(t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], &ccall);
+        if (cr == CUDNN_STATUS_SUCCESS && (r = cu->cuEventRecord(ev[0], stream)) != CUDA_SUCCESS)
+            return gaio__cu_fail(fn, "cuEventRecord", r);
+        for (int j = 0; j < RUNS && cr == CUDNN_STATUS_SUCCESS; j++)
+            cr = gaio__conv_execute(t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], &ccall);
+        if (cr != CUDNN_STATUS_SUCCESS) continue; /* a candidate that cannot run is not the fastest */
+        float ms = 0;
+        r = cu->cuEventRecord(ev[1], stream);
+        if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(stream);
+        if (r == CUDA_SUCCESS) r = cu->cuEventElapsedTime(&ms, ev[0], ev[1]);
+        if (r != CUDA_SUCCESS) {
+            st = gaio__cu_fail(fn, "timing cuDNN plans (cuEventRecord / cuStreamSynchronize / cuEventElapsedTime)", r);
+            break;
+        }
+        if (getenv("GAIO_DNN_TRACE")) fprintf(stderr, "gaio: conv plan %d: %s: %.4f ms\n", i, cands[i].engine, ms / RUNS);
+        if (i == 0 || ms < best_ms) best_ms = ms, *best = i;
+    }
+    if (stream) {
+        cu->cuStreamSynchronize(stream);
+        t->cudnnSetStream(h, NULL);
+        cu->cuStreamDestroy(stream);
+    }
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) cu->cuEventDestroy(ev[i]);
+    for (int i = 0; i < 6; i++)
+        if (mem[i]) cu->cuMemFree(mem[i]);
+    return st;
+}

@@ -1,0 +1,247 @@
+/* gaio_dnn_plan_cache_save / _load: a context's cuDNN plans in a file, as cuDNN's own
+ * serialization (the plan's JSON representation, which carries a runtime-fusion
+ * engine's compiled code), so that a loaded plan skips heuristics and compilation.
+ *
+ * The file: a header (magic, format, sizeof the key, cuDNN's version, the GPU's name
+ * and compute capability), then per plan its key, what gaio knows of it, and cuDNN's
+ * JSON. Written to a temporary file renamed into place, so that a reader never sees
+ * half a file; read defensively (a file is input: lengths are bounded and checked). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/object.h"
+#include "cuda/cuda_internal.h"
+#include "dnn/cuda/conv_cache.h"
+#include "dnn/dnn_internal.h"
+
+#define MAGIC "GAIOCDNN"
+#define FORMAT 1
+#define MAX_JSON ((uint64_t)64 << 20)
+#define MAX_ENTRIES 4096
+
+typedef struct file_header {
+    char magic[8];
+    uint32_t format, key_size;
+    uint64_t cudnn_version;
+    char device[128];
+    int32_t cc_major, cc_minor;
+    uint64_t count;
+} file_header;
+
+typedef struct file_entry {
+    conv_key key;
+    int32_t bias_in, act_in, residual_from_y, cuda_graph_native;
+    int64_t workspace;
+    char engine[64];
+    uint64_t json_size;
+} file_entry;
+
+static gaio_status context_checks(const char *fn, gaio_context *ctx, const char *path) {
+    if (!ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "ctx is NULL");
+    if (!path || !path[0]) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "path is NULL or empty");
+    if (ctx->be->kind != GAIO_DEVICE_CUDA)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "ctx is on the host: plan caches hold cuDNN plans");
+    return GAIO_OK;
+}
+
+static void describe_device(const gaio_cudnn_table *t, cuda_device *d, file_header *h) {
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, MAGIC, 8);
+    h->format = FORMAT;
+    h->key_size = sizeof(conv_key);
+    h->cudnn_version = t->cudnnGetVersion();
+    const gaio_cu_table *cu = gaio__cu();
+    if (cu->cuDeviceGetName(h->device, (int)sizeof h->device - 1, d->dev) != CUDA_SUCCESS) h->device[0] = 0;
+    cu->cuDeviceGetAttribute(&h->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
+    cu->cuDeviceGetAttribute(&h->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev);
+}
+
+static gaio_status sys_fail(const char *fn, const char *what, const char *path) {
+    return gaio__fail(GAIO_ERR_SYSTEM, fn, "%s %s: %s", what, path, strerror(errno));
+}
+
+gaio_status gaio_dnn_plan_cache_save(gaio_context *ctx, const char *path, size_t *count) {
+    const char *fn = __func__;
+    if (count) *count = 0;
+    gaio_status st = context_checks(fn, ctx, path);
+    if (st != GAIO_OK) return st;
+    const gaio_cudnn_table *t = gaio__cudnn(fn);
+    if (!t) return GAIO_ERR_DRIVER;
+    conv_cache *c = gaio__conv_cache(fn, ctx);
+    if (!c) return GAIO_ERR_NO_MEMORY;
+    gaio__conv_plan **plans = calloc(MAX_ENTRIES, sizeof *plans);
+    if (!plans) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    size_t n = gaio__conv_cache_snapshot(c, plans, MAX_ENTRIES);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) st = sys_fail(fn, "cannot create", tmp);
+    file_header h;
+    describe_device(t, ctx->be_data, &h);
+    h.count = n;
+    if (st == GAIO_OK && fwrite(&h, sizeof h, 1, f) != 1) st = sys_fail(fn, "cannot write", tmp);
+    char *json = NULL;
+    for (size_t i = 0; i < n && st == GAIO_OK; i++) {
+        const conv_built *b = gaio__conv_plan_built(plans[i]);
+        int64_t size = 0;
+        cudnnStatus_t r = t->cudnnBackendGetAttribute(b->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                                      CUDNN_TYPE_CHAR, 0, &size, NULL);
+        if (r == CUDNN_STATUS_SUCCESS && (size <= 0 || (uint64_t)size > MAX_JSON)) r = CUDNN_STATUS_NOT_SUPPORTED;
+        char *grown = r == CUDNN_STATUS_SUCCESS ? realloc(json, (size_t)size) : NULL;
+        if (r == CUDNN_STATUS_SUCCESS && !grown) {
+            st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for a plan's serialization");
+            break;
+        }
+        if (grown) json = grown;
+        if (r == CUDNN_STATUS_SUCCESS)
+            r = t->cudnnBackendGetAttribute(b->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                            size, &size, json);
+        if (r != CUDNN_STATUS_SUCCESS) {
+            st = gaio__cudnn_fail(fn, t, "cudnnBackendGetAttribute (plan serialization)", r);
+            break;
+        }
+        file_entry e;
+        memset(&e, 0, sizeof e);
+        e.key = *gaio__conv_plan_key(plans[i]);
+        e.bias_in = b->fusion.bias, e.act_in = b->fusion.act, e.residual_from_y = b->fusion.residual_from_y;
+        e.cuda_graph_native = b->cuda_graph_native;
+        e.workspace = b->workspace;
+        memcpy(e.engine, b->engine, sizeof e.engine);
+        e.json_size = (uint64_t)size;
+        if (fwrite(&e, sizeof e, 1, f) != 1 || fwrite(json, 1, (size_t)size, f) != (size_t)size)
+            st = sys_fail(fn, "cannot write", tmp);
+    }
+    free(json);
+    for (size_t i = 0; i < n; i++) gaio__conv_plan_release(plans[i]);
+    free(plans);
+    if (f && fclose(f) != 0 && st == GAIO_OK) st = sys_fail(fn, "cannot write", tmp);
+    if (st == GAIO_OK && rename(tmp, path) != 0) st = sys_fail(fn, "cannot rename the temporary file to", path);
+    if (st != GAIO_OK) {
+        if (f) unlink(tmp);
+        return st;
+    }
+    if (count) *count = n;
+    return GAIO_OK;
+}
+
+static gaio_status bad_file(const char *fn, const char *path, const char *why) {
+    return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%s is not a gaio plan cache: %s", path, why);
+}
+
+/* One plan from its JSON: finalized with the cache's handle (device current). */
+static gaio_status load_plan(const char *fn, const gaio_cudnn_table *t, conv_cache *c, const file_entry *e,
+                             const char *json, conv_built *b) {
+    memset(b, 0, sizeof *b);
+    cudnnBackendDescriptor_t plan = NULL;
+    const char *call = "cudnnBackendCreateDescriptor (execution plan)";
+    cudnnStatus_t r = t->cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan);
+    if (r == CUDNN_STATUS_SUCCESS) {
+        call = "cudnnBackendSetAttribute (plan handle)";
+        r = t->cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &c->handle);
+    }
+    if (r == CUDNN_STATUS_SUCCESS) {
+        call = "cudnnBackendSetAttribute (plan serialization)";
+        r = t->cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                                        (int64_t)e->json_size, json);
+    }
+    if (r == CUDNN_STATUS_SUCCESS) {
+        call = "cudnnBackendFinalize (loaded plan)";
+        r = t->cudnnBackendFinalize(plan);
+    }
+    int64_t n = 0, ws = 0;
+    if (r == CUDNN_STATUS_SUCCESS) {
+        call = "cudnnBackendGetAttribute (workspace size)";
+        r = t->cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws);
+    }
+    if (r != CUDNN_STATUS_SUCCESS) {
+        if (plan) t->cudnnBackendDestroyDescriptor(plan);
+        return gaio__cudnn_fail(fn, t, call, r);
+    }
+    b->plan = plan;
+    b->workspace = ws;
+    b->fusion.bias = e->bias_in != 0;
+    b->fusion.act = e->act_in != 0;
+    b->fusion.residual_from_y = e->residual_from_y != 0;
+    b->cuda_graph_native = e->cuda_graph_native != 0;
+    memcpy(b->engine, e->engine, sizeof b->engine);
+    b->engine[sizeof b->engine - 1] = 0;
+    return GAIO_OK;
+}
+
+gaio_status gaio_dnn_plan_cache_load(gaio_context *ctx, const char *path, size_t *count) {
+    const char *fn = __func__;
+    if (count) *count = 0;
+    gaio_status st = context_checks(fn, ctx, path);
+    if (st != GAIO_OK) return st;
+    const gaio_cudnn_table *t = gaio__cudnn(fn);
+    if (!t) return GAIO_ERR_DRIVER;
+    conv_cache *c = gaio__conv_cache(fn, ctx);
+    if (!c) return GAIO_ERR_NO_MEMORY;
+    FILE *f = fopen(path, "rb");
+    if (!f) return sys_fail(fn, "cannot open", path);
+    file_header h, mine;
+    describe_device(t, ctx->be_data, &mine);
+    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, MAGIC, 8)) {
+        fclose(f);
+        return bad_file(fn, path, "no gaio header");
+    }
+    h.device[sizeof h.device - 1] = 0;
+    if (h.format != FORMAT || h.key_size != sizeof(conv_key)) {
+        fclose(f);
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s has plan-cache format %u (key %u bytes); this gaio writes %u (%u)",
+                          path, h.format, h.key_size, FORMAT, (unsigned)sizeof(conv_key));
+    }
+    if (h.cudnn_version != mine.cudnn_version || strcmp(h.device, mine.device) || h.cc_major != mine.cc_major ||
+        h.cc_minor != mine.cc_minor) {
+        fclose(f);
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
+                          "%s was written by cuDNN %llu on %s (sm_%d%d); this is cuDNN %llu on %s (sm_%d%d)", path,
+                          (unsigned long long)h.cudnn_version, h.device, h.cc_major, h.cc_minor,
+                          (unsigned long long)mine.cudnn_version, mine.device, mine.cc_major, mine.cc_minor);
+    }
+    if (h.count > MAX_ENTRIES) {
+        fclose(f);
+        return bad_file(fn, path, "more plans than a cache holds");
+    }
+    size_t loaded = 0;
+    char *json = NULL;
+    pthread_mutex_lock(&c->build_lock);
+    cuda_scope sc;
+    st = gaio__cuda_enter(fn, ctx->be_data, &sc);
+    if (st == GAIO_OK) {
+        st = gaio__conv_cache_handle(fn, c, t);
+        for (uint64_t i = 0; i < h.count && st == GAIO_OK; i++) {
+            file_entry e;
+            if (fread(&e, sizeof e, 1, f) != 1 || e.json_size == 0 || e.json_size > MAX_JSON) {
+                st = bad_file(fn, path, "a plan entry is truncated or too large");
+                break;
+            }
+            char *grown = realloc(json, (size_t)e.json_size);
+            if (!grown) {
+                st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory reading %s", path);
+                break;
+            }
+            json = grown;
+            if (fread(json, 1, (size_t)e.json_size, f) != (size_t)e.json_size) {
+                st = bad_file(fn, path, "a plan's serialization is truncated");
+                break;
+            }
+            conv_built b;
+            if ((st = load_plan(fn, t, c, &e, json, &b)) != GAIO_OK) break;
+            int added = gaio__conv_cache_add(c, &e.key, &b);
+            if (added <= 0) t->cudnnBackendDestroyDescriptor(b.plan);
+            if (added < 0) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for a loaded plan");
+            if (added > 0) loaded++;
+        }
+        gaio__cuda_exit(&sc);
+    }
+    pthread_mutex_unlock(&c->build_lock);
+    free(json);
+    fclose(f);
+    if (count) *count = loaded;
+    return st;
+}

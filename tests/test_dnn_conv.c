@@ -1,0 +1,651 @@
+/* gaio_conv2d on each backend against a direct convolution in double precision (seven
+ * loops over logical indices, then bias, residual and the activation, all in double):
+ * ResNet-like shapes, groups and depthwise, dilation, asymmetric padding, non-square
+ * kernels, odd sizes, batches of 1 and 33, every activation, bias and residual (also in
+ * place), strided and mixed-layout tensors, f32 and f16; gaio_conv2d_prepare and its
+ * plan cache, the plan cache file, bad input. */
+#include <math.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "half.h"
+
+typedef struct env {
+    gaio_context *ctx;
+    gaio_stream *s;
+    uint64_t rng;
+    bool cuda;
+    int device;
+} env;
+
+static float rnd(uint64_t *r) { return (float)((double)(test_rand(r) >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+enum { NCHW = GAIO_TENSOR_ROW_MAJOR, NHWC = GAIO_TENSOR_NHWC };
+#define NO_ACT (-1)
+
+typedef struct ccase {
+    const char *name;
+    int64_t n, c, h, w, k, r, s;
+    int32_t stride[2], pad[4], dil[2], groups;
+    int xl, wl, yl;  /* layouts of x, w, and y (residual follows y) */
+    int xpad, ypad;  /* extra elements per row (W) of x / y: explicit strides */
+    bool bias, res, res_in_place;
+    int act; /* NO_ACT or a gaio_unary_op */
+    float alpha, beta;
+    float scale; /* x's values are in [-scale, scale) */
+    double rel;  /* f32's tolerance relative to the sum of |terms| (0: 1e-4) */
+} ccase;
+
+/* A 4-D host tensor in logical order over a span of `count` elements (strides may leave
+ * gaps, which hold random values too so that a write there shows). */
+typedef struct htensor {
+    int64_t shape[4], st[4];
+    size_t count;
+    gaio_dtype dt;
+    float *v; /* the span's values, quantised to dt */
+    gaio_tensor t;
+} htensor;
+
+static size_t esize(gaio_dtype dt) { return dt == GAIO_DTYPE_F16 ? 2 : 4; }
+
+static float quant(gaio_dtype dt, float f) { return dt == GAIO_DTYPE_F16 ? from_half(to_half(f)) : f; }
+
+/* Strides of a [d0, d1, d2, d3] tensor packed NCHW (or NHWC: d1 innermost) with
+ * rowpad extra elements after each row of d3 (NCHW) or of d3 * d1 (NHWC). */
+static void make_strides(const int64_t *sh, int layout, int rowpad, int64_t *st) {
+    if (layout == NHWC) {
+        st[1] = 1, st[3] = sh[1], st[2] = (sh[3] + rowpad) * sh[1], st[0] = sh[2] * st[2];
+    } else {
+        st[3] = 1, st[2] = sh[3] + rowpad, st[1] = sh[2] * st[2], st[0] = sh[1] * st[1];
+    }
+}
+
+static size_t off4(const htensor *h, int64_t a, int64_t b, int64_t c, int64_t d) {
+    return (size_t)(a * h->st[0] + b * h->st[1] + c * h->st[2] + d * h->st[3]);
+}
+
+/* Random values in [-scale, scale), never all zero, uploaded to a device buffer. */
+static void hmake(env *e, htensor *h, gaio_dtype dt, int ndim, const int64_t *shape, int layout, int rowpad,
+                  float scale) {
+    memset(h, 0, sizeof *h);
+    h->dt = dt;
+    int64_t sh[4] = {1, 1, 1, 1};
+    for (int i = 0; i < ndim; i++) sh[i] = shape[i];
+    memcpy(h->shape, sh, sizeof sh);
+    if (ndim == 1) {
+        h->st[0] = 1;
+        h->count = (size_t)sh[0];
+    } else {
+        make_strides(sh, layout, rowpad, h->st);
+        h->count = (size_t)(sh[0] * h->st[0]);
+    }
+    h->v = malloc(h->count * sizeof(float));
+    CHECK(h->v);
+    bool nonzero = false;
+    for (size_t i = 0; i < h->count; i++) {
+        h->v[i] = quant(dt, scale * rnd(&e->rng));
+        nonzero |= h->v[i] != 0;
+    }
+    CHECK(nonzero);
+    size_t bytes = h->count * esize(dt);
+    gaio_buffer *stage, *dev;
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, bytes, &stage));
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, bytes, &dev));
+    void *p;
+    OK(gaio_buffer_host_ptr(stage, &p));
+    for (size_t i = 0; i < h->count; i++) {
+        if (dt == GAIO_DTYPE_F16)
+            ((uint16_t *)p)[i] = to_half(h->v[i]);
+        else
+            ((float *)p)[i] = h->v[i];
+    }
+    OK(gaio_memcpy_async(e->s, dev, 0, stage, 0, bytes));
+    OK(gaio_buffer_release(stage));
+    /* Packed tensors go through the layout field; padded rows through explicit strides. */
+    h->t = gaio_tensor_make(dev, 0, dt, ndim, shape, ndim == 4 ? (gaio_tensor_layout)layout : GAIO_TENSOR_ROW_MAJOR);
+    if (ndim == 4 && rowpad)
+        for (int i = 0; i < 4; i++) h->t.strides[i] = h->st[i];
+}
+
+static void hdownload(env *e, const htensor *h, float *out) {
+    size_t bytes = h->count * esize(h->dt);
+    gaio_buffer *stage;
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, bytes, &stage));
+    OK(gaio_memcpy_async(e->s, stage, 0, h->t.buffer, h->t.offset, bytes));
+    OK(gaio_stream_synchronize(e->s));
+    void *p;
+    OK(gaio_buffer_host_ptr(stage, &p));
+    for (size_t i = 0; i < h->count; i++)
+        out[i] = h->dt == GAIO_DTYPE_F16 ? from_half(((uint16_t *)p)[i]) : ((float *)p)[i];
+    OK(gaio_buffer_release(stage));
+}
+
+static void hfree(htensor *h) {
+    OK(gaio_buffer_release(h->t.buffer));
+    free(h->v);
+}
+
+static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
+
+static double act_ref(int op, float alpha, float beta, double x) {
+    switch (op) {
+    case NO_ACT: return x;
+    case GAIO_UNARY_RELU: return x > 0 ? x : 0;
+    case GAIO_UNARY_CLIP: return fmin(fmax(x, alpha), beta);
+    case GAIO_UNARY_SIGMOID: return sigmoid(x);
+    case GAIO_UNARY_SILU: return x * sigmoid(x);
+    case GAIO_UNARY_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case GAIO_UNARY_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case GAIO_UNARY_TANH: return tanh(x);
+    case GAIO_UNARY_HARD_SIGMOID: return fmax(0, fmin(1, alpha * x + beta));
+    case GAIO_UNARY_HARD_SWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+    }
+    CHECK(!"unknown activation");
+    return 0;
+}
+
+/* The most an error in the activation's input can grow through it (its slope). */
+static double act_slope(int op, float alpha) {
+    switch (op) {
+    case GAIO_UNARY_SILU: return 1.1;
+    case GAIO_UNARY_GELU:
+    case GAIO_UNARY_GELU_TANH: return 1.13;
+    case GAIO_UNARY_HARD_SIGMOID: return fabs(alpha);
+    case GAIO_UNARY_HARD_SWISH: return 1.5;
+    default: return 1;
+    }
+}
+
+static const char *act_name(int op) {
+    static const char *const names[] = {"relu", "clip", "sigmoid", "silu", "gelu", "gelu_tanh",
+                                        "tanh", "hard_sigmoid", "hard_swish"};
+    return op == NO_ACT ? "none" : names[op];
+}
+
+/* Half the spacing of f16 values at |v|. */
+static double half_ulp_f16(double v) {
+    v = fabs(v);
+    if (v < 6.103515625e-05) return 0.5 * 5.9604644775390625e-08;
+    int e;
+    frexp(v, &e); /* v in [2^(e-1), 2^e) */
+    return 0.5 * ldexp(1.0, e - 1 - 10);
+}
+
+static int32_t or1(int32_t v) { return v == 0 ? 1 : v; }
+
+/* Whether cuDNN may lack an engine for the case (f16 off the NHWC, C and K multiple of 8
+ * fast path): then GAIO_ERR_NOT_SUPPORTED is a printed skip, not a failure. */
+static bool may_be_unsupported(const env *e, const ccase *c, gaio_dtype dt) {
+    if (!e->cuda || dt != GAIO_DTYPE_F16) return false;
+    return c->xl != NHWC || c->wl != NHWC || c->yl != NHWC || c->c % 8 || c->k % 8;
+}
+
+typedef struct run_opts {
+    bool prepare;       /* gaio_conv2d_prepare twice first: the second from the cache */
+    bool expect_cached; /* the first prepare already finds the plan (a loaded plan cache) */
+    bool f16_accumulation; /* params.f16_accumulation: f16 sums allowed (looser f16 tolerance) */
+} run_opts;
+
+/* Runs one case; returns false when cuDNN has no engine for an allowed case. */
+static bool run_case(env *e, const ccase *c, gaio_dtype dt, const run_opts *o) {
+    const int32_t sh = or1(c->stride[0]), sw = or1(c->stride[1]), dh = or1(c->dil[0]), dw = or1(c->dil[1]);
+    const int32_t groups = or1(c->groups);
+    const int64_t P = (c->h + c->pad[0] + c->pad[2] - dh * (c->r - 1) - 1) / sh + 1;
+    const int64_t Q = (c->w + c->pad[1] + c->pad[3] - dw * (c->s - 1) - 1) / sw + 1;
+    const int64_t cg = c->c / groups, kg = c->k / groups;
+    printf("  %-22s %s x[%lld,%lld,%lld,%lld]%s%s w[%lld,%lld,%lld,%lld]%s y[%lld,%lld,%lld,%lld]%s%s stride %d,%d "
+           "pad %d,%d,%d,%d dil %d,%d groups %d bias %d res %d%s act %s",
+           c->name, gaio_dtype_name(dt), (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w,
+           c->xl == NHWC ? " nhwc" : " nchw", c->xpad ? " padded-rows" : "", (long long)c->k, (long long)cg,
+           (long long)c->r, (long long)c->s, c->wl == NHWC ? " nhwc" : " nchw", (long long)c->n, (long long)c->k,
+           (long long)P, (long long)Q, c->yl == NHWC ? " nhwc" : " nchw", c->ypad ? " padded-rows" : "", sh, sw,
+           c->pad[0], c->pad[1], c->pad[2], c->pad[3], dh, dw, groups, c->bias, c->res || c->res_in_place,
+           c->res_in_place ? " (in place)" : "", act_name(c->act));
+    fflush(stdout);
+    double t0 = now_ms();
+    htensor X, W, Y, B, R;
+    hmake(e, &X, dt, 4, (int64_t[]){c->n, c->c, c->h, c->w}, c->xl, c->xpad, c->scale);
+    hmake(e, &W, dt, 4, (int64_t[]){c->k, cg, c->r, c->s}, c->wl, 0, 1);
+    hmake(e, &Y, dt, 4, (int64_t[]){c->n, c->k, P, Q}, c->yl, c->ypad, 1);
+    hmake(e, &B, dt, 1, (int64_t[]){c->k}, NCHW, 0, 1);
+    hmake(e, &R, dt, 4, (int64_t[]){c->n, c->k, P, Q}, c->yl, 0, 1);
+    /* In place: y holds the residual; its initial values are the residual's. */
+    const htensor *res = c->res_in_place ? &Y : c->res ? &R : NULL;
+    gaio_unary_params act = {(gaio_unary_op)(c->act < 0 ? 0 : c->act), c->alpha, c->beta};
+    gaio_conv2d_params p = {{c->stride[0], c->stride[1]},
+                            {c->pad[0], c->pad[1], c->pad[2], c->pad[3]},
+                            {c->dil[0], c->dil[1]},
+                            c->groups,
+                            c->act == NO_ACT ? NULL : &act,
+                            o && o->f16_accumulation};
+    const gaio_tensor *tb = c->bias ? &B.t : NULL, *tr = res ? &res->t : NULL;
+    if (o && o->prepare) {
+        gaio_conv2d_info info;
+        memset(&info, 0x5a, sizeof info);
+        gaio_status st = gaio_conv2d_prepare(e->s, &X.t, &W.t, tb, tr, &Y.t, &p, &info);
+        if (st == GAIO_ERR_NOT_SUPPORTED && may_be_unsupported(e, c, dt)) {
+            printf(": not supported by cuDNN here: %s\n", gaio_last_error());
+            goto done;
+        }
+        OK(st);
+        CHECK(memchr(info.engine, 0, sizeof info.engine) != NULL && info.engine[0] != 0);
+        printf("\n    prepare: engine '%s' fused %d cuda_graph_native %d from_cache %d workspace %zu\n", info.engine,
+               info.fused, info.cuda_graph_native, info.from_cache, info.workspace);
+        gaio_conv2d_info again;
+        memset(&again, 0, sizeof again);
+        OK(gaio_conv2d_prepare(e->s, &X.t, &W.t, tb, tr, &Y.t, &p, &again));
+        if (e->cuda) {
+            CHECK(info.from_cache == (o->expect_cached ? 1 : 0));
+            CHECK(again.from_cache == 1);
+        } else {
+            /* oneDNN's primitives are the host's plans; whether gaio keeps them is up to
+             * the host backend, so only the flag's range is checked there. */
+            printf("    host: from_cache %d, then %d\n", info.from_cache, again.from_cache);
+            CHECK((info.from_cache == 0 || info.from_cache == 1) && (again.from_cache == 0 || again.from_cache == 1));
+        }
+        CHECK(strcmp(again.engine, info.engine) == 0 && again.fused == info.fused &&
+              again.workspace == info.workspace);
+        OK(gaio_conv2d_prepare(e->s, &X.t, &W.t, tb, tr, &Y.t, &p, NULL)); /* info may be NULL */
+    }
+    {
+        /* The residual's values are y's initial ones when in place. */
+        float *rv = malloc(res ? res->count * sizeof(float) : 1);
+        CHECK(rv);
+        if (res) memcpy(rv, res->v, res->count * sizeof(float));
+        gaio_status st = gaio_conv2d(e->s, &X.t, &W.t, tb, tr, &Y.t, &p);
+        if (st == GAIO_ERR_NOT_SUPPORTED && may_be_unsupported(e, c, dt)) {
+            printf(": not supported by cuDNN here: %s\n", gaio_last_error());
+            free(rv);
+            OK(gaio_stream_synchronize(e->s));
+            goto done;
+        }
+        OK(st);
+        float *got = malloc(Y.count * sizeof(float));
+        CHECK(got);
+        hdownload(e, &Y, got);
+        double worst = 0;
+        int64_t above = 0, below = 0; /* CLIP: outputs clamped at either bound */
+        bool *logical = calloc(Y.count, 1);
+        CHECK(logical);
+        const double slope = act_slope(c->act, c->alpha);
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t k = 0; k < c->k; k++)
+                for (int64_t pp = 0; pp < P; pp++)
+                    for (int64_t q = 0; q < Q; q++) {
+                        const int64_t g = k / kg;
+                        double sum = 0, mag = 0;
+                        for (int64_t ci = 0; ci < cg; ci++)
+                            for (int64_t r = 0; r < c->r; r++) {
+                                int64_t ih = pp * sh - c->pad[0] + r * dh;
+                                if (ih < 0 || ih >= c->h) continue;
+                                for (int64_t s = 0; s < c->s; s++) {
+                                    int64_t iw = q * sw - c->pad[1] + s * dw;
+                                    if (iw < 0 || iw >= c->w) continue;
+                                    double xv = X.v[off4(&X, n, g * cg + ci, ih, iw)];
+                                    double wv = W.v[off4(&W, k, ci, r, s)];
+                                    sum += xv * wv;
+                                    mag += fabs(xv * wv);
+                                }
+                            }
+                        if (c->bias) sum += B.v[k], mag += fabs(B.v[k]);
+                        size_t yo = off4(&Y, n, k, pp, q);
+                        if (res) {
+                            double rvv = rv[off4(res, n, k, pp, q)];
+                            sum += rvv, mag += fabs(rvv);
+                        }
+                        logical[yo] = true;
+                        if (c->act == GAIO_UNARY_CLIP) above += sum > c->beta, below += sum < c->alpha;
+                        double want = act_ref(c->act, c->alpha, c->beta, sum);
+                        double out = got[yo];
+                        /* f32: accumulation error, a small multiple of the products' ulps.
+                         * f16: inputs are exact f16 values, but the conv output, bias and
+                         * residual may each be rounded to f16 before they are added. */
+                        /* f16 sums: each partial sum rounded to f16 (about 2^-11 relative),
+                         * a few dozen roundings deep at most for these sizes. */
+                        double f16_rel = o && o->f16_accumulation ? 2e-2 : 4e-3;
+                        double tol = dt == GAIO_DTYPE_F16 ? f16_rel * mag * slope + half_ulp_f16(want)
+                                                          : (c->rel > 0 ? c->rel : 1e-4) * mag * slope +
+                                                                2e-6 * fabs(want) + 1e-7;
+                        double err = fabs(out - want);
+                        if (err > worst) worst = err;
+                        if (!(err <= tol)) {
+                            fprintf(stderr, "\nconv %s %s: y[%lld][%lld][%lld][%lld] = %.7g, want %.7g (pre-act %.7g, tol %.3g)\n",
+                                    c->name, gaio_dtype_name(dt), (long long)n, (long long)k, (long long)pp,
+                                    (long long)q, out, want, sum, tol);
+                            exit(1);
+                        }
+                    }
+        /* y's gaps (padded rows) are untouched. */
+        for (size_t i = 0; i < Y.count; i++)
+            if (!logical[i] && got[i] != Y.v[i]) {
+                fprintf(stderr, "\nconv %s %s: y's gap element %zu changed: %.7g, was %.7g\n", c->name,
+                        gaio_dtype_name(dt), i, got[i], Y.v[i]);
+                exit(1);
+            }
+        if (c->act == GAIO_UNARY_CLIP) CHECK(above > 0 && below > 0); /* both bounds were exercised */
+        printf(": max err %.3g (%.1f ms)\n", worst, now_ms() - t0);
+        free(logical);
+        free(got);
+        free(rv);
+    }
+    hfree(&X), hfree(&W), hfree(&Y), hfree(&B), hfree(&R);
+    return true;
+done:
+    hfree(&X), hfree(&W), hfree(&Y), hfree(&B), hfree(&R);
+    return false;
+}
+
+/* name, n c h w k r s, stride, pad (t l b r), dilation, groups, layouts x w y, row pads x y,
+ * bias res in-place, act alpha beta, scale */
+static const ccase k_cases[] = {
+    {"resnet 3x3", 2, 16, 8, 8, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"3x3 zero=default", 1, 16, 8, 8, 16, 3, 3, {0, 0}, {1, 1, 1, 1}, {0, 0}, 0, NHWC, NHWC, NHWC, 0, 0, false, true, false, NO_ACT, 0, 0, 1, 0},
+    {"1x1", 2, 16, 8, 8, 32, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"1x1 on 1x1", 3, 16, 1, 1, 8, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"stem 7x7/2 nchw", 1, 3, 23, 23, 16, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, NCHW, NCHW, NCHW, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"stem 7x7/2 nhwc", 1, 3, 23, 23, 16, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"1x1/2 downsample", 2, 16, 9, 9, 32, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, false, false, false, NO_ACT, 0, 0, 1, 0},
+    {"3x3/2 pad 1", 2, 16, 8, 8, 32, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"groups 2", 2, 8, 7, 7, 6, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"groups 2 nchw", 1, 8, 7, 7, 6, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NCHW, NCHW, NCHW, 0, 0, false, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"depthwise", 2, 16, 8, 8, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_CLIP, 0, 6, 3, 0},
+    {"depthwise x2", 1, 16, 8, 8, 32, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"depthwise/2 nchw", 1, 8, 9, 9, 8, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 8, NCHW, NCHW, NCHW, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"dilation 2", 1, 8, 9, 9, 8, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"dilation 2,1 nchw", 1, 4, 9, 10, 8, 3, 3, {1, 2}, {2, 1, 2, 1}, {2, 1}, 1, NCHW, NCHW, NCHW, 0, 0, false, false, false, NO_ACT, 0, 0, 1, 0},
+    {"asymmetric pad", 2, 8, 7, 8, 8, 3, 3, {1, 1}, {0, 1, 2, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
+    {"asymmetric pad nchw", 1, 5, 7, 8, 3, 3, 3, {1, 1}, {0, 1, 2, 1}, {1, 1}, 1, NCHW, NCHW, NCHW, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"kernel 1x3", 1, 8, 6, 7, 16, 1, 3, {1, 1}, {0, 1, 0, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"kernel 3x1", 1, 8, 6, 7, 16, 3, 1, {1, 1}, {1, 0, 1, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"batch 1", 1, 8, 5, 5, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
+    {"batch 33", 33, 8, 4, 4, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"odd sizes", 2, 5, 9, 11, 7, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NCHW, NCHW, NCHW, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
+    {"odd sizes nhwc /2,1", 2, 5, 9, 11, 7, 3, 2, {2, 1}, {1, 0, 0, 2}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"residual in place", 2, 16, 6, 6, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, true, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"in place nchw", 1, 8, 6, 6, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NCHW, NCHW, NCHW, 0, 0, false, false, true, NO_ACT, 0, 0, 1, 0},
+    {"x padded rows nchw", 1, 8, 6, 7, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NCHW, NCHW, NCHW, 3, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+    {"x, y padded rows nhwc", 2, 8, 6, 7, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 2, 1, true, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"nchw x, nhwc y", 2, 8, 6, 6, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NCHW, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
+    {"nhwc x, nchw w, y", 1, 8, 6, 6, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NCHW, NCHW, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
+};
+
+static void test_shapes(env *e) {
+    const gaio_dtype dts[] = {GAIO_DTYPE_F32, GAIO_DTYPE_F16};
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        for (int d = 0; d < 2; d++) run_case(e, &k_cases[i], dts[d], NULL);
+    /* f16 accumulation allowed (the fast engines of the 3-channel stem on a GPU; the
+     * host ignores it): still right within f16 sums' precision. */
+    const run_opts f16acc = {.f16_accumulation = true};
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        if (!strcmp(k_cases[i].name, "stem 7x7/2 nhwc") || !strcmp(k_cases[i].name, "resnet 3x3")) {
+            printf("  (f16_accumulation)\n");
+            run_case(e, &k_cases[i], GAIO_DTYPE_F16, &f16acc);
+        }
+}
+
+/* Every activation after bias and residual, on one shape. */
+static void test_activations(env *e) {
+    const gaio_dtype dts[] = {GAIO_DTYPE_F32, GAIO_DTYPE_F16};
+    ccase c = {"act", 1, 16, 6, 6, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0};
+    for (int op = NO_ACT; op <= GAIO_UNARY_HARD_SWISH; op++) {
+        c.act = op, c.alpha = 0, c.beta = 0, c.scale = 1;
+        if (op == GAIO_UNARY_CLIP) c.alpha = 0, c.beta = 6, c.scale = 3; /* ReLU6 with values past 6 */
+        if (op == GAIO_UNARY_HARD_SIGMOID) c.alpha = 0.2f, c.beta = 0.5f;
+        for (int d = 0; d < 2; d++) {
+            c.bias = c.res = true;
+            run_case(e, &c, dts[d], NULL);
+        }
+    }
+    /* One product per output (1x1, C = 1): exact before the activation but for one
+     * rounding, so that a tight tolerance tells the activations apart (GELU's erf form
+     * from its tanh approximation, 1e-4 apart near 1 and 2). */
+    ccase one = {"act 1x1 C=1", 2, 1, 6, 6, 8, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, false, false, false, NO_ACT, 0, 0, 4, 1e-5};
+    for (int op = GAIO_UNARY_RELU; op <= GAIO_UNARY_HARD_SWISH; op++) {
+        one.act = op, one.alpha = 0, one.beta = 0, one.scale = 4;
+        if (op == GAIO_UNARY_CLIP) one.beta = 6, one.scale = 12;
+        if (op == GAIO_UNARY_HARD_SIGMOID) one.alpha = 0.2f, one.beta = 0.5f;
+        run_case(e, &one, GAIO_DTYPE_F32, NULL);
+    }
+    /* Bias and residual each off, and a residual in place, with a few activations. */
+    c.act = GAIO_UNARY_SILU, c.bias = false, c.res = true;
+    run_case(e, &c, GAIO_DTYPE_F32, NULL);
+    c.act = GAIO_UNARY_GELU, c.bias = true, c.res = false;
+    run_case(e, &c, GAIO_DTYPE_F32, NULL);
+    run_case(e, &c, GAIO_DTYPE_F16, NULL);
+    c.act = GAIO_UNARY_HARD_SWISH, c.res_in_place = true;
+    run_case(e, &c, GAIO_DTYPE_F32, NULL);
+    run_case(e, &c, GAIO_DTYPE_F16, NULL);
+}
+
+static const ccase k_prep = {"prepare", 2, 16, 8, 8, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0};
+
+static void test_prepare(env *e) {
+    run_opts o = {true, false, false};
+    CHECK(run_case(e, &k_prep, GAIO_DTYPE_F32, &o));
+    CHECK(run_case(e, &k_prep, GAIO_DTYPE_F16, &o));
+    /* A shape gaio_conv2d has already planned is cached too. */
+    o.expect_cached = true;
+    CHECK(run_case(e, &k_cases[0], GAIO_DTYPE_F32, &o));
+}
+
+static void test_plan_cache(env *e) {
+    char path[] = "/tmp/gaio_conv_plans_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    size_t count = 12345;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_dnn_plan_cache_save(NULL, path, NULL), "gaio_dnn_plan_cache_save");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_dnn_plan_cache_load(e->ctx, NULL, NULL), "gaio_dnn_plan_cache_load");
+    if (!e->cuda) {
+        FAILS(GAIO_ERR_NOT_SUPPORTED, gaio_dnn_plan_cache_save(e->ctx, path, &count), "gaio_dnn_plan_cache_save");
+        FAILS(GAIO_ERR_NOT_SUPPORTED, gaio_dnn_plan_cache_load(e->ctx, path, &count), "gaio_dnn_plan_cache_load");
+        unlink(path);
+        return;
+    }
+    gaio_status st = gaio_dnn_plan_cache_save(e->ctx, path, &count);
+    if (st == GAIO_ERR_NOT_IMPLEMENTED) {
+        printf("plan cache save: not implemented: %s\n", gaio_last_error());
+        unlink(path);
+        return;
+    }
+    OK(st);
+    printf("plan cache: %zu plans saved to %s\n", count, path);
+    CHECK(count > 0);
+    env fresh = *e;
+    OK(gaio_context_create(e->device, NULL, &fresh.ctx));
+    OK(gaio_stream_create(fresh.ctx, 0, 0, &fresh.s));
+    size_t loaded = 0;
+    st = gaio_dnn_plan_cache_load(fresh.ctx, path, &loaded);
+    if (st == GAIO_ERR_NOT_IMPLEMENTED) {
+        printf("plan cache load: not implemented: %s\n", gaio_last_error());
+    } else {
+        OK(st);
+        printf("plan cache: %zu plans loaded into a new context\n", loaded);
+        CHECK(loaded > 0);
+        run_opts o = {true, true, false};
+        CHECK(run_case(&fresh, &k_prep, GAIO_DTYPE_F32, &o));
+    }
+    e->rng = fresh.rng;
+    OK(gaio_stream_release(fresh.s));
+    OK(gaio_context_release(fresh.ctx));
+    unlink(path);
+}
+
+/* The reference conv of test_bad: x [2, 4, 6, 6], w [6, 4, 3, 3], y [2, 6, 4, 4] in
+ * one buffer, all f32 NCHW, no padding. */
+static void test_bad(env *e) {
+    const char *fn = "gaio_conv2d";
+    gaio_buffer *buf;
+    OK(gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, 16384, &buf));
+    OK(gaio_memset_async(e->s, buf, 0, 0, 16384));
+    const gaio_dtype F32 = GAIO_DTYPE_F32;
+    gaio_tensor x = gaio_tensor_make(buf, 0, F32, 4, (int64_t[]){2, 4, 6, 6}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor w = gaio_tensor_make(buf, 2048, F32, 4, (int64_t[]){6, 4, 3, 3}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor y = gaio_tensor_make(buf, 8192, F32, 4, (int64_t[]){2, 6, 4, 4}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor bias = gaio_tensor_make(buf, 9216, F32, 1, (int64_t[]){6}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor res = gaio_tensor_make(buf, 10240, F32, 4, (int64_t[]){2, 6, 4, 4}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_conv2d_params p = {{1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NULL, 0};
+    OK(gaio_conv2d(e->s, &x, &w, &bias, &res, &y, &p));
+    OK(gaio_stream_synchronize(e->s));
+
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(NULL, &x, &w, NULL, NULL, &y, &p), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, NULL, &w, NULL, NULL, &y, &p), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, NULL, NULL, NULL, &y, &p), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, NULL, &p), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, NULL), fn);
+    gaio_tensor t = x;
+    t.ndim = 3; /* wrong ndim */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &t, &w, NULL, NULL, &y, &p), fn);
+    t = w, t.ndim = 5, t.shape[4] = 1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &t, NULL, NULL, &y, &p), fn);
+    t = y, t.ndim = 3;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = w, t.dtype = GAIO_DTYPE_F16; /* x f32, w f16 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &t, NULL, NULL, &y, &p), fn);
+    {
+        gaio_tensor xu = x, wu = w, yu = y;
+        xu.dtype = wu.dtype = yu.dtype = GAIO_DTYPE_U8;
+        FAILS(GAIO_ERR_NOT_SUPPORTED, gaio_conv2d(e->s, &xu, &wu, NULL, NULL, &yu, &p), fn);
+    }
+    gaio_conv2d_params q = p;
+    q.groups = 3; /* C = 4 is no multiple of 3 (K = 6 is) */
+    t = w, t.shape[1] = 1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &t, NULL, NULL, &y, &q), fn);
+    q.groups = 2; /* w's second dimension must be C / groups = 2 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    t = w, t.shape[1] = 3; /* groups 1: must be 4 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &t, NULL, NULL, &y, &p), fn);
+    q.groups = 4; /* K = 6 is no multiple of 4 (C = 4 is) */
+    t = w, t.shape[1] = 1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &t, NULL, NULL, &y, &q), fn);
+    q.groups = -1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    t = y, t.shape[2] = 5; /* P is 4 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = y, t.shape[3] = 3; /* Q is 4 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = y, t.shape[1] = 5; /* K is 6 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = y, t.shape[0] = 1; /* N is 2 */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = res, t.shape[3] = 3;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, &t, &y, &p), fn);
+    t = res, t.dtype = GAIO_DTYPE_F16;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, &t, &y, &p), fn);
+    t = bias, t.shape[0] = 5;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, &t, NULL, &y, &p), fn);
+    t = gaio_tensor_make(buf, 9216, F32, 2, (int64_t[]){1, 6}, GAIO_TENSOR_ROW_MAJOR); /* not 1-D */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, &t, NULL, &y, &p), fn);
+    t = bias, t.dtype = GAIO_DTYPE_F16;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, &t, NULL, &y, &p), fn);
+    for (int i = 0; i < 4; i++) {
+        q = p, q.pad[i] = -1;
+        FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    }
+    q = p, q.stride[0] = q.stride[1] = 0; /* 0 means 1 */
+    OK(gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q));
+    q = p, q.dilation[0] = q.dilation[1] = 0, q.groups = 0;
+    OK(gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q));
+    q = p, q.stride[0] = -1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    q = p, q.stride[1] = -1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    q = p, q.dilation[0] = -1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    q = p, q.dilation[1] = -1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    /* A 7x7 kernel on an unpadded 6x6 input: P would be 0. */
+    t = gaio_tensor_make(buf, 2048, F32, 4, (int64_t[]){6, 4, 7, 7}, GAIO_TENSOR_ROW_MAJOR);
+    gaio_tensor y1 = gaio_tensor_make(buf, 8192, F32, 4, (int64_t[]){2, 6, 1, 1}, GAIO_TENSOR_ROW_MAJOR);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &t, NULL, NULL, &y1, &p), fn);
+    /* Dilation 3 makes the 3x3 kernel span 7 of the 6 rows. */
+    q = p, q.dilation[0] = 3;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y1, &q), fn);
+    t = y, t.offset = 4; /* y overlaps x */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = y, t.offset = 2048 + 64; /* y overlaps w */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = y, t.offset = y.offset + 4; /* residual overlaps y, not identical */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, &t, &y, &p), fn);
+    t = y, t.strides[0] = 96, t.strides[1] = 16, t.strides[2] = 1, t.strides[3] = 4; /* same start, H and W swapped */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, &t, &y, &p), fn);
+    t = y, t.layout = GAIO_TENSOR_NHWC; /* same memory read in another order */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, &t, &y, &p), fn);
+    t = bias, t.offset = y.offset + 8; /* y overlaps bias */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, &t, NULL, &y, &p), fn);
+    gaio_unary_params act = {(gaio_unary_op)42, 0, 0};
+    q = p, q.act = &act;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    act.op = (gaio_unary_op)-1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &y, &q), fn);
+    t = y, t.offset = 16384 - 512; /* 768 bytes from here pass the end */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &x, &w, NULL, NULL, &t, &p), fn);
+    t = x, t.strides[0] = 4000, t.strides[1] = 36, t.strides[2] = 6, t.strides[3] = 1; /* image 1 past the end */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &t, &w, NULL, NULL, &y, &p), fn);
+    t = x, t.shape[2] = 0;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d(e->s, &t, &w, NULL, NULL, &y, &p), fn);
+
+    /* gaio_conv2d_prepare checks as gaio_conv2d does, naming itself. */
+    const char *pfn = "gaio_conv2d_prepare";
+    gaio_status st;
+    gaio_conv2d_info info;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d_prepare(NULL, &x, &w, NULL, NULL, &y, &p, &info), pfn);
+    t = y, t.shape[2] = 5;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d_prepare(e->s, &x, &w, NULL, NULL, &t, &p, &info), pfn);
+    q = p, q.pad[0] = -2;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_conv2d_prepare(e->s, &x, &w, NULL, NULL, &y, &q, &info), pfn);
+
+    /* Nothing bad was enqueued: the stream is fine and a good conv still runs. */
+    st = gaio_stream_query(e->s);
+    CHECK(st == GAIO_OK || st == GAIO_ERR_NOT_READY);
+    OK(gaio_conv2d(e->s, &x, &w, &bias, &res, &y, &p));
+    OK(gaio_stream_synchronize(e->s));
+    OK(gaio_buffer_release(buf));
+    /* And gives right answers. */
+    CHECK(run_case(e, &k_cases[21], GAIO_DTYPE_F32, NULL));
+}
+
+static void run(int device) {
+    env e = {0};
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    e.cuda = props.kind == GAIO_DEVICE_CUDA;
+    e.device = device;
+    e.rng = test_seed();
+    const char *what = NULL;
+    gaio_status st = gaio_dnn_library_status(e.cuda ? GAIO_DNN_CUDNN : GAIO_DNN_ONEDNN, &what);
+    printf("%s: %s: %s\n", e.cuda ? "cuDNN" : "oneDNN", gaio_status_string(st), what ? what : "");
+    OK(gaio_context_create(device, NULL, &e.ctx));
+    OK(gaio_stream_create(e.ctx, 0, 0, &e.s));
+    double t0 = now_ms();
+    printf("shapes:\n");
+    test_shapes(&e);
+    printf("activations:\n");
+    test_activations(&e);
+    printf("prepare:\n");
+    test_prepare(&e);
+    printf("plan cache file:\n");
+    test_plan_cache(&e);
+    printf("bad input:\n");
+    test_bad(&e);
+    /* Again on a DEFERRED stream and on the context's default stream: plans are the
+     * context's, so these find them cached. */
+    OK(gaio_stream_release(e.s));
+    OK(gaio_stream_create(e.ctx, 0, GAIO_STREAM_DEFERRED, &e.s));
+    printf("shapes on a DEFERRED stream:\n");
+    test_shapes(&e);
+    OK(gaio_stream_release(e.s));
+    OK(gaio_context_default_stream(e.ctx, &e.s));
+    printf("activations on the default stream:\n");
+    test_activations(&e);
+    printf("all in %.0f ms\n", now_ms() - t0);
+    OK(gaio_context_release(e.ctx));
+    test_shutdown();
+}
