@@ -16,6 +16,7 @@
 #ifndef GAIO_DNN_H
 #define GAIO_DNN_H
 
+#include "gaio/dlpack.h"
 #include "gaio/image.h"
 #include "gaio/status.h"
 #include "gaio/types.h"
@@ -54,6 +55,15 @@ gaio_tensor gaio_tensor_make(gaio_buffer *buf, size_t offset, gaio_dtype dtype, 
  * every element) and fills packed strides. `*bytes` (may be NULL) receives the bytes
  * from element [0, ...] to one past the last. */
 gaio_status gaio_tensor_check(const gaio_tensor *t, gaio_tensor *resolved, size_t *bytes);
+
+/* DLPack views (gaio/dlpack.h) as tensors and back, so that tensors exchange with
+ * PyTorch, CuPy or numpy without a copy. Both keep the logical shape and the element
+ * strides as they are (a channels_last PyTorch tensor is a logical NCHW view with
+ * NHWC strides, as gaio_tensor describes it); the tensor's strides are always
+ * explicit. to_view takes a tensor that gaio_tensor_check accepts; from_view a view
+ * of at most GAIO_TENSOR_MAX_NDIM dimensions. The buffer is borrowed both ways. */
+gaio_status gaio_tensor_from_dlpack_view(const gaio_dlpack_view *view, gaio_tensor *t);
+gaio_status gaio_tensor_to_dlpack_view(const gaio_tensor *t, gaio_dlpack_view *view);
 
 /* ---- library state ------------------------------------------------------------ */
 
