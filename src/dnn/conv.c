@@ -37,6 +37,18 @@ static bool same_view(const gaio__kview *a, const gaio__kview *b) {
     return true;
 }
 
+/* A tensor of the output's shape [N, K, P, Q]. */
+static gaio_status output_shape(const char *fn, const char *name, const gaio__kview *v, const int64_t *want) {
+    for (int i = 0; i < 4; i++)
+        if (v->t.shape[i] != want[i]) {
+            char got[128], exp[128];
+            gaio__shape_text(4, v->t.shape, got, sizeof got);
+            gaio__shape_text(4, want, exp, sizeof exp);
+            return BAD("%s is %s but the convolution gives %s", name, got, exp);
+        }
+    return GAIO_OK;
+}
+
 /* Output size of one spatial dimension, or <= 0 when the window does not fit. */
 static int64_t out_size(int64_t in, int64_t k, int32_t pad0, int32_t pad1, int32_t stride, int32_t dil) {
     int64_t span = (int64_t)dil * (k - 1) + 1, padded = in + pad0 + pad1;
@@ -100,13 +112,7 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
                    (long long)a->r, (long long)a->s, (int)a->dilation[0], (int)a->dilation[1], (long long)a->h,
                    (long long)a->w, (int)a->pad[0], (int)a->pad[1], (int)a->pad[2], (int)a->pad[3]);
     const int64_t want[4] = {a->n, a->k, a->p, a->q};
-    for (int i = 0; i < 4; i++)
-        if (c->y.t.shape[i] != want[i]) {
-            char got[128], exp[128];
-            gaio__shape_text(4, c->y.t.shape, got, sizeof got);
-            gaio__shape_text(4, want, exp, sizeof exp);
-            return BAD("y is %s but the convolution gives %s", got, exp);
-        }
+    if ((st = output_shape(fn, "y", &c->y, want)) != GAIO_OK) return st;
     if (!gaio__ktensor_distinct(&c->y.k)) return BAD("y's strides make elements share memory");
     if (gaio__kview_overlap(&c->y, &c->x) || gaio__kview_overlap(&c->y, &c->w)) return BAD("y overlaps x or w");
     if (bias) {
@@ -125,13 +131,7 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
         if (c->res.t.dtype != dt)
             return BAD("residual is %s but y is %s: they must match", gaio_dtype_name(c->res.t.dtype),
                        gaio_dtype_name(dt));
-        for (int i = 0; i < 4; i++)
-            if (c->res.t.shape[i] != want[i]) {
-                char got[128], exp[128];
-                gaio__shape_text(4, c->res.t.shape, got, sizeof got);
-                gaio__shape_text(4, want, exp, sizeof exp);
-                return BAD("residual is %s but y is %s: they must match", got, exp);
-            }
+        if ((st = output_shape(fn, "residual", &c->res, want)) != GAIO_OK) return st;
         if (gaio__kview_overlap(&c->y, &c->res) && !same_view(&c->y, &c->res))
             return BAD("residual overlaps y without being y itself (same memory and strides)");
         c->has_res = true;

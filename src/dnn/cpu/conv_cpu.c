@@ -310,20 +310,28 @@ static void entry_release(entry *e) {
     if (last) entry_destroy(e);
 }
 
-/* The entry of key, made if it is not cached; the caller holds a reference. */
-static gaio_status entry_get(const conv_key *key, entry **out) {
-    pthread_mutex_lock(&cache_lock);
+/* The cached entry of key with a reference for the caller, or NULL. Under cache_lock. */
+static entry *find_locked(const conv_key *key) {
     for (int i = 0; i < CACHE_ENTRIES; i++) {
         entry *e = cache[i];
         if (e && memcmp(&e->key, key, sizeof *key) == 0) {
             e->refs++;
             e->used = ++cache_clock;
-            pthread_mutex_unlock(&cache_lock);
-            *out = e;
-            return GAIO_OK;
+            return e;
         }
     }
+    return NULL;
+}
+
+/* The entry of key, made if it is not cached; the caller holds a reference. */
+static gaio_status entry_get(const conv_key *key, entry **out) {
+    pthread_mutex_lock(&cache_lock);
+    entry *found = find_locked(key);
     pthread_mutex_unlock(&cache_lock);
+    if (found) {
+        *out = found;
+        return GAIO_OK;
+    }
 
     /* Made outside the lock: oneDNN's jit takes milliseconds. Two threads may make the
      * same one; the second to insert uses the first's. */
@@ -333,17 +341,15 @@ static gaio_status entry_get(const conv_key *key, entry **out) {
 
     entry *evicted = NULL;
     pthread_mutex_lock(&cache_lock);
+    if ((found = find_locked(key))) {
+        pthread_mutex_unlock(&cache_lock);
+        entry_destroy(made);
+        *out = found;
+        return GAIO_OK;
+    }
     int slot = -1;
     for (int i = 0; i < CACHE_ENTRIES; i++) {
         entry *e = cache[i];
-        if (e && memcmp(&e->key, key, sizeof *key) == 0) {
-            e->refs++;
-            e->used = ++cache_clock;
-            pthread_mutex_unlock(&cache_lock);
-            entry_destroy(made);
-            *out = e;
-            return GAIO_OK;
-        }
         if (!e) {
             if (slot < 0 || cache[slot]) slot = i;
         } else if (slot < 0 || (cache[slot] && e->used < cache[slot]->used)) {

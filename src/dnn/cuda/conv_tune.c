@@ -28,9 +28,8 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
     const gaio_cu_table *cu = gaio__cu();
     *best = 0;
     size_t e = k->dtype == GAIO_DTYPE_F16 ? 2 : 4;
-    int64_t p = (k->h + k->pad[0] + k->pad[2] - (int64_t)k->dilation[0] * (k->r - 1) - 1) / k->stride[0] + 1;
-    int64_t q = (k->w + k->pad[1] + k->pad[3] - (int64_t)k->dilation[1] * (k->s - 1) - 1) / k->stride[1] + 1;
-    int64_t xd[4] = {k->n, k->c, k->h, k->w}, wd[4] = {k->k, k->c / k->groups, k->r, k->s}, yd[4] = {k->n, k->k, p, q};
+    int64_t xd[4], wd[4], yd[4];
+    gaio__conv_key_dims(k, xd, wd, yd);
     size_t sizes[5] = {span(xd, k->xs, e), span(wd, k->ws, e), span(yd, k->ys, e), k->has_bias ? (size_t)k->k * e : 0,
                        k->has_res && !k->res_is_y ? span(yd, k->rs, e) : 0};
     size_t ws = 0;

@@ -37,7 +37,7 @@ void gaio__conv_key_make(const gaio__conv_args *a, conv_key *k) {
     memcpy(k->stride, a->stride, sizeof k->stride);
     memcpy(k->pad, a->pad, sizeof k->pad);
     memcpy(k->dilation, a->dilation, sizeof k->dilation);
-    k->n = a->n, k->c = a->c, k->h = a->h, k->w = a->w, k->k = a->k, k->r = a->r, k->s = a->s;
+    k->n = a->n, k->c = a->c, k->h = a->h, k->w = a->w, k->k = a->k, k->r = a->r, k->s = a->s, k->p = a->p, k->q = a->q;
     memcpy(k->xs, a->xs, sizeof k->xs);
     memcpy(k->ws, a->ws, sizeof k->ws);
     memcpy(k->ys, a->ys, sizeof k->ys);
@@ -52,6 +52,12 @@ void gaio__conv_key_make(const gaio__conv_args *a, conv_key *k) {
     k->align[CONV_UID_Y - 1] = alignment(a->y);
     k->align[CONV_UID_BIAS - 1] = a->bias ? alignment(a->bias) : 0;
     k->align[CONV_UID_RES - 1] = a->residual ? alignment(a->residual) : 0;
+}
+
+void gaio__conv_key_dims(const conv_key *k, int64_t xd[4], int64_t wd[4], int64_t yd[4]) {
+    const int64_t x[4] = {k->n, k->c, k->h, k->w}, w[4] = {k->k, k->c / k->groups, k->r, k->s};
+    const int64_t y[4] = {k->n, k->k, k->p, k->q};
+    memcpy(xd, x, sizeof x), memcpy(wd, w, sizeof w), memcpy(yd, y, sizeof y);
 }
 
 /* Every descriptor a build makes, destroyed together at the end. */
@@ -171,10 +177,9 @@ static int act_mode(int32_t op) {
 static cudnnBackendDescriptor_t graph(builder *b, const conv_key *k, const gaio__conv_fusion *f) {
     int dt = k->dtype == GAIO_DTYPE_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     int fdt = CUDNN_DATA_FLOAT;
-    int64_t p = (k->h + k->pad[0] + k->pad[2] - (int64_t)k->dilation[0] * (k->r - 1) - 1) / k->stride[0] + 1;
-    int64_t q = (k->w + k->pad[1] + k->pad[3] - (int64_t)k->dilation[1] * (k->s - 1) - 1) / k->stride[1] + 1;
-    int64_t xd[4] = {k->n, k->c, k->h, k->w}, wd[4] = {k->k, k->c / k->groups, k->r, k->s};
-    int64_t yd[4] = {k->n, k->k, p, q}, bd[4] = {1, k->k, 1, 1}, bs[4] = {k->k, 1, 1, 1};
+    int64_t xd[4], wd[4], yd[4], bd[4] = {1, k->k, 1, 1}, bs[4] = {k->k, 1, 1, 1};
+    gaio__conv_key_dims(k, xd, wd, yd);
+    int64_t p = yd[2], q = yd[3];
     cudnnBackendDescriptor_t x = tensor(b, CONV_UID_X, dt, xd, k->xs, false, k->align[0]);
     cudnnBackendDescriptor_t w = tensor(b, CONV_UID_W, dt, wd, k->ws, false, k->align[1]);
     cudnnBackendDescriptor_t y = tensor(b, CONV_UID_Y, dt, yd, k->ys, false, k->align[2]);
@@ -276,9 +281,8 @@ static bool packed_nhwc(const int64_t *d, const int64_t *s) {
 }
 
 static bool all_nhwc(const conv_key *k) {
-    int64_t p = (k->h + k->pad[0] + k->pad[2] - (int64_t)k->dilation[0] * (k->r - 1) - 1) / k->stride[0] + 1;
-    int64_t q = (k->w + k->pad[1] + k->pad[3] - (int64_t)k->dilation[1] * (k->s - 1) - 1) / k->stride[1] + 1;
-    int64_t xd[4] = {k->n, k->c, k->h, k->w}, wd[4] = {k->k, k->c / k->groups, k->r, k->s}, yd[4] = {k->n, k->k, p, q};
+    int64_t xd[4], wd[4], yd[4];
+    gaio__conv_key_dims(k, xd, wd, yd);
     return packed_nhwc(xd, k->xs) && packed_nhwc(wd, k->ws) && packed_nhwc(yd, k->ys) &&
            (!k->has_res || packed_nhwc(yd, k->rs));
 }

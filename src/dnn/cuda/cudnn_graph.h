@@ -18,7 +18,7 @@ enum { CONV_UID_X = 1, CONV_UID_W = 2, CONV_UID_Y = 3, CONV_UID_BIAS = 4, CONV_U
  * addresses' alignment (plans may assume it). Compared with memcmp: zeroed first. */
 typedef struct conv_key {
     int32_t dtype, groups, stride[2], pad[4], dilation[2];
-    int64_t n, c, h, w, k, r, s;
+    int64_t n, c, h, w, k, r, s, p, q;
     int64_t xs[4], ws[4], ys[4], rs[4];
     int32_t has_bias, has_res, res_is_y, has_act, act_op, f16_accumulation;
     float act_alpha, act_beta;
@@ -26,6 +26,8 @@ typedef struct conv_key {
 } conv_key;
 
 void gaio__conv_key_make(const gaio__conv_args *a, conv_key *k);
+/* The logical dimensions of x, w and y. */
+void gaio__conv_key_dims(const conv_key *k, int64_t xd[4], int64_t wd[4], int64_t yd[4]);
 
 /* A finalized execution plan and what gaio needs to run it. */
 typedef struct conv_built {

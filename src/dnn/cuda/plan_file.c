@@ -40,11 +40,16 @@ typedef struct file_entry {
     uint64_t json_size;
 } file_entry;
 
-static gaio_status context_checks(const char *fn, gaio_context *ctx, const char *path) {
+/* The arguments checked, cuDNN loaded and the context's cache found. */
+static gaio_status prologue(const char *fn, gaio_context *ctx, const char *path, size_t *count,
+                            const gaio_cudnn_table **t, conv_cache **c) {
+    if (count) *count = 0;
     if (!ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "ctx is NULL");
     if (!path || !path[0]) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "path is NULL or empty");
     if (ctx->be->kind != GAIO_DEVICE_CUDA)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "ctx is on the host: plan caches hold cuDNN plans");
+    if (!(*t = gaio__cudnn(fn))) return GAIO_ERR_DRIVER;
+    if (!(*c = gaio__conv_cache(fn, ctx))) return GAIO_ERR_NO_MEMORY;
     return GAIO_OK;
 }
 
@@ -66,13 +71,10 @@ static gaio_status sys_fail(const char *fn, const char *what, const char *path) 
 
 gaio_status gaio_dnn_plan_cache_save(gaio_context *ctx, const char *path, size_t *count) {
     const char *fn = __func__;
-    if (count) *count = 0;
-    gaio_status st = context_checks(fn, ctx, path);
+    const gaio_cudnn_table *t = NULL;
+    conv_cache *c = NULL;
+    gaio_status st = prologue(fn, ctx, path, count, &t, &c);
     if (st != GAIO_OK) return st;
-    const gaio_cudnn_table *t = gaio__cudnn(fn);
-    if (!t) return GAIO_ERR_DRIVER;
-    conv_cache *c = gaio__conv_cache(fn, ctx);
-    if (!c) return GAIO_ERR_NO_MEMORY;
     gaio__conv_plan **plans = calloc(MAX_ENTRIES, sizeof *plans);
     if (!plans) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     size_t n = gaio__conv_cache_snapshot(c, plans, MAX_ENTRIES);
@@ -174,13 +176,10 @@ static gaio_status load_plan(const char *fn, const gaio_cudnn_table *t, conv_cac
 
 gaio_status gaio_dnn_plan_cache_load(gaio_context *ctx, const char *path, size_t *count) {
     const char *fn = __func__;
-    if (count) *count = 0;
-    gaio_status st = context_checks(fn, ctx, path);
+    const gaio_cudnn_table *t = NULL;
+    conv_cache *c = NULL;
+    gaio_status st = prologue(fn, ctx, path, count, &t, &c);
     if (st != GAIO_OK) return st;
-    const gaio_cudnn_table *t = gaio__cudnn(fn);
-    if (!t) return GAIO_ERR_DRIVER;
-    conv_cache *c = gaio__conv_cache(fn, ctx);
-    if (!c) return GAIO_ERR_NO_MEMORY;
     FILE *f = fopen(path, "rb");
     if (!f) return sys_fail(fn, "cannot open", path);
     file_header h, mine;
