@@ -22,6 +22,7 @@
 #include "gaio/image.h"
 #include "gaio/dlpack.h"
 #include "gaio/dnn.h"
+#include "gaio/model.h"
 #include "gaio/library.h"
 
 #endif

@@ -1,0 +1,42 @@
+/* The model API in a build without ONNX support (no protoc-c, onnx.proto or
+ * protobuf-c at build time): every call says so. */
+#include "core/error.h"
+#include "gaio/model.h"
+
+#define NO_ONNX GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "this libgaio was built without ONNX support (it needs "            \
+                          "protobuf-c-compiler, libprotobuf-c-dev and libonnx-dev at build time)")
+
+gaio_status gaio_model_load(const char *path, gaio_model **out) {
+    (void)path;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_model_load_memory(const void *data, size_t size, gaio_model **out) {
+    (void)data, (void)size;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_model_retain(gaio_model *m) {
+    (void)m;
+    return NO_ONNX;
+}
+gaio_status gaio_model_release(gaio_model *m) {
+    (void)m;
+    return GAIO_OK;
+}
+gaio_status gaio_model_summarize(const gaio_model *m, gaio_model_summary *out) {
+    (void)m, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_model_input(const gaio_model *m, int32_t i, gaio_model_io *out) {
+    (void)m, (void)i, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_model_output(const gaio_model *m, int32_t i, gaio_model_io *out) {
+    (void)m, (void)i, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_model_node(const gaio_model *m, int32_t i, const char **name, const char **op_type) {
+    (void)m, (void)i, (void)name, (void)op_type;
+    return NO_ONNX;
+}

@@ -1,0 +1,86 @@
+/* The operator table's names: ONNX operator types and element types. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/ops_internal.h"
+
+static const char *const op_names[OP_COUNT] = {
+    [OP_CONV] = "Conv",
+    [OP_GEMM] = "Gemm",
+    [OP_MATMUL] = "MatMul",
+    [OP_BATCH_NORM] = "BatchNormalization",
+    [OP_RELU] = "Relu",
+    [OP_CLIP] = "Clip",
+    [OP_SIGMOID] = "Sigmoid",
+    [OP_HARD_SIGMOID] = "HardSigmoid",
+    [OP_HARD_SWISH] = "HardSwish",
+    [OP_ADD] = "Add",
+    [OP_SUB] = "Sub",
+    [OP_MUL] = "Mul",
+    [OP_DIV] = "Div",
+    [OP_MAX_POOL] = "MaxPool",
+    [OP_AVG_POOL] = "AveragePool",
+    [OP_GLOBAL_AVG_POOL] = "GlobalAveragePool",
+    [OP_FLATTEN] = "Flatten",
+    [OP_RESHAPE] = "Reshape",
+    [OP_TRANSPOSE] = "Transpose",
+    [OP_CONCAT] = "Concat",
+    [OP_SOFTMAX] = "Softmax",
+    [OP_IDENTITY] = "Identity",
+    [OP_CONSTANT] = "Constant",
+    [OP_SHAPE] = "Shape",
+    [OP_GATHER] = "Gather",
+    [OP_UNSQUEEZE] = "Unsqueeze",
+    [OP_SQUEEZE] = "Squeeze",
+    [OP_CAST] = "Cast",
+};
+
+int32_t gaio__op_lookup(const char *op_type) {
+    if (!op_type) return -1;
+    for (int32_t i = 0; i < OP_COUNT; i++)
+        if (op_names[i] && strcmp(op_names[i], op_type) == 0) return i;
+    return -1;
+}
+
+size_t gaio__mt_size(int32_t elem) {
+    switch (elem) {
+    case MT_F32: return 4;
+    case MT_I32: return 4;
+    case MT_I64: return 8;
+    case MT_F16: return 2;
+    default: return 0;
+    }
+}
+
+const char *gaio__mt_name(int32_t elem) {
+    switch (elem) {
+    case MT_F32: return "float32";
+    case MT_I32: return "int32";
+    case MT_I64: return "int64";
+    case MT_F16: return "float16";
+    case 2: return "uint8";
+    case 3: return "int8";
+    case 4: return "uint16";
+    case 5: return "int16";
+    case 8: return "string";
+    case 9: return "bool";
+    case 11: return "float64";
+    case 12: return "uint32";
+    case 13: return "uint64";
+    case 14: return "complex64";
+    case 15: return "complex128";
+    case 16: return "bfloat16";
+    default: return elem >= 17 && elem <= 23 ? "8-bit or 4-bit float/int" : "undefined";
+    }
+}
+
+gaio_status gaio__node_fail(const char *fn, const mnode *n, gaio_status st, const char *fmt, ...) {
+    char msg[GAIO_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return gaio__fail(st, fn, "node '%s' (%s): %s", n->name ? n->name : "", n->op_type ? n->op_type : "?", msg);
+}

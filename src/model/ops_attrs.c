@@ -1,0 +1,349 @@
+/* Operators' attributes: which each operator has (for the graph's opset), their types,
+ * ONNX's defaults, and the values gaio can run; also the inputs and outputs each takes. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "onnx/onnx.pb-c.h"
+
+#include "model/ops_internal.h"
+
+#define T_F ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
+#define T_I ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT
+#define T_S ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING
+#define T_T ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR
+#define T_FS ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS
+#define T_IS ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+#define T_SS ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS
+#define T_SP ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR
+
+/* An attribute an operator has from opset since on. */
+typedef struct aspec {
+    const char *name;
+    int type;
+    int since;
+} aspec;
+
+#define MAX_ATTRS 8
+typedef struct opspec {
+    int32_t min_in, max_in; /* max_in -1: any number */
+    int32_t max_out;        /* ONNX's; gaio computes only the first */
+    aspec attrs[MAX_ATTRS];
+} opspec;
+
+#define POOL_COMMON {"auto_pad", T_S, 1}, {"kernel_shape", T_IS, 1}, {"pads", T_IS, 1}, {"strides", T_IS, 1}, {"ceil_mode", T_I, 10}
+
+static const opspec specs[OP_COUNT] = {
+    [OP_CONV] = {2, 3, 1, {{"auto_pad", T_S, 1}, {"dilations", T_IS, 1}, {"group", T_I, 1}, {"kernel_shape", T_IS, 1},
+                           {"pads", T_IS, 1}, {"strides", T_IS, 1}}},
+    [OP_GEMM] = {2, 3, 1, {{"alpha", T_F, 1}, {"beta", T_F, 1}, {"transA", T_I, 1}, {"transB", T_I, 1}}},
+    [OP_MATMUL] = {2, 2, 1, {{0}}},
+    [OP_BATCH_NORM] = {5, 5, 3, {{"epsilon", T_F, 1}, {"momentum", T_F, 1}, {"training_mode", T_I, 14}}},
+    [OP_RELU] = {1, 1, 1, {{0}}},
+    [OP_CLIP] = {1, 3, 1, {{0}}},
+    [OP_SIGMOID] = {1, 1, 1, {{0}}},
+    [OP_HARD_SIGMOID] = {1, 1, 1, {{"alpha", T_F, 1}, {"beta", T_F, 1}}},
+    [OP_HARD_SWISH] = {1, 1, 1, {{0}}},
+    [OP_ADD] = {2, 2, 1, {{0}}},
+    [OP_SUB] = {2, 2, 1, {{0}}},
+    [OP_MUL] = {2, 2, 1, {{0}}},
+    [OP_DIV] = {2, 2, 1, {{0}}},
+    [OP_MAX_POOL] = {1, 1, 2, {POOL_COMMON, {"dilations", T_IS, 10}, {"storage_order", T_I, 8}}},
+    [OP_AVG_POOL] = {1, 1, 1, {POOL_COMMON, {"count_include_pad", T_I, 7}, {"dilations", T_IS, 19}}},
+    [OP_GLOBAL_AVG_POOL] = {1, 1, 1, {{0}}},
+    [OP_FLATTEN] = {1, 1, 1, {{"axis", T_I, 1}}},
+    [OP_RESHAPE] = {2, 2, 1, {{"allowzero", T_I, 14}}},
+    [OP_TRANSPOSE] = {1, 1, 1, {{"perm", T_IS, 1}}},
+    [OP_CONCAT] = {1, -1, 1, {{"axis", T_I, 1}}},
+    [OP_SOFTMAX] = {1, 1, 1, {{"axis", T_I, 1}}},
+    [OP_IDENTITY] = {1, 1, 1, {{0}}},
+    [OP_CONSTANT] = {0, 0, 1, {{"value", T_T, 1}, {"value_float", T_F, 12}, {"value_floats", T_FS, 12},
+                               {"value_int", T_I, 12}, {"value_ints", T_IS, 12}, {"value_string", T_S, 12},
+                               {"value_strings", T_SS, 12}, {"sparse_value", T_SP, 11}}},
+    [OP_SHAPE] = {1, 1, 1, {{"start", T_I, 15}, {"end", T_I, 15}}},
+    [OP_GATHER] = {2, 2, 1, {{"axis", T_I, 1}}},
+    [OP_UNSQUEEZE] = {2, 2, 1, {{0}}},
+    [OP_SQUEEZE] = {1, 2, 1, {{0}}},
+    [OP_CAST] = {1, 1, 1, {{"to", T_I, 1}, {"saturate", T_I, 19}}},
+};
+
+static const char *type_name(int t) {
+    switch (t) {
+    case T_F: return "a float";
+    case T_I: return "an int";
+    case T_S: return "a string";
+    case T_T: return "a tensor";
+    case T_FS: return "floats";
+    case T_IS: return "ints";
+    case T_SS: return "strings";
+    case T_SP: return "a sparse tensor";
+    default: return "another type";
+    }
+}
+
+static gaio_status check_io(const char *fn, const mnode *n, const opspec *s) {
+    if (n->nin < s->min_in || (s->max_in >= 0 && n->nin > s->max_in)) {
+        if (s->max_in < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes at least %d", n->nin, s->min_in);
+        if (s->min_in == s->max_in) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes %d", n->nin, s->min_in);
+        return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes %d to %d", n->nin, s->min_in, s->max_in);
+    }
+    /* Past the required ones, an input may be omitted (""). */
+    for (int32_t i = 0; i < n->nin && i < s->min_in; i++)
+        if (n->in[i] < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "input %d is required but omitted", i);
+    if (s->max_in < 0)
+        for (int32_t i = 0; i < n->nin; i++)
+            if (n->in[i] < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "input %d is omitted", i);
+    if (n->nout < 1 || n->nout > s->max_out)
+        return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d outputs; it has %s%d", n->nout, s->max_out > 1 ? "1 to " : "",
+                               s->max_out);
+    if (n->out[0] < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "its first output is omitted");
+    /* The optional outputs are the training statistics (BatchNormalization) and the
+     * argmax (MaxPool): nothing gaio computes. */
+    for (int32_t i = 1; i < n->nout; i++)
+        if (n->out[i] >= 0)
+            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d (%s) is not supported", i,
+                                   n->op == OP_MAX_POOL ? "Indices" : "training statistics");
+    return GAIO_OK;
+}
+
+/* A 2-D list attribute (kernel_shape, strides, dilations); other lengths are kernels of
+ * other ranks, which gaio does not run. */
+static gaio_status get_pair(const char *fn, const mnode *n, const Onnx__AttributeProto *at, int64_t min, int64_t out[2]) {
+    if (at->n_ints != 2) {
+        if (at->n_ints == 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is empty", at->name);
+        return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%zu-D %s are not supported (attribute '%s')", at->n_ints,
+                               n->op == OP_CONV ? "convolutions" : "pools", at->name);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (at->ints[i] < min || at->ints[i] > INT32_MAX)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' has %lld (out of range)", at->name,
+                                   (long long)at->ints[i]);
+        out[i] = at->ints[i];
+    }
+    return GAIO_OK;
+}
+
+static gaio_status get_pads(const char *fn, const mnode *n, const Onnx__AttributeProto *at, int64_t out[4]) {
+    if (at->n_ints != 4) {
+        if (at->n_ints % 2 || at->n_ints == 0)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' has %zu values (2 per spatial axis)", at->n_ints);
+        return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%zu-D %s are not supported (attribute 'pads')", at->n_ints / 2,
+                               n->op == OP_CONV ? "convolutions" : "pools");
+    }
+    /* ONNX lists begins then ends: [top, left, bottom, right], mattrs' order. */
+    for (int i = 0; i < 4; i++) {
+        if (at->ints[i] < 0 || at->ints[i] > INT32_MAX)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' has %lld (out of range)", (long long)at->ints[i]);
+        out[i] = at->ints[i];
+    }
+    return GAIO_OK;
+}
+
+static gaio_status get_auto_pad(const char *fn, const mnode *n, const Onnx__AttributeProto *at, int32_t *out) {
+    static const char *const names[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
+    for (int32_t i = 0; i < 4; i++) {
+        size_t len = strlen(names[i]);
+        if (at->s.len == len && at->s.data && memcmp(at->s.data, names[i], len) == 0) {
+            *out = i;
+            return GAIO_OK;
+        }
+    }
+    return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'auto_pad' is '%.*s' (NOTSET, SAME_UPPER, SAME_LOWER or VALID)",
+                           at->s.len > 32 ? 32 : (int)at->s.len, at->s.data ? (const char *)at->s.data : "");
+}
+
+static gaio_status get_flag(const char *fn, const mnode *n, const Onnx__AttributeProto *at, int64_t *out) {
+    if (at->i != 0 && at->i != 1)
+        return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is %lld (0 or 1)", at->name, (long long)at->i);
+    *out = at->i;
+    return GAIO_OK;
+}
+
+static gaio_status get_float(const char *fn, const mnode *n, const Onnx__AttributeProto *at, float *out) {
+    if (!isfinite(at->f)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is not finite", at->name);
+    *out = at->f;
+    return GAIO_OK;
+}
+
+/* Applies one attribute (its name and type already checked). */
+static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *at) {
+    mattrs *a = &n->a;
+    const char *nm = at->name;
+    switch (n->op) {
+    case OP_CONV:
+    case OP_MAX_POOL:
+    case OP_AVG_POOL:
+        if (!strcmp(nm, "kernel_shape")) {
+            a->nkernel = 2;
+            return get_pair(fn, n, at, 1, a->kernel);
+        }
+        if (!strcmp(nm, "strides")) return get_pair(fn, n, at, 1, a->strides);
+        if (!strcmp(nm, "dilations")) return get_pair(fn, n, at, 1, a->dilations);
+        if (!strcmp(nm, "pads")) return get_pads(fn, n, at, a->pads);
+        if (!strcmp(nm, "auto_pad")) return get_auto_pad(fn, n, at, &a->auto_pad);
+        if (!strcmp(nm, "ceil_mode")) return get_flag(fn, n, at, &a->ceil_mode);
+        if (!strcmp(nm, "count_include_pad")) return get_flag(fn, n, at, &a->count_include_pad);
+        if (!strcmp(nm, "storage_order")) {
+            int64_t so = 0;
+            gaio_status st = get_flag(fn, n, at, &so);
+            if (st == GAIO_OK && so)
+                return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "storage_order 1 (column-major Indices) is not supported");
+            return st;
+        }
+        if (!strcmp(nm, "group")) {
+            if (at->i < 1 || at->i > INT32_MAX)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'group' is %lld", (long long)at->i);
+            a->group = at->i;
+            return GAIO_OK;
+        }
+        break;
+    case OP_GEMM:
+        if (!strcmp(nm, "alpha")) return get_float(fn, n, at, &a->alpha);
+        if (!strcmp(nm, "beta")) return get_float(fn, n, at, &a->beta);
+        /* ONNX reads any non-zero as true. */
+        if (!strcmp(nm, "transA")) return a->trans_a = at->i != 0, GAIO_OK;
+        if (!strcmp(nm, "transB")) return a->trans_b = at->i != 0, GAIO_OK;
+        break;
+    case OP_HARD_SIGMOID:
+        if (!strcmp(nm, "alpha")) return get_float(fn, n, at, &a->alpha);
+        if (!strcmp(nm, "beta")) return get_float(fn, n, at, &a->beta);
+        break;
+    case OP_BATCH_NORM:
+        if (!strcmp(nm, "epsilon")) {
+            gaio_status st = get_float(fn, n, at, &a->epsilon);
+            if (st == GAIO_OK && a->epsilon < 0)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'epsilon' is negative");
+            return st;
+        }
+        if (!strcmp(nm, "momentum")) return GAIO_OK; /* training only */
+        if (!strcmp(nm, "training_mode")) {
+            if (at->i != 0) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "training_mode %lld is not supported", (long long)at->i);
+            return GAIO_OK;
+        }
+        break;
+    case OP_FLATTEN:
+    case OP_CONCAT:
+    case OP_SOFTMAX:
+    case OP_GATHER:
+        /* Ranges are checked against the input's rank at inference. */
+        if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK;
+        break;
+    case OP_TRANSPOSE:
+        if (!strcmp(nm, "perm")) {
+            if (at->n_ints > GAIO_MODEL_MAX_NDIM)
+                return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "rank %zu is above gaio's %d", at->n_ints, GAIO_MODEL_MAX_NDIM);
+            a->nperm = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++) a->perm[i] = at->ints[i];
+            return GAIO_OK;
+        }
+        break;
+    case OP_RESHAPE:
+        if (!strcmp(nm, "allowzero")) return get_flag(fn, n, at, &a->allowzero);
+        break;
+    case OP_SHAPE:
+        /* start / end live in axes[0..1] (naxes 2), which Shape has no other use for. */
+        if (!strcmp(nm, "start")) return a->axes[0] = at->i, GAIO_OK;
+        if (!strcmp(nm, "end")) return a->axes[1] = at->i, GAIO_OK;
+        break;
+    case OP_CAST:
+        if (!strcmp(nm, "to")) {
+            if (at->i != MT_F32 && at->i != MT_F16 && at->i != MT_I32 && at->i != MT_I64) {
+                if (at->i <= 0 || at->i > 23)
+                    return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'to' is %lld, no ONNX type", (long long)at->i);
+                return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "a cast to %s is not supported", gaio__mt_name((int32_t)at->i));
+            }
+            a->to = (int32_t)at->i;
+            return GAIO_OK;
+        }
+        if (!strcmp(nm, "saturate")) return GAIO_OK; /* for 8-bit floats only */
+        break;
+    case OP_CONSTANT:
+        /* The loader turns the value into the output's data; only its kind is checked here. */
+        if (!strcmp(nm, "value_string") || !strcmp(nm, "value_strings") || !strcmp(nm, "sparse_value"))
+            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "attribute '%s' is not supported", nm);
+        return GAIO_OK;
+    default: break;
+    }
+    return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is not handled", nm);
+}
+
+static void set_defaults(const mgraph *g, mnode *n) {
+    mattrs *a = &n->a;
+    memset(a, 0, sizeof *a);
+    a->strides[0] = a->strides[1] = 1;
+    a->dilations[0] = a->dilations[1] = 1;
+    a->group = 1;
+    a->alpha = n->op == OP_HARD_SIGMOID ? 0.2f : 1.0f;
+    a->beta = n->op == OP_HARD_SIGMOID ? 0.5f : 1.0f;
+    a->epsilon = 1e-5f;
+    a->clip_min = -INFINITY;
+    a->clip_max = INFINITY;
+    a->axis = n->op == OP_FLATTEN ? 1 : n->op == OP_SOFTMAX ? (g->opset >= 13 ? -1 : 1) : 0;
+    if (n->op == OP_SHAPE) {
+        a->naxes = 2;
+        a->axes[0] = 0;
+        a->axes[1] = INT64_MAX; /* to the end */
+    }
+}
+
+gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct Onnx__NodeProto *proto, mnode *n) {
+    if (n->op < 0 || n->op >= OP_COUNT) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "no such operator in gaio");
+    const opspec *s = &specs[n->op];
+    set_defaults(g, n);
+    gaio_status st;
+
+    unsigned seen = 0;
+    for (size_t k = 0; k < proto->n_attribute; k++) {
+        const Onnx__AttributeProto *at = proto->attribute[k];
+        if (!at || !at->name || !at->name[0]) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "an attribute has no name");
+        if (at->ref_attr_name && at->ref_attr_name[0])
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' refers to a function's attribute outside a function",
+                                   at->name);
+        int idx = -1;
+        for (int i = 0; i < MAX_ATTRS && s->attrs[i].name; i++)
+            if (!strcmp(s->attrs[i].name, at->name) && g->opset >= s->attrs[i].since) idx = i;
+        if (idx < 0) {
+            if ((n->op == OP_CLIP && (!strcmp(at->name, "min") || !strcmp(at->name, "max"))) ||
+                ((n->op == OP_SQUEEZE || n->op == OP_UNSQUEEZE) && !strcmp(at->name, "axes")))
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG,
+                                       "attribute '%s' belongs to older opsets; opset %lld gives it as an input", at->name,
+                                       (long long)g->opset);
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "unknown attribute '%s' (opset %lld)", at->name, (long long)g->opset);
+        }
+        if (seen & (1u << idx)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is given twice", at->name);
+        seen |= 1u << idx;
+        if (!at->has_type || (int)at->type != s->attrs[idx].type)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is %s; it must be %s", at->name,
+                                   at->has_type ? type_name(at->type) : "untyped", type_name(s->attrs[idx].type));
+        if ((st = apply(fn, n, at)) != GAIO_OK) return st;
+    }
+
+    /* After the attributes: an opset-12 attribute (Unsqueeze's axes) says more than
+     * the input it stands for being missing. */
+    if ((st = check_io(fn, n, s)) != GAIO_OK) return st;
+    mattrs *a = &n->a;
+    switch (n->op) {
+    case OP_MAX_POOL:
+    case OP_AVG_POOL:
+        if (!a->nkernel) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'kernel_shape' is required");
+        /* fall through */
+    case OP_CONV:
+        if (a->auto_pad != 0 && (a->pads[0] | a->pads[1] | a->pads[2] | a->pads[3]))
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attributes 'pads' and 'auto_pad' cannot both be set");
+        break;
+    case OP_CONCAT:
+        if (!(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axis' is required");
+        break;
+    case OP_CAST:
+        if (!(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'to' is required");
+        break;
+    case OP_CONSTANT:
+        if (seen == 0 || (seen & (seen - 1)))
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "exactly one of the value attributes is required");
+        break;
+    default: break;
+    }
+    return GAIO_OK;
+}

@@ -1,0 +1,721 @@
+/* Output types and shapes of each operator from its inputs', checked (channels, ranks,
+ * broadcasting), and the folding of shape-only operators whose inputs are constants.
+ *
+ * A dimension of -1 is symbolic (the batch): it passes through where a dimension is
+ * copied, and refuses (GAIO_ERR_NOT_SUPPORTED) where gaio would have to compute with
+ * it, so that every shape the planner sees is either known or the batch itself. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/half.h"
+#include "model/ops_internal.h"
+
+#define MAXD GAIO_MODEL_MAX_NDIM
+/* Dims and element counts stay below this, so that counts times 8 bytes, sums of
+ * pads and products of a kernel with a dilation cannot overflow. */
+#define DIM_LIMIT ((int64_t)1 << 48)
+/* Folded outputs larger than this stay computed at run time: folding is an
+ * optimisation, and a hostile Gather must not make the loader allocate terabytes. */
+#define FOLD_MAX ((size_t)256 << 20)
+
+typedef struct shp {
+    int32_t ndim;
+    int64_t d[MAXD];
+    const char *nm[MAXD];
+} shp;
+
+#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
+#define TRY(x)                                 \
+    do {                                       \
+        gaio_status try_st_ = (x);             \
+        if (try_st_ != GAIO_OK) return try_st_; \
+    } while (0)
+
+static mvalue *in_v(mgraph *g, const mnode *n, int i) { return i < n->nin && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL; }
+static const char *dname(const mvalue *v, int i) { return v->dim_names[i] ? v->dim_names[i] : ""; }
+static bool is_float(int32_t e) { return e == MT_F32 || e == MT_F16; }
+static bool is_int(int32_t e) { return e == MT_I32 || e == MT_I64; }
+
+static void shp_of(const mvalue *v, shp *s) {
+    s->ndim = v->ndim;
+    for (int i = 0; i < v->ndim; i++) s->d[i] = v->dims[i], s->nm[i] = dname(v, i);
+}
+static void shp_push(shp *s, int64_t d, const char *nm) {
+    s->d[s->ndim] = d;
+    s->nm[s->ndim++] = d < 0 ? nm : "";
+}
+
+/* Product of the fixed dims of [lo, hi); the symbolic ones are counted (and the last's
+ * name kept). False when the product passes DIM_LIMIT. */
+static bool prod(const int64_t *d, const char *const *nm, int lo, int hi, int64_t *p, int *nsym, const char **sym) {
+    *p = 1, *nsym = 0;
+    for (int i = lo; i < hi; i++) {
+        if (d[i] < 0) {
+            (*nsym)++;
+            if (sym) *sym = nm[i];
+            continue;
+        }
+        if (d[i] && *p > DIM_LIMIT / d[i]) return false;
+        *p *= d[i];
+    }
+    return true;
+}
+
+/* The element count of a value whose dims are all known, or -1. */
+static int64_t numel(const mvalue *v) {
+    int64_t p;
+    int ns;
+    if (!prod(v->dims, v->dim_names, 0, v->ndim, &p, &ns, NULL) || ns) return -1;
+    return p;
+}
+
+static gaio_status need_float(const char *fn, const mnode *n, const mvalue *v) {
+    if (is_float(v->elem)) return GAIO_OK;
+    return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' is %s; %s runs on float32 or float16", v->name, gaio__mt_name(v->elem), n->op_type);
+}
+static gaio_status same_elem(const char *fn, const mnode *n, const mvalue *a, const mvalue *b) {
+    if (a->elem == b->elem) return GAIO_OK;
+    return FAIL(GAIO_ERR_INVALID_ARG, "inputs '%s' and '%s' differ in type (%s, %s)", a->name, b->name, gaio__mt_name(a->elem),
+                gaio__mt_name(b->elem));
+}
+static gaio_status need_rank(const char *fn, const mnode *n, const mvalue *v, int r) {
+    if (v->ndim == r) return GAIO_OK;
+    return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' has rank %d; it must be %d", v->name, v->ndim, r);
+}
+/* Spatial operators are 2-D: an NCHW input. */
+static gaio_status need_nchw(const char *fn, const mnode *n, const mvalue *v) {
+    if (v->ndim == 3 || v->ndim == 5)
+        return FAIL(GAIO_ERR_NOT_SUPPORTED, "%d-D %s are not supported (input '%s')", v->ndim - 2,
+                    n->op == OP_CONV ? "convolutions" : "pools", v->name);
+    return need_rank(fn, n, v, 4);
+}
+static gaio_status norm_axis(const char *fn, const mnode *n, int64_t axis, int r, int64_t *out) {
+    if (axis < -r || axis >= r) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)axis, r);
+    *out = axis < 0 ? axis + r : axis;
+    return GAIO_OK;
+}
+
+/* ---- folding ---- */
+
+static gaio_status fold_alloc(const char *fn, mgraph *g, const mnode *n, mvalue *o, size_t bytes, bool *skip) {
+    *skip = bytes > FOLD_MAX;
+    if (*skip) return GAIO_OK;
+    o->data = gaio__arena_alloc(&g->arena, bytes);
+    if (!o->data) return FAIL(GAIO_ERR_NO_MEMORY, "out of memory folding %zu bytes", bytes);
+    o->bytes = bytes;
+    return GAIO_OK;
+}
+
+/* A constant input's data must hold exactly its shape's bytes: the loader checks
+ * initializers, this catches anything else before a fold reads it. */
+static gaio_status const_ok(const char *fn, const mnode *n, const mvalue *v) {
+    int64_t ne = numel(v);
+    size_t es = gaio__mt_size(v->elem);
+    if (ne < 0 || !es || (size_t)ne * es != v->bytes)
+        return FAIL(GAIO_ERR_INVALID_ARG, "constant '%s' holds %zu bytes, not its shape's", v->name, v->bytes);
+    return GAIO_OK;
+}
+
+/* Same elements, another shape (Identity, Reshape, Flatten, Squeeze, Unsqueeze). */
+static gaio_status fold_copy(const char *fn, mgraph *g, const mnode *n, const mvalue *x, mvalue *o) {
+    if (!x->data) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    bool skip;
+    TRY(fold_alloc(fn, g, n, o, x->bytes, &skip));
+    if (!skip) memcpy(o->data, x->data, x->bytes);
+    return GAIO_OK;
+}
+
+static gaio_status get_ints(const char *fn, const mnode *n, const mvalue *v, int64_t i, int64_t *out) {
+    if (v->elem == MT_I64) {
+        memcpy(out, (const char *)v->data + i * 8, 8);
+        return GAIO_OK;
+    }
+    if (v->elem == MT_I32) {
+        int32_t x;
+        memcpy(&x, (const char *)v->data + i * 4, 4);
+        *out = x;
+        return GAIO_OK;
+    }
+    return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is %s; it must be int64", v->name, gaio__mt_name(v->elem));
+}
+
+/* A constant 1-D (or scalar) int64 list input: Reshape's shape, (Un)squeeze's axes. */
+static gaio_status const_list(const char *fn, const mnode *n, const mvalue *v, const char *what, int64_t *vals, int *count) {
+    if (v->elem != MT_I64) return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' is %s; it must be int64", what, v->name, gaio__mt_name(v->elem));
+    if (v->ndim > 1) return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' has rank %d; it must be 1", what, v->name, v->ndim);
+    if (!v->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s is computed at run time", what);
+    TRY(const_ok(fn, n, v));
+    int64_t c = v->ndim ? v->dims[0] : 1;
+    if (c > MAXD) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s has %lld entries; gaio's rank limit is %d", what, (long long)c, MAXD);
+    *count = (int)c;
+    memcpy(vals, v->data, (size_t)c * 8);
+    return GAIO_OK;
+}
+
+/* ---- spatial operators ---- */
+
+/* The output size of each spatial axis; SAME_* pads computed and written back, so
+ * that the planner sees explicit pads only. */
+static gaio_status spatial(const char *fn, mnode *n, const mvalue *x, int64_t out[2]) {
+    mattrs *a = &n->a;
+    bool pool = n->op != OP_CONV;
+    for (int i = 0; i < 2; i++) {
+        int64_t h = x->dims[2 + i], k = a->kernel[i], s = a->strides[i], dl = a->dilations[i];
+        if (h < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' has a symbolic spatial dimension", x->name);
+        int64_t ek = (k - 1) * dl + 1;
+        if (a->auto_pad == 1 || a->auto_pad == 2) {
+            int64_t o = (h + s - 1) / s, total = (o - 1) * s + ek - h;
+            if (total < 0) total = 0;
+            a->pads[i] = a->auto_pad == 1 ? total / 2 : total - total / 2;
+            a->pads[i + 2] = total - a->pads[i];
+        } else if (a->auto_pad == 3) {
+            a->pads[i] = a->pads[i + 2] = 0;
+        }
+        /* A pool window wholly in the padding has nothing to take the max or mean of
+         * (onnxruntime refuses it too); SAME pads are always below ek. */
+        if (pool && (a->pads[i] >= ek || a->pads[i + 2] >= ek))
+            return FAIL(GAIO_ERR_INVALID_ARG, "pads (%lld, %lld) must be smaller than the kernel (%lld with dilation)",
+                        (long long)a->pads[i], (long long)a->pads[i + 2], (long long)ek);
+        int64_t span = h + a->pads[i] + a->pads[i + 2] - ek;
+        if (span < 0)
+            return FAIL(GAIO_ERR_INVALID_ARG, "the kernel (%lld with dilation) is larger than the padded input (%lld)", (long long)ek,
+                        (long long)(h + a->pads[i] + a->pads[i + 2]));
+        int64_t o = span / s + 1;
+        if (pool && a->ceil_mode && a->auto_pad == 0) {
+            o = (span + s - 1) / s + 1;
+            /* ONNX (and torch): a window may not start in the end padding. */
+            if ((o - 1) * s >= h + a->pads[i]) o--;
+        }
+        out[i] = o;
+    }
+    a->auto_pad = 0;
+    return GAIO_OK;
+}
+
+static gaio_status infer_conv(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0), *w = in_v(g, n, 1), *b = in_v(g, n, 2);
+    mattrs *a = &n->a;
+    TRY(need_float(fn, n, x));
+    TRY(same_elem(fn, n, x, w));
+    TRY(need_nchw(fn, n, x));
+    TRY(need_nchw(fn, n, w));
+    for (int i = 0; i < 4; i++)
+        if (w->dims[i] < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the weights '%s' have a symbolic dimension", w->name);
+    if (x->dims[1] < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' has a symbolic channel count", x->name);
+    int64_t k = w->dims[0];
+    /* Divisions, not w.C * group: both come from the file and the product could overflow. */
+    if (x->dims[1] % a->group || x->dims[1] / a->group != w->dims[1] || k % a->group)
+        return FAIL(GAIO_ERR_INVALID_ARG,
+                    "input '%s' has %lld channels; weights '%s' [%lld, %lld, ...] with group %lld do not match it", x->name,
+                    (long long)x->dims[1], w->name, (long long)k, (long long)w->dims[1], (long long)a->group);
+    if (a->nkernel && (a->kernel[0] != w->dims[2] || a->kernel[1] != w->dims[3]))
+        return FAIL(GAIO_ERR_INVALID_ARG, "kernel_shape [%lld, %lld] differs from the weights' [%lld, %lld]", (long long)a->kernel[0],
+                    (long long)a->kernel[1], (long long)w->dims[2], (long long)w->dims[3]);
+    if (w->dims[2] < 1 || w->dims[3] < 1 || w->dims[2] > INT32_MAX || w->dims[3] > INT32_MAX)
+        return FAIL(GAIO_ERR_INVALID_ARG, "the weights '%s' have an empty or huge kernel", w->name);
+    a->kernel[0] = w->dims[2], a->kernel[1] = w->dims[3];
+    if (b) {
+        TRY(same_elem(fn, n, x, b));
+        if (b->ndim != 1 || b->dims[0] != k)
+            return FAIL(GAIO_ERR_INVALID_ARG, "the bias '%s' must have shape [%lld]", b->name, (long long)k);
+    }
+    int64_t hw[2];
+    TRY(spatial(fn, n, x, hw));
+    o->ndim = 0;
+    shp_push(o, x->dims[0], dname(x, 0));
+    shp_push(o, k, "");
+    shp_push(o, hw[0], "");
+    shp_push(o, hw[1], "");
+    return GAIO_OK;
+}
+
+static gaio_status infer_pool(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    TRY(need_float(fn, n, x));
+    TRY(need_nchw(fn, n, x));
+    o->ndim = 0;
+    shp_push(o, x->dims[0], dname(x, 0));
+    shp_push(o, x->dims[1], dname(x, 1));
+    if (n->op == OP_GLOBAL_AVG_POOL) {
+        shp_push(o, 1, "");
+        shp_push(o, 1, "");
+        return GAIO_OK;
+    }
+    int64_t hw[2];
+    TRY(spatial(fn, n, x, hw));
+    shp_push(o, hw[0], "");
+    shp_push(o, hw[1], "");
+    return GAIO_OK;
+}
+
+/* ---- linear algebra and elementwise ---- */
+
+/* numpy broadcasting of a's first ra dims with b's first rb dims, right-aligned. A
+ * symbolic dim against 1 stays symbolic; against a fixed size it takes that size. */
+static gaio_status broadcast(const char *fn, const mnode *n, const mvalue *a, int ra, const mvalue *b, int rb, shp *o) {
+    int r = ra > rb ? ra : rb;
+    o->ndim = r;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - ra), ib = i - (r - rb);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        const char *na = ia >= 0 ? dname(a, ia) : "", *nb = ib >= 0 ? dname(b, ib) : "";
+        if (da == db) o->d[i] = da, o->nm[i] = na[0] ? na : nb;
+        else if (db == 1) o->d[i] = da, o->nm[i] = na;
+        else if (da == 1) o->d[i] = db, o->nm[i] = nb;
+        else if (da < 0) o->d[i] = db, o->nm[i] = "";
+        else if (db < 0) o->d[i] = da, o->nm[i] = "";
+        else
+            return FAIL(GAIO_ERR_INVALID_ARG, "inputs '%s' and '%s' do not broadcast (%lld and %lld at axis %d)", a->name, b->name,
+                        (long long)da, (long long)db, i);
+        if (o->d[i] >= 0) o->nm[i] = "";
+    }
+    return GAIO_OK;
+}
+
+static gaio_status infer_binary(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *a = in_v(g, n, 0), *b = in_v(g, n, 1);
+    TRY(need_float(fn, n, a));
+    TRY(need_float(fn, n, b));
+    TRY(same_elem(fn, n, a, b));
+    return broadcast(fn, n, a, a->ndim, b, b->ndim, o);
+}
+
+static gaio_status infer_gemm(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *a = in_v(g, n, 0), *b = in_v(g, n, 1), *c = in_v(g, n, 2);
+    TRY(need_float(fn, n, a));
+    TRY(same_elem(fn, n, a, b));
+    TRY(need_rank(fn, n, a, 2));
+    TRY(need_rank(fn, n, b, 2));
+    int ta = (int)n->a.trans_a, tb = (int)n->a.trans_b;
+    int64_t m = a->dims[ta], ka = a->dims[1 - ta], kb = b->dims[tb], nn = b->dims[1 - tb];
+    if (ka < 0 || kb < 0 || nn < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "only the rows of A may be symbolic");
+    if (ka != kb) return FAIL(GAIO_ERR_INVALID_ARG, "A has %lld columns, B %lld rows (after transA/transB)", (long long)ka, (long long)kb);
+    o->ndim = 0;
+    shp_push(o, m, dname(a, ta));
+    shp_push(o, nn, "");
+    if (c) {
+        TRY(same_elem(fn, n, a, c));
+        if (c->ndim > 2) return FAIL(GAIO_ERR_INVALID_ARG, "C has rank %d", c->ndim);
+        /* C broadcasts to [M, N] one way only. */
+        for (int i = 0; i < c->ndim; i++) {
+            int64_t dc = c->dims[i], want = o->d[2 - c->ndim + i];
+            if (dc != 1 && dc != want)
+                return FAIL(GAIO_ERR_INVALID_ARG, "C '%s' does not broadcast to [%lld, %lld]", c->name, (long long)m, (long long)nn);
+        }
+    }
+    return GAIO_OK;
+}
+
+static gaio_status infer_matmul(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *a = in_v(g, n, 0), *b = in_v(g, n, 1);
+    TRY(need_float(fn, n, a));
+    TRY(same_elem(fn, n, a, b));
+    if (a->ndim < 2 || b->ndim < 2) return FAIL(GAIO_ERR_NOT_SUPPORTED, "1-D operands are not supported");
+    int64_t ka = a->dims[a->ndim - 1], kb = b->dims[b->ndim - 2];
+    if (ka < 0 || kb < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "a symbolic inner dimension is not supported");
+    if (ka != kb) return FAIL(GAIO_ERR_INVALID_ARG, "inner dimensions differ (%lld, %lld)", (long long)ka, (long long)kb);
+    TRY(broadcast(fn, n, a, a->ndim - 2, b, b->ndim - 2, o));
+    shp_push(o, a->dims[a->ndim - 2], dname(a, a->ndim - 2));
+    shp_push(o, b->dims[b->ndim - 1], dname(b, b->ndim - 1));
+    return GAIO_OK;
+}
+
+static gaio_status infer_bn(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    TRY(need_float(fn, n, x));
+    if (x->ndim < 2) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' has rank %d; it needs a channel axis", x->name, x->ndim);
+    if (x->dims[1] < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' has a symbolic channel count", x->name);
+    for (int i = 1; i < 5; i++) {
+        mvalue *p = in_v(g, n, i);
+        TRY(need_float(fn, n, p));
+        if (p->ndim != 1 || p->dims[0] != x->dims[1])
+            return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' must have shape [%lld]", p->name, (long long)x->dims[1]);
+    }
+    shp_of(x, o);
+    return GAIO_OK;
+}
+
+static gaio_status infer_unary(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    TRY(need_float(fn, n, x));
+    if (n->op == OP_CLIP)
+        for (int i = 1; i < 3; i++) {
+            mvalue *m = in_v(g, n, i);
+            if (!m) continue;
+            TRY(same_elem(fn, n, x, m));
+            if (m->ndim > 1 || (m->ndim == 1 && m->dims[0] != 1))
+                return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' must be a scalar", i == 1 ? "min" : "max", m->name);
+        }
+    if (n->op == OP_SOFTMAX) {
+        if (x->ndim < 1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is a scalar", x->name);
+        TRY(norm_axis(fn, n, n->a.axis, x->ndim, &n->a.axis));
+    }
+    shp_of(x, o);
+    return GAIO_OK;
+}
+
+/* ---- shape operators (these fold) ---- */
+
+static gaio_status infer_flatten(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    int r = x->ndim;
+    int64_t ax = n->a.axis;
+    if (ax < -r || ax > r) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld is out of range for rank %d", (long long)ax, r);
+    if (ax < 0) ax += r;
+    n->a.axis = ax;
+    o->ndim = 0;
+    int lo[2] = {0, (int)ax}, hi[2] = {(int)ax, r};
+    for (int s = 0; s < 2; s++) {
+        int64_t p;
+        int ns;
+        const char *sym = "";
+        if (!prod(x->dims, x->dim_names, lo[s], hi[s], &p, &ns, &sym))
+            return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' has too many elements", x->name);
+        if (ns == 0) shp_push(o, p, "");
+        else if (ns == 1 && p == 1) shp_push(o, -1, sym ? sym : "");
+        else return FAIL(GAIO_ERR_NOT_SUPPORTED, "flattening a symbolic dimension with others is not supported");
+    }
+    return GAIO_OK;
+}
+
+static gaio_status infer_reshape(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0), *sv = in_v(g, n, 1);
+    int64_t want[MAXD];
+    int c;
+    TRY(const_list(fn, n, sv, "shape", want, &c));
+    int64_t in_fixed, out_fixed = 1;
+    int nsym;
+    if (!prod(x->dims, x->dim_names, 0, x->ndim, &in_fixed, &nsym, NULL))
+        return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' has too many elements", x->name);
+    bool used[MAXD] = {false};
+    int infer_at = -1;
+    o->ndim = c;
+    for (int i = 0; i < c; i++) {
+        int64_t d = want[i];
+        o->nm[i] = "";
+        if (d == -1) {
+            if (infer_at >= 0) return FAIL(GAIO_ERR_INVALID_ARG, "the shape has more than one -1");
+            infer_at = i;
+            continue;
+        }
+        if (d < -1) return FAIL(GAIO_ERR_INVALID_ARG, "the shape has %lld", (long long)d);
+        if (d == 0 && n->a.allowzero) return FAIL(GAIO_ERR_NOT_SUPPORTED, "empty tensors (allowzero with a 0) are not supported");
+        if (d == 0) {
+            if (i >= x->ndim) return FAIL(GAIO_ERR_INVALID_ARG, "the shape's 0 at %d copies no input dimension", i);
+            d = x->dims[i];
+            if (d < 0) {
+                used[i] = true;
+                o->d[i] = -1, o->nm[i] = dname(x, i);
+                continue;
+            }
+        }
+        if (d && out_fixed > DIM_LIMIT / d) return FAIL(GAIO_ERR_INVALID_ARG, "the shape has too many elements");
+        out_fixed *= d;
+        o->d[i] = d;
+    }
+    int left = 0;
+    const char *left_name = "";
+    for (int i = 0; i < x->ndim; i++)
+        if (x->dims[i] < 0 && !used[i]) left++, left_name = dname(x, i);
+    if (infer_at < 0) {
+        if (left) return FAIL(GAIO_ERR_NOT_SUPPORTED, "reshaping a symbolic dimension into fixed ones is not supported");
+        if (in_fixed != out_fixed)
+            return FAIL(GAIO_ERR_INVALID_ARG, "%lld elements cannot take a shape of %lld", (long long)in_fixed, (long long)out_fixed);
+        return GAIO_OK;
+    }
+    if (out_fixed == 0 || in_fixed % out_fixed)
+        return FAIL(GAIO_ERR_INVALID_ARG, "%lld elements do not divide into the shape's %lld", (long long)in_fixed, (long long)out_fixed);
+    int64_t q = in_fixed / out_fixed;
+    if (left == 0) o->d[infer_at] = q;
+    else if (left == 1 && q == 1) o->d[infer_at] = -1, o->nm[infer_at] = left_name;
+    else return FAIL(GAIO_ERR_NOT_SUPPORTED, "the -1 would mix a symbolic dimension with others");
+    return GAIO_OK;
+}
+
+static gaio_status infer_transpose(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    mattrs *a = &n->a;
+    int r = x->ndim;
+    if (a->nperm == 0) {
+        a->nperm = r;
+        for (int i = 0; i < r; i++) a->perm[i] = r - 1 - i;
+    }
+    if (a->nperm != r) return FAIL(GAIO_ERR_INVALID_ARG, "perm has %d entries for rank %d", a->nperm, r);
+    bool seen[MAXD] = {false};
+    o->ndim = r;
+    for (int i = 0; i < r; i++) {
+        int64_t p = a->perm[i];
+        if (p < 0 || p >= r || seen[p]) return FAIL(GAIO_ERR_INVALID_ARG, "perm is not a permutation of 0..%d", r - 1);
+        seen[p] = true;
+        o->d[i] = x->dims[p], o->nm[i] = dname(x, (int)p);
+    }
+    return GAIO_OK;
+}
+
+static gaio_status infer_concat(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *x0 = in_v(g, n, 0);
+    int r = x0->ndim;
+    if (r < 1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is a scalar", x0->name);
+    int64_t ax = 0;
+    TRY(norm_axis(fn, n, n->a.axis, r, &ax));
+    n->a.axis = ax;
+    shp_of(x0, o);
+    bool all_const = true;
+    o->d[ax] = 0;
+    for (int k = 0; k < n->nin; k++) {
+        mvalue *x = in_v(g, n, k);
+        TRY(same_elem(fn, n, x0, x));
+        if (x->ndim != r) return FAIL(GAIO_ERR_INVALID_ARG, "inputs '%s' and '%s' differ in rank", x0->name, x->name);
+        for (int i = 0; i < r; i++) {
+            if (i == ax) continue;
+            if (x->dims[i] == o->d[i] || x->dims[i] < 0) continue;
+            if (o->d[i] >= 0)
+                return FAIL(GAIO_ERR_INVALID_ARG, "inputs '%s' and '%s' differ at axis %d", x0->name, x->name, i);
+            o->d[i] = x->dims[i], o->nm[i] = "";
+        }
+        if (x->dims[ax] < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "concatenating along a symbolic dimension is not supported");
+        o->d[ax] += x->dims[ax];
+        if (o->d[ax] > DIM_LIMIT) return FAIL(GAIO_ERR_INVALID_ARG, "the output has too many elements");
+        all_const = all_const && x->data;
+    }
+    if (!all_const) return GAIO_OK;
+    /* Fold: each input contributes blocks of dims[ax] * inner elements per outer index. */
+    size_t es = gaio__mt_size(x0->elem);
+    int64_t outer = 1, inner = 1, total = 0;
+    for (int i = 0; i < ax; i++) outer *= o->d[i];
+    for (int i = (int)ax + 1; i < r; i++) inner *= o->d[i];
+    for (int k = 0; k < n->nin; k++) {
+        TRY(const_ok(fn, n, in_v(g, n, k)));
+        total += (int64_t)in_v(g, n, k)->bytes;
+    }
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)total, &skip));
+    if (skip) return GAIO_OK;
+    char *dst = out->data;
+    for (int64_t ot = 0; ot < outer; ot++)
+        for (int k = 0; k < n->nin; k++) {
+            mvalue *x = in_v(g, n, k);
+            size_t blk = (size_t)(x->dims[ax] * inner) * es;
+            memcpy(dst, (const char *)x->data + (size_t)ot * blk, blk);
+            dst += blk;
+        }
+    return GAIO_OK;
+}
+
+static gaio_status infer_shape(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *x = in_v(g, n, 0);
+    int64_t r = x->ndim, s = n->a.axes[0], e = n->a.axes[1];
+    if (s < 0) s += r;
+    if (e < 0) e += r;
+    s = s < 0 ? 0 : s > r ? r : s;
+    e = e < 0 ? 0 : e > r ? r : e;
+    if (e < s) e = s;
+    n->a.axes[0] = s, n->a.axes[1] = e;
+    o->ndim = 0;
+    shp_push(o, e - s, "");
+    for (int64_t i = s; i < e; i++)
+        if (x->dims[i] < 0) return GAIO_OK; /* known at run time only */
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)(e - s) * 8, &skip));
+    if (!skip) memcpy(out->data, x->dims + s, (size_t)(e - s) * 8);
+    return GAIO_OK;
+}
+
+static gaio_status infer_gather(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *x = in_v(g, n, 0), *ind = in_v(g, n, 1);
+    if (!is_int(ind->elem)) return FAIL(GAIO_ERR_INVALID_ARG, "the indices '%s' are %s", ind->name, gaio__mt_name(ind->elem));
+    int r = x->ndim;
+    if (r < 1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is a scalar", x->name);
+    int64_t ax = 0;
+    TRY(norm_axis(fn, n, n->a.axis, r, &ax));
+    n->a.axis = ax;
+    if (r - 1 + ind->ndim > MAXD) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the output's rank is above gaio's %d", MAXD);
+    o->ndim = 0;
+    for (int i = 0; i < ax; i++) shp_push(o, x->dims[i], dname(x, i));
+    for (int i = 0; i < ind->ndim; i++) shp_push(o, ind->dims[i], dname(ind, i));
+    for (int i = (int)ax + 1; i < r; i++) shp_push(o, x->dims[i], dname(x, i));
+    if (!x->data || !ind->data) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    TRY(const_ok(fn, n, ind));
+    size_t es = gaio__mt_size(x->elem);
+    int64_t outer = 1, inner = 1, s = x->dims[ax], ni = numel(ind);
+    for (int i = 0; i < ax; i++) outer *= x->dims[i];
+    for (int i = (int)ax + 1; i < r; i++) inner *= x->dims[i];
+    /* outer * ni * inner is the output's count: below DIM_LIMIT, checked by the caller
+     * only after this; check it here before allocating. */
+    int64_t cnt = 1;
+    if (!prod(o->d, o->nm, 0, o->ndim, &cnt, &(int){0}, NULL))
+        return FAIL(GAIO_ERR_INVALID_ARG, "the output has too many elements");
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    if (skip) return GAIO_OK;
+    size_t blk = (size_t)inner * es;
+    char *dst = out->data;
+    for (int64_t ot = 0; ot < outer; ot++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t k = 0;
+            TRY(get_ints(fn, n, ind, j, &k));
+            if (k < -s || k >= s) return FAIL(GAIO_ERR_INVALID_ARG, "index %lld is out of range [%lld, %lld)", (long long)k, (long long)-s, (long long)s);
+            if (k < 0) k += s;
+            memcpy(dst, (const char *)x->data + ((size_t)ot * (size_t)s + (size_t)k) * blk, blk);
+            dst += blk;
+        }
+    return GAIO_OK;
+}
+
+static gaio_status infer_unsqueeze(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    int64_t axes[MAXD];
+    int c;
+    TRY(const_list(fn, n, in_v(g, n, 1), "axes", axes, &c));
+    int r = x->ndim + c;
+    if (r > MAXD) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the output's rank %d is above gaio's %d", r, MAXD);
+    bool ins[MAXD] = {false};
+    for (int i = 0; i < c; i++) {
+        int64_t a = 0;
+        TRY(norm_axis(fn, n, axes[i], r, &a));
+        if (ins[a]) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld is given twice", (long long)axes[i]);
+        ins[a] = true;
+    }
+    o->ndim = 0;
+    for (int i = 0, j = 0; i < r; i++) {
+        if (ins[i]) shp_push(o, 1, "");
+        else shp_push(o, x->dims[j], dname(x, j)), j++;
+    }
+    return GAIO_OK;
+}
+
+static gaio_status infer_squeeze(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0), *av = in_v(g, n, 1);
+    bool drop[MAXD] = {false};
+    if (av) {
+        int64_t axes[MAXD];
+        int c;
+        TRY(const_list(fn, n, av, "axes", axes, &c));
+        for (int i = 0; i < c; i++) {
+            int64_t a = 0;
+            TRY(norm_axis(fn, n, axes[i], x->ndim, &a));
+            if (drop[a]) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld is given twice", (long long)axes[i]);
+            if (x->dims[a] < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "squeezing a symbolic dimension is not supported");
+            if (x->dims[a] != 1) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld has size %lld, not 1", (long long)axes[i], (long long)x->dims[a]);
+            drop[a] = true;
+        }
+    } else {
+        /* A symbolic dimension is kept: it is the batch, and a batch of 1 must not
+         * change the graph's ranks. */
+        for (int i = 0; i < x->ndim; i++) drop[i] = x->dims[i] == 1;
+    }
+    o->ndim = 0;
+    for (int i = 0; i < x->ndim; i++)
+        if (!drop[i]) shp_push(o, x->dims[i], dname(x, i));
+    return GAIO_OK;
+}
+
+static double load_num(int32_t e, const void *p, size_t i) {
+    switch (e) {
+    case MT_F32: { float v; memcpy(&v, (const char *)p + i * 4, 4); return v; }
+    case MT_F16: { uint16_t v; memcpy(&v, (const char *)p + i * 2, 2); return h2f(v); }
+    case MT_I32: { int32_t v; memcpy(&v, (const char *)p + i * 4, 4); return v; }
+    default: { int64_t v; memcpy(&v, (const char *)p + i * 8, 8); return (double)v; }
+    }
+}
+
+static gaio_status fold_cast(const char *fn, mgraph *g, const mnode *n, const mvalue *x, mvalue *o) {
+    TRY(const_ok(fn, n, x));
+    size_t cnt = x->bytes / gaio__mt_size(x->elem), es = gaio__mt_size(o->elem);
+    bool skip;
+    TRY(fold_alloc(fn, g, n, o, cnt * es, &skip));
+    if (skip) return GAIO_OK;
+    for (size_t i = 0; i < cnt; i++) {
+        char *d = (char *)o->data + i * es;
+        if (x->elem == MT_I64 && o->elem == MT_I64) { memcpy(d, (const char *)x->data + i * 8, 8); continue; }
+        double v = load_num(x->elem, x->data, i);
+        if (o->elem == MT_F32) { float f = (float)v; memcpy(d, &f, 4); }
+        else if (o->elem == MT_F16) { uint16_t h = f2h((float)v); memcpy(d, &h, 2); }
+        else {
+            /* Out of range is undefined in ONNX and in C: refuse rather than guess. */
+            double lim = o->elem == MT_I32 ? 2147483648.0 : 9223372036854775808.0;
+            if (!(v > -lim - 1 && v < lim)) return FAIL(GAIO_ERR_INVALID_ARG, "the cast of %g to %s is out of range", v, gaio__mt_name(o->elem));
+            if (o->elem == MT_I32) { int32_t k = (int32_t)v; memcpy(d, &k, 4); }
+            else { int64_t k = (int64_t)v; memcpy(d, &k, 8); }
+        }
+    }
+    return GAIO_OK;
+}
+
+/* ---- the entry ---- */
+
+static gaio_status check_inputs(const char *fn, mgraph *g, const mnode *n) {
+    for (int k = 0; k < n->nin; k++) {
+        const mvalue *v = in_v(g, n, k);
+        if (!v) continue;
+        if (v->ndim < 0 || !gaio__mt_size(v->elem)) {
+            if (v->ndim >= 0 && v->elem != MT_UNDEFINED)
+                return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' is %s, which gaio does not handle", v->name, gaio__mt_name(v->elem));
+            return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' has no known type or shape", v->name);
+        }
+        if (v->ndim > MAXD) return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' has rank %d, above gaio's %d", v->name, v->ndim, MAXD);
+        int64_t p;
+        int ns;
+        for (int i = 0; i < v->ndim; i++)
+            if (v->dims[i] < -1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' has dimension %lld", v->name, (long long)v->dims[i]);
+        if (!prod(v->dims, v->dim_names, 0, v->ndim, &p, &ns, NULL))
+            return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' has too many elements", v->name);
+    }
+    return GAIO_OK;
+}
+
+gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
+    TRY(check_inputs(fn, g, n));
+    mvalue *out = &g->values[n->out[0]];
+    mvalue *x = n->nin ? in_v(g, n, 0) : NULL;
+    shp o = {0};
+    int32_t elem = x ? x->elem : MT_UNDEFINED;
+    bool fold_same = false; /* the output holds the input's elements, reshaped */
+    switch (n->op) {
+    case OP_CONV: TRY(infer_conv(fn, g, n, &o)); break;
+    case OP_MAX_POOL:
+    case OP_AVG_POOL:
+    case OP_GLOBAL_AVG_POOL: TRY(infer_pool(fn, g, n, &o)); break;
+    case OP_GEMM: TRY(infer_gemm(fn, g, n, &o)); break;
+    case OP_MATMUL: TRY(infer_matmul(fn, g, n, &o)); break;
+    case OP_BATCH_NORM: TRY(infer_bn(fn, g, n, &o)); break;
+    case OP_RELU:
+    case OP_CLIP:
+    case OP_SIGMOID:
+    case OP_HARD_SIGMOID:
+    case OP_HARD_SWISH:
+    case OP_SOFTMAX: TRY(infer_unary(fn, g, n, &o)); break;
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV: TRY(infer_binary(fn, g, n, &o)); break;
+    case OP_FLATTEN: TRY(infer_flatten(fn, g, n, &o)); fold_same = true; break;
+    case OP_RESHAPE: TRY(infer_reshape(fn, g, n, &o)); fold_same = true; break;
+    case OP_TRANSPOSE: TRY(infer_transpose(fn, g, n, &o)); break;
+    case OP_CONCAT: TRY(infer_concat(fn, g, n, &o, out)); break;
+    case OP_IDENTITY: shp_of(x, &o); fold_same = true; break;
+    case OP_CONSTANT:
+        /* The loader put the value in the output. */
+        if (!out->data || out->ndim < 0 || !gaio__mt_size(out->elem))
+            return FAIL(GAIO_ERR_INVALID_ARG, "the constant '%s' has no value", out->name);
+        return GAIO_OK;
+    case OP_SHAPE: elem = MT_I64; TRY(infer_shape(fn, g, n, &o, out)); break;
+    case OP_GATHER: TRY(infer_gather(fn, g, n, &o, out)); break;
+    case OP_UNSQUEEZE: TRY(infer_unsqueeze(fn, g, n, &o)); fold_same = true; break;
+    case OP_SQUEEZE: TRY(infer_squeeze(fn, g, n, &o)); fold_same = true; break;
+    case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
+    default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
+    }
+    int64_t p;
+    int ns;
+    if (!prod(o.d, o.nm, 0, o.ndim, &p, &ns, NULL)) return FAIL(GAIO_ERR_INVALID_ARG, "the output has too many elements");
+    out->elem = elem;
+    out->ndim = o.ndim;
+    for (int i = 0; i < o.ndim; i++) out->dims[i] = o.d[i], out->dim_names[i] = o.d[i] < 0 && o.nm[i] ? o.nm[i] : "";
+    if (fold_same) TRY(fold_copy(fn, g, n, x, out));
+    if (n->op == OP_CAST && x->data) TRY(fold_cast(fn, g, n, x, out));
+    return GAIO_OK;
+}

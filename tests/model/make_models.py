@@ -1,0 +1,424 @@
+#!/usr/bin/python3
+"""ONNX models for tests/test_model_load.c (gaio_model_load and friends).
+
+Usage: make_models.py OUTDIR [--seed N]. The seed (weights are random; nothing the
+loader checks depends on their values) comes from --seed, else GAIO_TEST_SEED, else
+the clock, and is printed. Needs numpy and the onnx package (Debian's python3-onnx
+1.12 or newer); without them it fails, and so does the test that needs its files.
+
+Writes good models the loader must accept, bad ones it must refuse, and
+OUTDIR/manifest.txt saying what the C test expects of each, so that the C side
+hard-codes nothing decided here. One record per model, tokens separated by spaces
+(no token holds a space):
+
+    good FILE key=value ...        a model gaio_model_load must accept
+      keys: opset ir nodes inputs outputs initializers weight_bytes (exact values;
+            a key written key>=value is a lower bound: the loader adds folded
+            constants as initializers) producer (a fragment of the summary's
+            producer) memory (OK, or the status gaio_model_load_memory of the same
+            bytes must give: external data needs a file)
+    input NAME DTYPE NDIM DIM...   the model's graph inputs, in order; a DIM that
+    output NAME DTYPE NDIM DIM...  is not a number is symbolic: -1 named so
+    node OP NAME                   the nodes left after folding, in any order
+                                   (NAME "-" for a node the file left unnamed)
+    end
+
+    bad FILE STATUS FRAGMENT...    gaio_model_load must fail with STATUS; the last
+                                   error must name gaio_model_load and hold every
+                                   FRAGMENT. STATUS and FRAGMENT may list
+                                   alternatives separated by '|', any of which does.
+                                   gaio_model_load_memory of the file's bytes must
+                                   fail the same way, unless a token memory=STATUS
+                                   says otherwise (its fragments then unchecked).
+
+FILE is relative to OUTDIR. Statuses are gaio_status names without GAIO_ERR_ (OK,
+INVALID_ARG, NOT_SUPPORTED, SYSTEM, ...).
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+try:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+except ImportError as e:  # a missing package must fail the test loudly, not skip it
+    sys.exit("make_models.py: cannot import onnx (%s): install python3-onnx (scripts/deps), "
+             "or point GAIO_GOLDEN_PYTHON at a python that has it" % e)
+
+PRODUCER = "gaio-tests"
+F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+DTYPE_NAMES = {F32: "f32", F16: "f16"}
+
+rng = None
+manifest = []
+
+
+def weights(name, *shape, dtype=np.float32):
+    return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(dtype), name)
+
+
+def typed_weights(name, elem, *shape):
+    """Weights in the TensorProto's typed fields (float_data; float16 as bits in
+    int32_data) rather than raw_data, the other way a file may hold them."""
+    vals = (rng.standard_normal(shape) * 0.1).astype(np.float16 if elem == F16 else np.float32)
+    t = helper.make_tensor(name, elem, list(shape), vals.flatten().tolist(), raw=False)
+    assert not t.raw_data
+    return t
+
+
+def model(nodes, inputs, outputs, inits, opset, name="g", check=True, ir_version=None):
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name=PRODUCER, producer_version="1")
+    if ir_version is not None:
+        m.ir_version = ir_version
+    if check:
+        onnx.checker.check_model(m)
+        # the outputs' shapes written in the manifest must be ONNX's own inference
+        inferred = onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+        for want, got in zip(outputs, inferred.graph.output):
+            assert want == got, "%s: declared %s, ONNX infers %s" % (name, want, got)
+    return m
+
+
+def save(m, outdir, rel, **kw):
+    path = os.path.join(outdir, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save_model(m, path, **kw)
+    return path
+
+
+def io_desc(vi):
+    t = vi.type.tensor_type
+    dims = []
+    for d in t.shape.dim:
+        dims.append(d.dim_param if d.HasField("dim_param") else str(d.dim_value))
+    return "%s %s %d %s" % (vi.name, DTYPE_NAMES[t.elem_type], len(dims), " ".join(dims))
+
+
+def good(outdir, rel, m, nodes, memory="OK", inits_min=False, **kw):
+    """Writes m (unless the caller has) and its manifest record. nodes: the
+    (op, name) pairs left after folding."""
+    path = os.path.join(outdir, rel)
+    if not os.path.exists(path):
+        save(m, outdir, rel)
+    init_names = {i.name for i in m.graph.initializer}
+    ins = [vi for vi in m.graph.input if vi.name not in init_names]
+    nbytes = sum(numpy_helper.to_array(i, base_dir=os.path.dirname(path)).nbytes for i in m.graph.initializer)
+    rec = ["good", rel, "opset=%d" % m.opset_import[0].version, "ir=%d" % m.ir_version,
+           "nodes=%d" % len(nodes), "inputs=%d" % len(ins), "outputs=%d" % len(m.graph.output),
+           ("initializers>=%d" if inits_min else "initializers=%d") % len(m.graph.initializer),
+           ("weight_bytes>=%d" if inits_min else "weight_bytes=%d") % nbytes,
+           "producer=" + PRODUCER, "memory=" + memory]
+    rec += ["%s=%s" % kv for kv in kw.items()]
+    manifest.append(" ".join(rec))
+    for vi in ins:
+        manifest.append("input " + io_desc(vi))
+    for vi in m.graph.output:
+        manifest.append("output " + io_desc(vi))
+    for op, name in nodes:
+        manifest.append("node %s %s" % (op, name or "-"))
+    manifest.append("end")
+
+
+def bad(rel, status, *fragments):
+    manifest.append(" ".join(("bad", rel, status) + fragments))
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def kept(m):
+    """(op, name) of every node of m: for models where nothing folds."""
+    return [(n.op_type, n.name) for n in m.graph.node]
+
+
+# ---- good models -------------------------------------------------------------
+
+def cnn(opset, batch):
+    """Conv -> BN -> Relu -> MaxPool -> grouped strided Conv -> Clip(0, 6) + 1x1 Conv
+    path -> GlobalAveragePool -> Flatten -> Gemm -> Softmax."""
+    n = [
+        helper.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "bn_s", "bn_b", "bn_m", "bn_v"], ["bn"], name="bn1",
+                         epsilon=1e-5),
+        helper.make_node("Relu", ["bn"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "c2_w"], ["c2"], name="conv2", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1], group=2),
+        helper.make_node("Clip", ["c2", "clip_min", "clip_max"], ["clip"], name="clip6"),
+        helper.make_node("Conv", ["p1", "c3_w", "c3_b"], ["c3"], name="shortcut", kernel_shape=[1, 1], strides=[2, 2]),
+        helper.make_node("Add", ["clip", "c3"], ["sum"], name="residual"),
+        helper.make_node("GlobalAveragePool", ["sum"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1),
+    ]
+    inits = [
+        weights("c1_w", 8, 3, 3, 3), weights("c1_b", 8),
+        numpy_helper.from_array((1 + rng.random(8)).astype(np.float32), "bn_s"), weights("bn_b", 8),
+        weights("bn_m", 8), numpy_helper.from_array((0.5 + rng.random(8)).astype(np.float32), "bn_v"),
+        weights("c2_w", 16, 4, 3, 3),
+        numpy_helper.from_array(np.array(0, np.float32), "clip_min"),
+        numpy_helper.from_array(np.array(6, np.float32), "clip_max"),
+        weights("c3_w", 16, 8, 1, 1), weights("c3_b", 16),
+        weights("fc_w", 10, 16), weights("fc_b", 10),
+    ]
+    return model(n, [vi("x", F32, [batch, 3, 32, 32])], [vi("prob", F32, [batch, 10])], inits, opset)
+
+
+def flatten_chain():
+    """torch.flatten as the exporter writes it: the batch read back with Shape ->
+    Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
+    whole shape computation folds and only Relu, Reshape and Gemm remain."""
+    n = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Shape", ["r"], ["shape"], name="shape"),
+        helper.make_node("Constant", [], ["zero"], name="const_zero",
+                         value=numpy_helper.from_array(np.array(0, np.int64))),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], name="gather", axis=0),
+        helper.make_node("Constant", [], ["axes0"], name="const_axes",
+                         value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Unsqueeze", ["batch", "axes0"], ["batch1"], name="unsqueeze"),
+        helper.make_node("Constant", [], ["minus1"], name="const_minus1",  # in int64_data, not raw_data
+                         value=helper.make_tensor("minus1_value", TensorProto.INT64, [1], [-1])),
+        helper.make_node("Concat", ["batch1", "minus1"], ["newshape"], name="concat", axis=0),
+        helper.make_node("Reshape", ["r", "newshape"], ["flat"], name="reshape"),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["y"], name="fc", transB=1),
+    ]
+    inits = [weights("fc_w", 10, 64), weights("fc_b", 10)]
+    m = model(n, [vi("x", F32, [2, 4, 4, 4])], [vi("y", F32, [2, 10])], inits, 13)
+    return m, [("Relu", "relu"), ("Reshape", "reshape"), ("Gemm", "fc")]
+
+
+def dynamo_linear():
+    """torch.export's nn.Linear: the weight transposed by a node, MatMul, Add; opset 18.
+    onnx 1.12's checker does not know opset 18, so the model is not checked here."""
+    n = [
+        helper.make_node("Transpose", ["weight"], ["weight_t"], name="t", perm=[1, 0]),
+        helper.make_node("MatMul", ["x", "weight_t"], ["mm"], name="mm"),
+        helper.make_node("Add", ["mm", "bias"], ["y"], name="add"),
+    ]
+    inits = [weights("weight", 16, 32), weights("bias", 16)]
+    return model(n, [vi("x", F32, [4, 32])], [vi("y", F32, [4, 16])], inits, 18, check=False, ir_version=8)
+
+
+def external_cnn(outdir, rel):
+    n = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    inits = [weights("w", 8, 3, 3, 3), weights("b", 8)]
+    m = model(n, [vi("x", F32, [1, 3, 16, 16])], [vi("y", F32, [1, 8, 16, 16])], inits, 13)
+    save(m, outdir, rel, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin",
+         size_threshold=0)
+    return onnx.load(os.path.join(outdir, rel), load_external_data=False)
+
+
+def coverage():
+    """The element-wise, pooling and layout operators not in the CNN: HardSigmoid,
+    HardSwish, Sigmoid, Sub / Mul / Div broadcasting a per-channel weight,
+    AveragePool with count_include_pad and ceil_mode, Transpose, Concat, Identity,
+    Cast (float to float: kept, its input not constant). Opset 14 for HardSwish."""
+    n = [
+        helper.make_node("HardSigmoid", ["x"], ["hs"], name="hsig", alpha=0.25, beta=0.5),
+        helper.make_node("HardSwish", ["hs"], ["hw"], name="hswish"),
+        helper.make_node("Sigmoid", ["hw"], ["sg"], name="sigmoid"),
+        helper.make_node("Sub", ["sg", "mean"], ["sub"], name="sub"),
+        helper.make_node("Mul", ["sub", "scale"], ["mul"], name="mul"),
+        helper.make_node("Div", ["mul", "std"], ["div"], name="div"),
+        helper.make_node("AveragePool", ["div"], ["ap"], name="avgpool", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1], count_include_pad=1, ceil_mode=1),
+        helper.make_node("Transpose", ["ap"], ["tr"], name="transpose", perm=[0, 1, 3, 2]),
+        helper.make_node("Concat", ["tr", "ap"], ["cat"], name="concat", axis=1),
+        helper.make_node("Identity", ["cat"], ["id"], name="identity"),
+        helper.make_node("Cast", ["id"], ["y"], name="cast", to=F32),
+    ]
+    inits = [typed_weights("mean", F32, 1, 4, 1, 1), weights("scale", 1, 4, 1, 1),
+             numpy_helper.from_array((1 + rng.random((1, 4, 1, 1))).astype(np.float32), "std")]
+    # 8 + 2 - 3 = 7 over stride 2 is 3.5: ceil_mode makes 4 + 1 = 5
+    return model(n, [vi("x", F32, [1, 4, 8, 8])], [vi("y", F32, [1, 8, 5, 5])], inits, 14)
+
+
+def half_conv():
+    n = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    inits = [weights("w", 8, 3, 3, 3, dtype=np.float16), typed_weights("b", F16, 8)]
+    return model(n, [vi("x", F16, ["N", 3, 8, 8])], [vi("y", F16, ["N", 8, 8, 8])], inits, 13)
+
+
+# ---- bad models --------------------------------------------------------------
+
+def small(nodes, inits=(), x=("x", F32, [1, 3, 8, 8]), y=("y", F32, None), opset=13, check=False):
+    return model(nodes, [vi(*x)], [vi(*y)], list(inits), opset, check=check)
+
+
+def relu_model(opset):
+    return small([helper.make_node("Relu", ["x"], ["y"], name="relu")], opset=opset)
+
+
+def conv_node(name, w="w", x="x", **attrs):
+    return helper.make_node("Conv", [x, w], ["y"], name=name, **attrs)
+
+
+def external_tensor(name, shape, location, offset, length):
+    t = TensorProto()
+    t.name = name
+    t.data_type = F32
+    t.dims.extend(shape)
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return t
+
+
+def bad_external(outdir, rel, location, offset=0, length=8 * 3 * 3 * 3 * 4):
+    m = small([conv_node("conv_ext", kernel_shape=[3, 3])], [external_tensor("w_ext", [8, 3, 3, 3], location, offset,
+                                                                                length)])
+    m.graph.node[0].input[1] = "w_ext"
+    save(m, outdir, rel)
+
+
+def write_bad(outdir, good_path):
+    NS, IA = "NOT_SUPPORTED", "INVALID_ARG"
+
+    m = small([helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="my_lstm", hidden_size=4)],
+              [weights("w", 1, 16, 8), weights("r", 1, 16, 4)], x=("x", F32, [5, 1, 8]))
+    save(m, outdir, "bad_op.onnx")
+    bad("bad_op.onnx", NS, "my_lstm", "LSTM")
+
+    m = small([conv_node("conv3d", kernel_shape=[3, 3, 3])], [weights("w", 4, 3, 3, 3, 3)],
+              x=("x", F32, [1, 3, 8, 8, 8]))
+    save(m, outdir, "bad_conv3d.onnx")
+    bad("bad_conv3d.onnx", NS, "conv3d")
+
+    # ONNX knows four auto_pad values; another is malformed, not merely unsupported
+    m = small([conv_node("conv_pad", auto_pad="SAME_MIDDLE")], [weights("w", 4, 3, 3, 3)])
+    save(m, outdir, "bad_auto_pad.onnx")
+    bad("bad_auto_pad.onnx", IA, "conv_pad", "auto_pad|SAME_MIDDLE")
+
+    m = small([helper.make_node("Relu", ["b"], ["a"], name="node_a"),
+               helper.make_node("Add", ["x", "a"], ["b"], name="node_b"),
+               helper.make_node("Relu", ["b"], ["y"], name="node_out")])
+    save(m, outdir, "bad_cycle.onnx")
+    bad("bad_cycle.onnx", IA, "cycle")
+
+    m = small([helper.make_node("Add", ["x", "nowhere"], ["y"], name="reads_nothing")])
+    save(m, outdir, "bad_missing_input.onnx")
+    bad("bad_missing_input.onnx", IA, "nowhere")
+
+    save(relu_model(12), outdir, "bad_opset12.onnx")
+    bad("bad_opset12.onnx", NS, "opset")
+    save(relu_model(22), outdir, "bad_opset22.onnx")
+    bad("bad_opset22.onnx", NS, "opset")
+
+    def bad_init(rel, t):
+        m = small([conv_node("conv_w", w=t.name, kernel_shape=[3, 3])], [t])
+        save(m, outdir, rel)
+        bad(rel, IA, t.name)
+
+    t = helper.make_tensor("w_negative", F32, [8, 3, 3, 3], np.zeros(216, np.float32).tobytes(), raw=True)
+    t.dims[1] = -3
+    bad_init("bad_negative_dims.onnx", t)
+
+    t = TensorProto(name="w_huge", data_type=F32, dims=[1 << 40, 1 << 40], raw_data=b"\0" * 16)
+    bad_init("bad_huge_dims.onnx", t)
+
+    t = helper.make_tensor("w_short", F32, [8, 3, 3, 3], np.zeros(216, np.float32).tobytes(), raw=True)
+    t.raw_data = t.raw_data[: len(t.raw_data) // 2]
+    bad_init("bad_short_raw.onnx", t)
+
+    # a file where "../x" points, so that only the escape can be the reason
+    with open(os.path.join(outdir, "x"), "wb") as f:
+        f.write(b"\0" * 4096)
+    bad_external(outdir, "bad_ext_escape/model.onnx", "../x")
+    bad("bad_ext_escape/model.onnx", IA, "w_ext|../x", "memory=" + IA)
+    bad_external(outdir, "bad_ext_absolute/model.onnx", os.path.abspath(os.path.join(outdir, "x")))
+    bad("bad_ext_absolute/model.onnx", IA, "w_ext|/x", "memory=" + IA)
+    bad_external(outdir, "bad_ext_missing/model.onnx", "absent.bin")
+    bad("bad_ext_missing/model.onnx", IA + "|SYSTEM", "w_ext|absent.bin", "memory=" + IA)
+    bad_external(outdir, "bad_ext_range/model.onnx", "weights.bin", offset=64)
+    with open(os.path.join(outdir, "bad_ext_range/weights.bin"), "wb") as f:
+        f.write(b"\0" * 256)  # 64 + 864 bytes wanted
+    bad("bad_ext_range/model.onnx", IA, "w_ext|weights.bin", "memory=" + IA)
+
+    data = open(good_path, "rb").read()
+    with open(os.path.join(outdir, "bad_truncated.onnx"), "wb") as f:
+        f.write(data[: len(data) // 2])
+    bad("bad_truncated.onnx", IA, "gaio_model_load")
+    with open(os.path.join(outdir, "bad_random.onnx"), "wb") as f:
+        f.write(rng.integers(0, 256, 1000, dtype=np.uint8).tobytes())
+    bad("bad_random.onnx", IA, "gaio_model_load")
+    open(os.path.join(outdir, "bad_empty.onnx"), "wb").close()
+    bad("bad_empty.onnx", IA, "gaio_model_load")
+
+    m = small([conv_node("conv_i8", x="int8_input", kernel_shape=[3, 3])], [weights("w", 4, 3, 3, 3)],
+              x=("int8_input", TensorProto.INT8, [1, 3, 8, 8]))
+    save(m, outdir, "bad_int8_input.onnx")
+    bad("bad_int8_input.onnx", NS, "int8_input|conv_i8")
+
+    m = small([helper.make_node("Relu", ["x"], ["dup_value"], name="first"),
+               helper.make_node("Sigmoid", ["x"], ["dup_value"], name="second"),
+               helper.make_node("Relu", ["dup_value"], ["y"], name="last")])
+    save(m, outdir, "bad_duplicate_output.onnx")
+    bad("bad_duplicate_output.onnx", IA, "dup_value")
+
+    m = small([conv_node("conv_mismatch", kernel_shape=[3, 3])], [weights("w", 4, 5, 3, 3)])
+    save(m, outdir, "bad_channels.onnx")
+    bad("bad_channels.onnx", IA, "conv_mismatch")
+
+
+def main():
+    global rng
+    args = sys.argv[1:]
+    seed = None
+    if "--seed" in args:
+        i = args.index("--seed")
+        seed = int(args[i + 1], 0)
+        del args[i:i + 2]
+    if len(args) != 1:
+        sys.exit("usage: make_models.py OUTDIR [--seed N]")
+    if seed is None:
+        env = os.environ.get("GAIO_TEST_SEED")
+        seed = int(env, 0) if env else int(time.time() * 1000) & 0xFFFFFFFF
+    seed &= 0xFFFFFFFF
+    print("make_models.py: onnx %s, seed %d (--seed or GAIO_TEST_SEED to replay)" % (onnx.__version__, seed))
+    rng = np.random.default_rng(seed)
+    outdir = args[0]
+    os.makedirs(outdir, exist_ok=True)
+
+    m = cnn(13, "N")
+    good(outdir, "cnn_opset13.onnx", m, kept(m))
+    m = cnn(17, 2)
+    # as torch.onnx's keep_initializers_as_inputs=True writes it: every weight also
+    # listed as a graph input, which is not an input to feed
+    m.graph.input.extend(helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in m.graph.initializer)
+    onnx.checker.check_model(m)
+    good(outdir, "cnn_opset17.onnx", m, kept(m))
+    m, nodes = flatten_chain()
+    good(outdir, "flatten_chain.onnx", m, nodes, inits_min=True)
+    m = dynamo_linear()
+    good(outdir, "linear_opset18.onnx", m, kept(m))
+    m = external_cnn(outdir, "external/model.onnx")
+    good(outdir, "external/model.onnx", m, kept(m), memory="INVALID_ARG")
+    m = coverage()
+    good(outdir, "coverage.onnx", m, kept(m))
+    m = half_conv()
+    good(outdir, "half_conv.onnx", m, kept(m))
+
+    write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
+
+    with open(os.path.join(outdir, "manifest.txt"), "w") as f:
+        f.write("\n".join(manifest) + "\n")
+    print("make_models.py: %d good, %d bad models in %s" % (
+        sum(r.startswith("good ") for r in manifest), sum(r.startswith("bad ") for r in manifest), outdir))
+
+
+if __name__ == "__main__":
+    main()
