@@ -233,7 +233,7 @@ static void pool_case(env *e, const pcase *p) {
     htensor x, y;
     make(e, &x, p->dt, 4, (int64_t[]){p->n, p->c, p->h, p->w}, p->kx, 0, 1);
     make(e, &y, p->dt, 4, (int64_t[]){p->n, p->c, oh, ow}, p->ky, 0, 1);
-    gaio_pool_params pp = {p->mode, {p->kh, p->kw}, {p->sh, p->sw}, {p->pt, p->pl, p->pb, p->pr}, {p->dh, p->dw}, p->cip};
+    gaio_pool_params pp = {p->mode, {p->kh, p->kw}, {p->sh, p->sw}, {p->pt, p->pl, p->pb, p->pr}, {p->dh, p->dw}, p->cip, 0};
     OK(gaio_pool2d(e->s, &x.t, &y.t, &pp));
     float *got = download(e, &y);
     char where[200];
@@ -408,7 +408,7 @@ static void test_bad(env *e) {
     fn = "gaio_pool2d";
     gaio_tensor px = gaio_tensor_make(buf, 0, F32, 4, (int64_t[]){2, 3, 8, 8}, GAIO_TENSOR_ROW_MAJOR);
     gaio_tensor py = gaio_tensor_make(buf, 2048, F32, 4, (int64_t[]){2, 3, 4, 4}, GAIO_TENSOR_NHWC);
-    gaio_pool_params pp = {GAIO_POOL_MAX, {3, 3}, {2, 2}, {1, 1, 0, 0}, {1, 1}, 0};
+    gaio_pool_params pp = {GAIO_POOL_MAX, {3, 3}, {2, 2}, {1, 1, 0, 0}, {1, 1}, 0, 0};
     OK(gaio_pool2d(e->s, &px, &py, &pp));
     gaio_pool_params q;
     FAILS(GAIO_ERR_INVALID_ARG, gaio_pool2d(NULL, &px, &py, &pp), fn);

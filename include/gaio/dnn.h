@@ -181,13 +181,16 @@ typedef struct gaio_pool_params {
     int32_t stride[2];
     int32_t pad[4];     /* top, left, bottom, right */
     int32_t dilation[2]; /* 0 or 1: none (MAX only) */
-    int32_t count_include_pad; /* AVG: divide by the whole window, padding included */
+    int32_t count_include_pad; /* AVG: divide by the window's taps inside x and its padding */
+    /* ONNX's ceil_mode: the output size rounded up (a last window that would start in
+     * the end padding dropped); the taps past the end padding count for nothing, in
+     * the divisor either. */
+    int32_t ceil_mode;
 } gaio_pool_params;
 
 /* 2-D pooling of [N, C, H, W] tensors (logical order; NCHW or NHWC strides) as ONNX
- * MaxPool / AveragePool: y's H and W follow from x's, the window and the padding
- * (floor; give ceil_mode's extra row as bottom / right padding), and must match.
- * Padding never wins a max. */
+ * MaxPool / AveragePool: y's H and W follow from x's, the window, the padding and
+ * ceil_mode, and must match. Padding never wins a max. */
 gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_pool_params *params);
 
 /* y[n, c, 0, 0] = the mean of x[n, c, :, :]; y is [N, C, 1, 1] (or [N, C]). */

@@ -29,6 +29,7 @@ from .errors import (CancelledError, DeviceError, DriverError, Error, InvalidArg
                      SystemError, TimeoutError, UserError)
 from .event import Event
 from .future import Future, wait_all
+from .model import Model, ModelExec
 from .stream import DEFERRED, Stream
 from .tensor import DTYPES, Tensor, copy, empty, from_dlpack, tensor
 

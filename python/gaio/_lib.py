@@ -218,3 +218,56 @@ for _name, (_res, _args) in _PROTOTYPES.items():
     _f.argtypes = _args
 
 INFINITE = (1 << 63) - 1
+
+# ---- models (gaio/model.h, gaio/dnn.h's gaio_tensor) ------------------------------
+# Kept apart so that a libgaio built before models still loads: a missing symbol is
+# left undeclared here and gaio.Model says so when used.
+
+MODEL_MAX_NDIM = 8
+TENSOR_MAX_NDIM = 5
+
+
+class TensorDesc(Structure):
+    """gaio_tensor (gaio/dnn.h)."""
+    _fields_ = [("buffer", c_void_p), ("offset", c_size_t), ("dtype", c_int), ("ndim", c_int32),
+                ("shape", c_int64 * TENSOR_MAX_NDIM), ("strides", c_int64 * TENSOR_MAX_NDIM), ("layout", c_int)]
+
+
+class ModelIo(Structure):
+    _fields_ = [("name", c_char_p), ("dtype", c_int), ("ndim", c_int32), ("shape", c_int64 * MODEL_MAX_NDIM),
+                ("dim_names", c_char_p * MODEL_MAX_NDIM)]
+
+
+class ModelSummary(Structure):
+    _fields_ = [("ir_version", c_int64), ("opset", c_int64), ("inputs", c_int32), ("outputs", c_int32),
+                ("nodes", c_int32), ("initializers", c_int32), ("weight_bytes", c_size_t), ("producer", c_char_p)]
+
+
+class ModelExecOptions(Structure):
+    _fields_ = [("batch", c_int64), ("precision", c_int), ("layout", c_int)]
+
+
+_MODEL_PROTOTYPES = {
+    "gaio_model_load": (_S, [c_char_p, _PP]),
+    "gaio_model_load_memory": (_S, [c_void_p, c_size_t, _PP]),
+    "gaio_model_retain": (_S, [_P]),
+    "gaio_model_release": (_S, [_P]),
+    "gaio_model_summarize": (_S, [_P, POINTER(ModelSummary)]),
+    "gaio_model_input": (_S, [_P, c_int32, POINTER(ModelIo)]),
+    "gaio_model_output": (_S, [_P, c_int32, POINTER(ModelIo)]),
+    "gaio_model_node": (_S, [_P, c_int32, POINTER(c_char_p), POINTER(c_char_p)]),
+    "gaio_model_exec_create_ex": (_S, [_P, _P, POINTER(ModelExecOptions), _PP]),
+    "gaio_model_exec_create": (_S, [_P, _P, c_int64, _PP]),
+    "gaio_model_exec_release": (_S, [_P]),
+    "gaio_model_run": (_S, [_P, _P, POINTER(TensorDesc), c_int32, POINTER(TensorDesc), c_int32, _PP]),
+}
+
+HAS_MODELS = True
+for _name, (_res, _args) in _MODEL_PROTOTYPES.items():
+    _f = getattr(lib, _name, None)
+    if _f is None:
+        HAS_MODELS = False
+        continue
+    _f.restype = _res
+    _f.argtypes = _args
+# ---- end of models -----------------------------------------------------------------

@@ -102,9 +102,13 @@ gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_t
 
 /* Output positions along one side: floor((in + pads - extent) / stride) + 1, or -1
  * when the dilated window is larger than the padded input. */
-static int64_t pooled(int64_t in, int64_t pad_a, int64_t pad_b, int64_t k, int64_t dil, int64_t stride) {
+static int64_t pooled(int64_t in, int64_t pad_a, int64_t pad_b, int64_t k, int64_t dil, int64_t stride, bool ceil) {
     int64_t num = in + pad_a + pad_b - dil * (k - 1) - 1;
-    return num < 0 ? -1 : num / stride + 1;
+    if (num < 0) return -1;
+    if (!ceil) return num / stride + 1;
+    int64_t out = (num + stride - 1) / stride + 1;
+    if ((out - 1) * stride >= in + pad_a) out--; /* ONNX: no window starts in the end padding */
+    return out;
 }
 
 /* The first output position along a side whose window has no tap inside the input,
@@ -155,8 +159,9 @@ gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
     if (oy.t.shape[0] != N || oy.t.shape[1] != C)
         return BAD("y is [%lld, %lld, ...] but x is [%lld, %lld, ...]: N and C must match", (long long)oy.t.shape[0],
                    (long long)oy.t.shape[1], (long long)N, (long long)C);
-    int64_t OH = pooled(H, p->pad[0], p->pad[2], kp.kh, kp.dh, kp.sh);
-    int64_t OW = pooled(W, p->pad[1], p->pad[3], kp.kw, kp.dw, kp.sw);
+    kp.pb = p->pad[2], kp.pr = p->pad[3];
+    int64_t OH = pooled(H, p->pad[0], p->pad[2], kp.kh, kp.dh, kp.sh, p->ceil_mode != 0);
+    int64_t OW = pooled(W, p->pad[1], p->pad[3], kp.kw, kp.dw, kp.sw, p->ceil_mode != 0);
     if (OH < 0 || OW < 0)
         return BAD("the %dx%d window (dilation %dx%d) is larger than x's %lldx%lld plane with its padding",
                    (int)kp.kh, (int)kp.kw, (int)kp.dh, (int)kp.dw, (long long)H, (long long)W);

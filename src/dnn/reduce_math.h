@@ -18,6 +18,7 @@ typedef struct gaio_kpool {
     int32_t dh, dw;
     int32_t count_include_pad;
     int32_t c_inner; /* y's channels are closer in memory than its columns: number outputs channel-fastest */
+    int32_t pb, pr;  /* bottom and right padding: where count_include_pad stops counting (ceil_mode) */
     int32_t pad_;
 } gaio_kpool;
 
@@ -61,7 +62,8 @@ GAIO_HD void gaio_kt_row(const gaio_ktensor *x, const gaio_ktensor *y, int32_t a
 }
 
 /* Output element (n, c, oh, ow) of a pooling: x and y are [N, C, H, W]. Padding
- * never wins a max and never counts unless count_include_pad; a window with no
+ * never wins a max and never counts unless count_include_pad, and then only the
+ * declared padding (ceil_mode's last window may reach past it); a window with no
  * element inside x (refused by the op) would give 0. A NaN inside a window wins
  * the max, as in ONNX Runtime and PyTorch. */
 GAIO_HD float gaio_kpool_at(const gaio_ktensor *x, const gaio_kpool *p, int64_t n, int64_t c, int64_t oh,
@@ -70,9 +72,14 @@ GAIO_HD float gaio_kpool_at(const gaio_ktensor *x, const gaio_kpool *p, int64_t 
     const int64_t h0 = oh * p->sh - p->pt, w0 = ow * p->sw - p->pl;
     const int64_t base = n * x->strides[0] + c * x->strides[1];
     float acc = p->mode == 0 ? gaio_kt_neg_inf() : 0.0f;
-    int64_t count = 0;
+    int64_t count = 0, padded = 0; /* taps inside x; taps inside x and its padding */
     for (int32_t i = 0; i < p->kh; i++) {
         int64_t h = h0 + (int64_t)i * p->dh;
+        if (h >= -p->pt && h < H + p->pb)
+            for (int32_t j = 0; j < p->kw; j++) {
+                int64_t w = w0 + (int64_t)j * p->dw;
+                padded += w >= -p->pl && w < W + p->pr;
+            }
         if (h < 0 || h >= H) continue;
         for (int32_t j = 0; j < p->kw; j++) {
             int64_t w = w0 + (int64_t)j * p->dw;
@@ -88,7 +95,7 @@ GAIO_HD float gaio_kpool_at(const gaio_ktensor *x, const gaio_kpool *p, int64_t 
     }
     if (!count) return 0.0f;
     if (p->mode == 0) return acc;
-    return acc / (float)(p->count_include_pad ? (int64_t)p->kh * p->kw : count);
+    return acc / (float)(p->count_include_pad ? padded : count);
 }
 
 /* Output index i of a pooling, in the order that suits y's memory, as (n, c, oh, ow). */

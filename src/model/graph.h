@@ -48,6 +48,7 @@ typedef enum model_op {
     OP_UNSQUEEZE,
     OP_SQUEEZE,
     OP_CAST,
+    OP_REDUCE_MEAN, /* over the spatial axes of a 4-D tensor: torch's dynamo exporter's global pool */
     OP_COUNT
 } model_op;
 
@@ -92,6 +93,8 @@ typedef struct mattrs {
     int64_t axes[GAIO_MODEL_MAX_NDIM];
     /* Reshape */
     int64_t allowzero;
+    /* ReduceMean (axes in axes / naxes when an attribute) */
+    int64_t keepdims, noop_with_empty_axes;
     /* Cast */
     int32_t to;
     /* Constant: the value's index (its data already in the value) */

@@ -40,3 +40,24 @@ gaio_status gaio_model_node(const gaio_model *m, int32_t i, const char **name, c
     (void)m, (void)i, (void)name, (void)op_type;
     return NO_ONNX;
 }
+gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t batch, gaio_model_exec **out) {
+    (void)m, (void)ctx, (void)batch;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_model_exec_release(gaio_model_exec *e) {
+    (void)e;
+    return GAIO_OK;
+}
+gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_tensor *inputs, int32_t ninputs,
+                           const gaio_tensor *outputs, int32_t noutputs, gaio_future **done) {
+    (void)e, (void)stream, (void)inputs, (void)ninputs, (void)outputs, (void)noutputs;
+    if (done) *done = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
+                                      gaio_model_exec **out) {
+    (void)m, (void)ctx, (void)options;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}

@@ -35,6 +35,7 @@ static const char *const op_names[OP_COUNT] = {
     [OP_UNSQUEEZE] = "Unsqueeze",
     [OP_SQUEEZE] = "Squeeze",
     [OP_CAST] = "Cast",
+    [OP_REDUCE_MEAN] = "ReduceMean",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

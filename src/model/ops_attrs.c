@@ -67,6 +67,7 @@ static const opspec specs[OP_COUNT] = {
     [OP_UNSQUEEZE] = {2, 2, 1, {{0}}},
     [OP_SQUEEZE] = {1, 2, 1, {{0}}},
     [OP_CAST] = {1, 1, 1, {{"to", T_I, 1}, {"saturate", T_I, 19}}},
+    [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1}, {"keepdims", T_I, 1}, {"noop_with_empty_axes", T_I, 18}}},
 };
 
 static const char *type_name(int t) {
@@ -242,6 +243,17 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     case OP_RESHAPE:
         if (!strcmp(nm, "allowzero")) return get_flag(fn, n, at, &a->allowzero);
         break;
+    case OP_REDUCE_MEAN:
+        if (!strcmp(nm, "keepdims")) return get_flag(fn, n, at, &a->keepdims);
+        if (!strcmp(nm, "noop_with_empty_axes")) return get_flag(fn, n, at, &a->noop_with_empty_axes);
+        if (!strcmp(nm, "axes")) {
+            if (at->n_ints > GAIO_MODEL_MAX_NDIM)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' has %zu entries", at->n_ints);
+            a->naxes = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++) a->axes[i] = at->ints[i];
+            return GAIO_OK;
+        }
+        break;
     case OP_SHAPE:
         /* start / end live in axes[0..1] (naxes 2), which Shape has no other use for. */
         if (!strcmp(nm, "start")) return a->axes[0] = at->i, GAIO_OK;
@@ -281,6 +293,7 @@ static void set_defaults(const mgraph *g, mnode *n) {
     a->clip_min = -INFINITY;
     a->clip_max = INFINITY;
     a->axis = n->op == OP_FLATTEN ? 1 : n->op == OP_SOFTMAX ? (g->opset >= 13 ? -1 : 1) : 0;
+    a->keepdims = 1;
     if (n->op == OP_SHAPE) {
         a->naxes = 2;
         a->axes[0] = 0;

@@ -587,6 +587,34 @@ static gaio_status infer_unsqueeze(const char *fn, mgraph *g, mnode *n, shp *o) 
     return GAIO_OK;
 }
 
+/* ReduceMean over the spatial axes (2, 3) of a 4-D tensor: the global average pool
+ * torch's dynamo exporter writes. Other reductions are refused. */
+static gaio_status infer_reduce_mean(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0), *av = in_v(g, n, 1);
+    TRY(need_float(fn, n, x));
+    int64_t axes[MAXD];
+    int c = n->a.naxes;
+    for (int i = 0; i < c; i++) axes[i] = n->a.axes[i];
+    if (av) TRY(const_list(fn, n, av, "axes", axes, &c));
+    bool red[MAXD] = {false};
+    for (int i = 0; i < c; i++) {
+        int64_t a = 0;
+        TRY(norm_axis(fn, n, axes[i], x->ndim, &a));
+        red[a] = true;
+    }
+    if (x->ndim != 4 || c != 2 || !red[2] || !red[3])
+        return FAIL(GAIO_ERR_NOT_SUPPORTED, "gaio reduces the spatial axes (2, 3) of a 4-D tensor only (%d axes of a "
+                    "%d-D one given)", c, (int)x->ndim);
+    o->ndim = 0;
+    shp_push(o, x->dims[0], dname(x, 0));
+    shp_push(o, x->dims[1], dname(x, 1));
+    if (n->a.keepdims) {
+        shp_push(o, 1, "");
+        shp_push(o, 1, "");
+    }
+    return GAIO_OK;
+}
+
 static gaio_status infer_squeeze(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *x = in_v(g, n, 0), *av = in_v(g, n, 1);
     bool drop[MAXD] = {false};
@@ -705,6 +733,7 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_SHAPE: elem = MT_I64; TRY(infer_shape(fn, g, n, &o, out)); break;
     case OP_GATHER: TRY(infer_gather(fn, g, n, &o, out)); break;
     case OP_UNSQUEEZE: TRY(infer_unsqueeze(fn, g, n, &o)); fold_same = true; break;
+    case OP_REDUCE_MEAN: TRY(infer_reduce_mean(fn, g, n, &o)); break;
     case OP_SQUEEZE: TRY(infer_squeeze(fn, g, n, &o)); fold_same = true; break;
     case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");

@@ -1,0 +1,220 @@
+"""gaio.Model on a GPU against PyTorch: torchvision's ResNet-18, ResNet-50 and
+MobileNetV2 (random weights, seeded) exported with both of torch.onnx's exporters.
+
+* fp32 (precision="model"): max |gaio - torch| / max |torch| <= 1e-3, torch in fp32
+  with TF32 off.
+* fp16 (precision="f16"): top-1 agreement with torch fp32 >= 99% over 1,000 random
+  inputs (10 batches of 100).
+* 4 streams, one exec each, running at once give the single-stream results.
+
+The batch-norm statistics are calibrated on random batches before export (the
+weights stay random): with torchvision's identity running statistics, activations
+double in variance at every residual block and the logits of a random ResNet-50
+end up far from any real network's range, which would test fp16 overflow rather than
+gaio. Skips cleanly without CUDA, torch or torchvision; prints every figure."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import gaio
+
+pytestmark = pytest.mark.gpu
+
+MODELS = ["resnet18", "resnet50", "mobilenet_v2"]
+EXPORTERS = ["torchscript", "dynamo"]
+SEED = int(os.environ.get("GAIO_TEST_SEED") or "1234", 0)
+FP32_BATCH = 8
+FP16_BATCH, FP16_BATCHES = 100, 10
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    if not torch.cuda.is_available():
+        pytest.skip("SKIPPED: torch sees no GPU")
+    # The reference is plain fp32: TF32 would put torch's own error near 1e-3.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
+@pytest.fixture(scope="module")
+def nets(torch):
+    """name -> the eval-mode torch module on the GPU (random weights, calibrated BN)."""
+    import torchvision
+
+    out = {}
+    for name in MODELS:
+        torch.manual_seed(SEED)
+        net = getattr(torchvision.models, name)(weights=None)
+        for mod in net.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.momentum = None  # a cumulative average over the calibration batches
+        net = net.cuda().train()
+        g = torch.Generator(device="cuda").manual_seed(SEED + 1)
+        with torch.no_grad():
+            for _ in range(4):
+                net(torch.randn(32, 3, 224, 224, device="cuda", generator=g))
+        out[name] = net.eval()
+    print(f"seed {SEED} (GAIO_TEST_SEED={SEED} repeats this run)")
+    return out
+
+
+@pytest.fixture(scope="module")
+def exports(torch, nets, tmp_path_factory):
+    """(name, exporter) -> the .onnx path, or the exception the export raised."""
+    d = tmp_path_factory.mktemp("onnx")
+    cache: dict = {}
+
+    def get(name: str, exporter: str):
+        key = (name, exporter)
+        if key not in cache:
+            path = d / f"{name}_{exporter}.onnx"
+            x = torch.randn(2, 3, 224, 224, device="cuda")
+            try:
+                if exporter == "torchscript":
+                    torch.onnx.export(nets[name], (x,), str(path), dynamo=False, opset_version=17,
+                                      input_names=["input"], output_names=["logits"],
+                                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+                else:  # the default exporter of torch >= 2.9 (dynamo), with a symbolic batch
+                    batch = torch.export.Dim("batch", min=1, max=4096)
+                    torch.onnx.export(nets[name], (x,), str(path), input_names=["input"], output_names=["logits"],
+                                      dynamic_shapes=({0: batch},))
+                cache[key] = path
+            except Exception as e:  # the exporter's failure, not gaio's: reported and skipped
+                cache[key] = e
+        return cache[key]
+
+    return get
+
+
+def _load(exports, name: str, exporter: str) -> gaio.Model:
+    path = exports(name, exporter)
+    if isinstance(path, Exception):
+        pytest.skip(f"torch.onnx.export ({exporter}) of {name} failed: {type(path).__name__}: {path}")
+    m = gaio.Model(path)  # a load failure fails the test: both exporters' files must load
+    ops = sorted({op for _, op in m.nodes})
+    print(f"{name} ({exporter}): loads; opset {m.summary.opset}, {m.summary.nodes} nodes, "
+          f"{m.summary.weight_bytes / 1e6:.1f} MB of weights; ops {ops}; input {m.inputs[0].shape}")
+    return m
+
+
+def _run(torch, ex: gaio.ModelExec, stream: gaio.Stream, x):
+    """gaio on a torch tensor x (zero-copy both ways); returns the torch output after
+    the future completes."""
+    y = torch.empty(ex.output_shapes[0], device="cuda", dtype=torch.float32)
+    xt = gaio.from_dlpack(x, stream=stream)  # orders torch's pending writes of x before stream
+    yt = gaio.from_dlpack(y, stream=stream)
+    ex.run(stream, [xt], [yt]).result(timeout=120)
+    return y
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("name", MODELS)
+def test_loads(torch, exports, name, exporter):
+    m = _load(exports, name, exporter)
+    assert len(m.inputs) == 1 and len(m.outputs) == 1
+    assert m.inputs[0].shape[1:] == (3, 224, 224) and m.outputs[0].shape[-1] == 1000
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("name", MODELS)
+def test_fp32_matches_torch(torch, nets, exports, name, exporter):
+    m = _load(exports, name, exporter)
+    ex = m.exec(gaio.default_context("cuda"), batch=FP32_BATCH, precision="model")
+    s = gaio.Stream("cuda")
+    g = torch.Generator(device="cuda").manual_seed(SEED + 2)
+    worst = 0.0
+    for _ in range(2):
+        x = torch.randn(FP32_BATCH, 3, 224, 224, device="cuda", generator=g)
+        with torch.no_grad():
+            ref = nets[name](x).float()
+        y = _run(torch, ex, s, x)
+        rel = ((y - ref).abs().max() / ref.abs().max()).item()
+        worst = max(worst, rel)
+    print(f"{name} ({exporter}) fp32 batch {FP32_BATCH}: max relative error {worst:.3g} (limit 1e-3)")
+    assert worst <= 1e-3
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_fp16_top1_agreement(torch, nets, exports, name):
+    exporter = "torchscript"
+    m = _load(exports, name, exporter)
+    ex = m.exec(gaio.default_context("cuda"), batch=FP16_BATCH, precision="f16")
+    s = gaio.Stream("cuda")
+    g = torch.Generator(device="cuda").manual_seed(SEED + 3)
+    agree = total = 0
+    worst = 0.0
+    for _ in range(FP16_BATCHES):
+        x = torch.randn(FP16_BATCH, 3, 224, 224, device="cuda", generator=g)
+        with torch.no_grad():
+            ref = nets[name](x).float()
+        y = _run(torch, ex, s, x)
+        assert torch.isfinite(y).all(), f"{name} fp16: non-finite outputs"
+        agree += (y.argmax(1) == ref.argmax(1)).sum().item()
+        total += x.shape[0]
+        worst = max(worst, ((y - ref).abs().max() / ref.abs().max()).item())
+    rate = agree / total
+    print(f"{name} ({exporter}) fp16: top-1 agreement with torch fp32 {agree}/{total} = {rate:.2%} "
+          f"(limit 99%); max relative error {worst:.3g}")
+    assert rate >= 0.99
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_four_streams_concurrently(torch, exports, name):
+    """One exec per stream, all four in flight at once, several runs each: the same
+    outputs as one exec run alone."""
+    m = _load(exports, name, "torchscript")
+    ctx = gaio.default_context("cuda")
+    n, batch, rounds = 4, 4, 3
+    g = torch.Generator(device="cuda").manual_seed(SEED + 4)
+    xs = [torch.randn(batch, 3, 224, 224, device="cuda", generator=g) for _ in range(n * rounds)]
+    torch.cuda.synchronize()
+    for precision in ("model", "f16"):
+        solo = m.exec(ctx, batch=batch, precision=precision)
+        s0 = gaio.Stream(ctx)
+        expect = [_run(torch, solo, s0, x) for x in xs]
+        execs = [m.exec(ctx, batch=batch, precision=precision) for _ in range(n)]
+        streams = [gaio.Stream(ctx) for _ in range(n)]
+        ys = [torch.empty_like(e) for e in expect]
+        torch.cuda.synchronize()
+        futs = []
+        for r in range(rounds):
+            for k in range(n):
+                i = r * n + k
+                xt = gaio.from_dlpack(xs[i], stream=streams[k])
+                yt = gaio.from_dlpack(ys[i], stream=streams[k])
+                futs.append(execs[k].run(streams[k], [xt], [yt]))
+        gaio.wait_all(futs).result(timeout=120)
+        worst = max(((y - e).abs().max() / e.abs().max()).item() for y, e in zip(ys, expect))
+        same = all(torch.equal(y, e) for y, e in zip(ys, expect))
+        print(f"{name} {precision}: 4 streams x {rounds} runs: max relative difference from one stream {worst:.3g} "
+              f"({'bitwise equal' if same else 'not bitwise equal'})")
+        assert worst <= 1e-5
+
+
+def test_one_exec_on_two_streams_is_ordered(torch, exports):
+    """Consecutive runs of one exec on different streams share the intermediates:
+    gaio orders them, so the results stay right."""
+    m = _load(exports, "resnet18", "torchscript")
+    ctx = gaio.default_context("cuda")
+    ex = m.exec(ctx, batch=4, precision="model")
+    g = torch.Generator(device="cuda").manual_seed(SEED + 5)
+    xs = [torch.randn(4, 3, 224, 224, device="cuda", generator=g) for _ in range(6)]
+    s0 = gaio.Stream(ctx)
+    expect = [_run(torch, ex, s0, x) for x in xs]
+    streams = [gaio.Stream(ctx) for _ in range(2)]
+    ys = [torch.empty_like(e) for e in expect]
+    torch.cuda.synchronize()
+    futs = []
+    for i, x in enumerate(xs):
+        s = streams[i % 2]
+        futs.append(ex.run(s, [gaio.from_dlpack(x, stream=s)], [gaio.from_dlpack(ys[i], stream=s)]))
+    gaio.wait_all(futs).result(timeout=120)
+    worst = max(((y - e).abs().max() / e.abs().max()).item() for y, e in zip(ys, expect))
+    print(f"resnet18: one exec alternating 2 streams: max relative difference {worst:.3g}")
+    assert worst <= 1e-5

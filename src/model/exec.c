@@ -1,0 +1,575 @@
+/* The first executor: each node of the loaded graph runs as its DNN op (dnn.h) on the
+ * caller's stream, in the model's dtype and layout (NCHW), reading and writing one
+ * buffer per value. Shape-only nodes that did not fold (Identity, Flatten, Reshape,
+ * Squeeze, Unsqueeze) are views of their input's memory, not copies.
+ *
+ * What the planner will add (ONNX's graph rewritten for the device: NHWC, f16, batch
+ * norm folded into convolutions, fused epilogues, an arena by lifetime, CUDA graphs)
+ * changes what runs, not this interface. */
+#include <float.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cpu/half.h"
+#include "dnn/dnn_internal.h"
+#include "core/op.h"
+#include "gaio/buffer.h"
+#include "gaio/context.h"
+#include "gaio/device.h"
+#include "gaio/event.h"
+#include "gaio/memory.h"
+#include "gaio/stream.h"
+#include "model/model_internal.h"
+#include "model/plan.h"
+
+#define MAXD GAIO_MODEL_MAX_NDIM
+
+/* Where a value lives on the device. */
+typedef struct xvalue {
+    int32_t ndim;
+    int64_t dims[MAXD];   /* the batch resolved */
+    gaio_dtype dtype;
+    gaio_buffer *buf;     /* owned: weights and intermediates; NULL for inputs and views */
+    int32_t root;         /* the value whose memory this is (itself unless a view) */
+    bool nhwc;            /* 4-D and stored channels innermost */
+    bool staged;          /* a graph input copied in at each run (another precision or layout) */
+} xvalue;
+
+struct gaio_model_exec {
+    gaio_model *model;
+    gaio_context *ctx;
+    int64_t batch;
+    xplan plan;
+    int32_t nv;             /* the graph's values, then the planner's constants */
+    xvalue *v;
+    bool *copy;             /* per step: a view that needs a row-major copy of an NHWC input */
+    pthread_mutex_t lock;   /* runs of one exec are serialised */
+    gaio_event *last;       /* recorded at the end of each run */
+    gaio_stream *last_stream; /* not a reference: compared only */
+};
+
+static bool is_view(model_op op) {
+    return op == OP_IDENTITY || op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE;
+}
+
+static gaio_dtype dtype_of(int32_t elem) { return elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32; }
+
+static size_t count_of(const xvalue *x) {
+    size_t n = 1;
+    for (int32_t i = 0; i < x->ndim; i++) n *= (size_t)x->dims[i];
+    return n;
+}
+
+static void exec_free(gaio_model_exec *e) {
+    if (e->v)
+        for (int32_t i = 0; i < e->nv; i++) {
+            if (e->v[i].buf) gaio_buffer_release(e->v[i].buf);
+        }
+    free(e->v);
+    free(e->copy);
+    gaio__plan_free(&e->plan);
+    if (e->last) gaio_event_release(e->last);
+    pthread_mutex_destroy(&e->lock);
+    gaio_model_release(e->model);
+    gaio_context_release(e->ctx);
+    free(e);
+}
+
+/* Copies host bytes to a new device buffer of ctx through a pinned staging buffer. */
+static gaio_status upload(gaio_stream *s, gaio_context *ctx, const void *data, size_t bytes, gaio_buffer **out) {
+    gaio_buffer *stage = NULL, *dev = NULL;
+    gaio_status st = gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, bytes, &stage);
+    if (st == GAIO_OK) st = gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, bytes, &dev);
+    void *p = NULL;
+    if (st == GAIO_OK) st = gaio_buffer_host_ptr(stage, &p);
+    if (st == GAIO_OK) {
+        memcpy(p, data, bytes);
+        st = gaio_memcpy_async(s, dev, 0, stage, 0, bytes);
+    }
+    if (stage) gaio_buffer_release(stage); /* the copy holds it until it has run */
+    if (st != GAIO_OK) {
+        if (dev) gaio_buffer_release(dev);
+        return st;
+    }
+    *out = dev;
+    return GAIO_OK;
+}
+
+/* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
+static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
+    for (int32_t j = 0; j < n->nin; j++) {
+        int32_t v = n->in[j];
+        if (v < 0) continue;
+        const mvalue *val = &g->values[v];
+        bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN) &&
+                         j == 1;
+        bool clip_arg = n->op == OP_CLIP && j > 0;
+        if (shape_arg || clip_arg) {
+            if (!val->data)
+                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): input %d is computed at run time", n->name,
+                                  n->op_type, (int)j);
+            continue;
+        }
+        if (val->elem != MT_F32 && val->elem != MT_F16)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time: gaio's ops "
+                              "take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem));
+    }
+    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
+                          "arithmetic at load time only", n->name, n->op_type);
+    return GAIO_OK;
+}
+
+/* Host data of `elem` as x's dtype and, for a 4-D value stored NHWC, in that order
+ * ([K, C, R, S] row major -> K, R, S, C in memory): a malloc'd copy in *out. */
+static gaio_status convert(const char *fn, const void *data, int32_t elem, const xvalue *x, void **out, size_t *bytes) {
+    size_t n = count_of(x), es = gaio_dtype_size(x->dtype);
+    unsigned char *dst = malloc(n * es + 1);
+    if (!dst) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory converting weights");
+    int64_t c = x->ndim == 4 ? x->dims[1] : 1, hw = x->ndim == 4 ? x->dims[2] * x->dims[3] : 1;
+    for (size_t i = 0; i < n; i++) {
+        float f = elem == MT_F16 ? h2f(((const uint16_t *)data)[i]) : ((const float *)data)[i];
+        size_t j = i;
+        if (x->nhwc) { /* i = ((k * C + ci) * HW + p) -> ((k * HW + p) * C + ci) */
+            size_t k = i / (size_t)(c * hw), ci = i / (size_t)hw % (size_t)c, p = i % (size_t)hw;
+            j = (k * (size_t)hw + p) * (size_t)c + ci;
+        }
+        if (x->dtype == GAIO_DTYPE_F16)
+            ((uint16_t *)dst)[j] = f2h(f);
+        else
+            ((float *)dst)[j] = f;
+    }
+    *out = dst;
+    *bytes = n * es;
+    return GAIO_OK;
+}
+
+static gaio_status upload_const(const char *fn, gaio_stream *s, gaio_context *ctx, const void *data, int32_t elem,
+                                const xvalue *x, gaio_buffer **out) {
+    void *conv = NULL;
+    size_t bytes = 0;
+    gaio_status st = convert(fn, data, elem, x, &conv, &bytes);
+    if (st == GAIO_OK) st = upload(s, ctx, conv, bytes ? bytes : 1, out);
+    free(conv);
+    return st;
+}
+
+static bool on_gpu(gaio_context *ctx) {
+    int dev = 0;
+    gaio_device_props p;
+    return gaio_context_device(ctx, &dev) == GAIO_OK && gaio_device_get_props(dev, &p) == GAIO_OK &&
+           p.kind == GAIO_DEVICE_CUDA;
+}
+
+/* A view of an NHWC value whose memory order differs from row major (channels and
+ * pixels both > 1) needs a row-major copy first. */
+static bool needs_copy(const xvalue *in) {
+    return in->nhwc && in->dims[1] > 1 && in->dims[2] * in->dims[3] > 1;
+}
+
+gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
+                                      gaio_model_exec **out) {
+    const char *fn = __func__;
+    GAIO_REQUIRE_PTR(out);
+    *out = NULL;
+    GAIO_REQUIRE_PTR(m);
+    GAIO_REQUIRE_PTR(ctx);
+    GAIO_REQUIRE_PTR(options);
+    const mgraph *g = &m->g;
+    int64_t batch = options->batch;
+    if (options->precision < GAIO_MODEL_PRECISION_AUTO || options->precision > GAIO_MODEL_PRECISION_F16)
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->precision %d is not a gaio_model_precision",
+                          (int)options->precision);
+    if (options->layout < GAIO_MODEL_LAYOUT_AUTO || options->layout > GAIO_MODEL_LAYOUT_NHWC)
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->layout %d is not a gaio_model_layout", (int)options->layout);
+    bool symbolic = false;
+    for (int32_t i = 0; i < g->nvalues; i++)
+        for (int32_t d = 0; d < g->values[i].ndim; d++) symbolic |= g->values[i].dims[d] < 0;
+    if (symbolic && (batch < 1 || batch > (1 << 20)))
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "batch is %lld: the model has a symbolic batch, which must be 1 to "
+                          "1048576", (long long)batch);
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        gaio_status st = node_check(fn, g, &g->nodes[i]);
+        if (st != GAIO_OK) return st;
+    }
+    bool gpu = on_gpu(ctx);
+    bool f16 = options->precision == GAIO_MODEL_PRECISION_F16 || (options->precision == GAIO_MODEL_PRECISION_AUTO && gpu);
+    bool nhwc = options->layout != GAIO_MODEL_LAYOUT_NCHW;
+    gaio_model_exec *e = calloc(1, sizeof *e);
+    if (!e) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    pthread_mutex_init(&e->lock, NULL);
+    gaio_model_retain(m);
+    gaio_context_retain(ctx);
+    e->model = m, e->ctx = ctx, e->batch = symbolic ? batch : 0;
+    gaio_stream *s = NULL;
+    gaio_status st = gaio__plan_make(fn, g, &e->plan);
+    e->nv = g->nvalues + e->plan.nextra;
+    if (st == GAIO_OK && !(e->v = calloc((size_t)e->nv + 1, sizeof *e->v)))
+        st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    if (st == GAIO_OK && !(e->copy = calloc((size_t)e->plan.nsteps + 1, sizeof *e->copy)))
+        st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    if (st == GAIO_OK) st = gaio_stream_create(ctx, 0, 0, &s);
+    if (st == GAIO_OK) st = gaio_event_create(ctx, 0, &e->last);
+    for (int32_t i = 0; i < e->nv && st == GAIO_OK; i++) {
+        xvalue *x = &e->v[i];
+        int32_t elem, ndim;
+        const int64_t *dims;
+        if (i < g->nvalues) {
+            elem = g->values[i].elem, ndim = g->values[i].ndim < 0 ? 0 : g->values[i].ndim, dims = g->values[i].dims;
+        } else {
+            const xconst *c = &e->plan.extra[i - g->nvalues];
+            elem = c->elem, ndim = c->ndim, dims = c->dims;
+        }
+        x->ndim = ndim;
+        for (int32_t d = 0; d < ndim; d++) x->dims[d] = dims[d] < 0 ? batch : dims[d];
+        x->dtype = f16 ? GAIO_DTYPE_F16 : dtype_of(elem);
+        x->root = i;
+    }
+    /* Weights (the float constants the steps read) go up once, converted: convolution
+     * weights in the activations' layout, batch-norm parameters in f32. */
+    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        const mnode *n = sp->n;
+        for (int32_t j = 0; j < n->nin + 3 && st == GAIO_OK; j++) {
+            int32_t v = j < n->nin ? n->in[j] : j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : sp->res;
+            if (v < 0 || e->v[v].buf) continue;
+            if (n->op == OP_CONV && j < n->nin && (j == 1 || j == 2)) continue; /* sp->w, sp->b instead (maybe folded) */
+            const void *data;
+            int32_t elem;
+            if (v < g->nvalues) {
+                data = g->values[v].data, elem = g->values[v].elem;
+            } else {
+                data = e->plan.extra[v - g->nvalues].data, elem = e->plan.extra[v - g->nvalues].elem;
+            }
+            if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
+            xvalue *x = &e->v[v];
+            if (n->op == OP_CONV && v == sp->w) x->nhwc = nhwc && x->ndim == 4;
+            if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
+            st = upload_const(fn, s, ctx, data, elem, x, &x->buf);
+        }
+    }
+    /* Graph inputs in another precision or layout than the caller's are copied in. */
+    for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
+        xvalue *x = &e->v[g->inputs[i]];
+        x->nhwc = nhwc && x->ndim == 4;
+        if (x->dtype == dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc) continue;
+        x->staged = true;
+        size_t bytes = count_of(x) * gaio_dtype_size(x->dtype);
+        st = gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, bytes ? bytes : 1, &x->buf);
+    }
+    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        const mnode *n = sp->n;
+        xvalue *x = &e->v[sp->out];
+        if (is_view(n->op)) {
+            const xvalue *in = &e->v[n->in[0]];
+            if (!needs_copy(in)) {
+                x->root = in->root;
+                /* Same memory; NHWC only where the shape is unchanged. */
+                x->nhwc = in->nhwc && x->ndim == 4 && !memcmp(x->dims, in->dims, sizeof x->dims);
+                continue;
+            }
+            e->copy[i] = true; /* into x's own row-major buffer, then viewed */
+        } else {
+            x->nhwc = nhwc && x->ndim == 4;
+        }
+        size_t bytes = count_of(x) * gaio_dtype_size(x->dtype);
+        st = gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, bytes ? bytes : 1, &x->buf);
+    }
+    if (st == GAIO_OK) st = gaio_stream_synchronize(s);
+    if (s) gaio_stream_release(s);
+    if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
+        fprintf(stderr, "gaio: plan: %d steps for %d nodes; %d batch norms folded, %d adds and %d activations fused; "
+                "%s %s\n", (int)e->plan.nsteps, (int)g->nnodes, (int)e->plan.folded_bn, (int)e->plan.fused_add,
+                (int)e->plan.fused_act, f16 ? "f16" : "model's precision", nhwc ? "NHWC" : "NCHW");
+    if (st != GAIO_OK) {
+        exec_free(e);
+        return st;
+    }
+    *out = e;
+    return GAIO_OK;
+}
+
+gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t batch, gaio_model_exec **out) {
+    gaio_model_exec_options o = {batch, GAIO_MODEL_PRECISION_AUTO, GAIO_MODEL_LAYOUT_AUTO};
+    return gaio_model_exec_create_ex(m, ctx, &o, out);
+}
+
+gaio_status gaio_model_exec_release(gaio_model_exec *e) {
+    if (e) exec_free(e);
+    return GAIO_OK;
+}
+
+/* ---- running ---- */
+
+typedef struct run_state {
+    gaio_model_exec *e;
+    int32_t step;
+    gaio_stream *s;
+    const gaio_tensor *inputs; /* by graph input index */
+    int32_t *input_of;         /* value -> graph input index, or -1 */
+} run_state;
+
+/* Value v as a packed row-major tensor over its root's memory. */
+static gaio_tensor tensor(const run_state *r, int32_t v) {
+    const xvalue *x = &r->e->v[v];
+    int32_t root = x->root;
+    gaio_tensor t;
+    memset(&t, 0, sizeof t);
+    if (r->input_of[root] >= 0 && !r->e->v[root].staged) {
+        const gaio_tensor *in = &r->inputs[r->input_of[root]];
+        t.buffer = in->buffer, t.offset = in->offset;
+    } else {
+        t.buffer = r->e->v[root].buf;
+    }
+    t.dtype = x->dtype;
+    t.layout = x->nhwc ? GAIO_TENSOR_NHWC : GAIO_TENSOR_ROW_MAJOR;
+    /* gaio_tensor has at most 5 dimensions: leading 1s beyond that are dropped. */
+    int32_t skip = 0;
+    while (x->ndim - skip > GAIO_TENSOR_MAX_NDIM && x->dims[skip] == 1) skip++;
+    t.ndim = x->ndim - skip;
+    for (int32_t d = 0; d < t.ndim; d++) t.shape[d] = x->dims[d + skip];
+    if (t.ndim == 0) t.ndim = 1, t.shape[0] = 1; /* a scalar as one element */
+    return t;
+}
+
+static float scalar(const mvalue *v, float fallback) {
+    if (!v || !v->data || !v->bytes) return fallback;
+    return v->elem == MT_F16 ? h2f(*(const uint16_t *)v->data) : *(const float *)v->data;
+}
+
+static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp) {
+    const mgraph *g = &r->e->model->g;
+    const mnode *n = sp->n;
+    gaio_stream *s = r->s;
+    const mattrs *a = &n->a;
+    gaio_tensor x = tensor(r, n->in[0]), y = tensor(r, sp->out);
+    switch (n->op) {
+    case OP_IDENTITY:
+    case OP_FLATTEN:
+    case OP_RESHAPE:
+    case OP_SQUEEZE:
+    case OP_UNSQUEEZE: {
+        if (!r->e->copy[r->step]) return GAIO_OK; /* a view */
+        /* The NHWC input in row-major order into the output's buffer, which the output
+         * then views with its own shape. */
+        gaio_tensor flat = x;
+        flat.buffer = r->e->v[sp->out].buf, flat.offset = 0, flat.layout = GAIO_TENSOR_ROW_MAJOR;
+        return gaio_cast(s, &x, &flat);
+    }
+    case OP_CONV: {
+        gaio_tensor w = tensor(r, sp->w), b, res;
+        bool has_b = sp->b >= 0, has_res = sp->res >= 0;
+        if (has_b) b = tensor(r, sp->b);
+        if (has_res) res = tensor(r, sp->res);
+        gaio_conv2d_params p;
+        memset(&p, 0, sizeof p);
+        for (int i = 0; i < 2; i++)
+            p.stride[i] = (int32_t)a->strides[i], p.dilation[i] = (int32_t)a->dilations[i];
+        for (int i = 0; i < 4; i++) p.pad[i] = (int32_t)a->pads[i];
+        p.groups = (int32_t)a->group;
+        p.act = sp->has_act ? &sp->act : NULL;
+        return gaio_conv2d(s, &x, &w, has_b ? &b : NULL, has_res ? &res : NULL, &y, &p);
+    }
+    case OP_GEMM:
+    case OP_MATMUL: {
+        gaio_tensor b = tensor(r, n->in[1]);
+        gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
+        const gaio_tensor *bias = NULL, *c = NULL;
+        gaio_tensor ct;
+        if (n->op == OP_GEMM) {
+            p.trans_a = (int32_t)a->trans_a, p.trans_b = (int32_t)a->trans_b, p.alpha = a->alpha;
+            if (n->nin > 2 && n->in[2] >= 0) {
+                ct = tensor(r, n->in[2]);
+                int64_t cols = y.shape[y.ndim - 1];
+                bool row = (ct.ndim == 1 && ct.shape[0] == cols) || (ct.ndim == 2 && ct.shape[0] == 1 && ct.shape[1] == cols);
+                if (row && a->beta == 1.0f) {
+                    ct.ndim = 1, ct.shape[0] = cols;
+                    bias = &ct;
+                } else if (ct.ndim == 2 && ct.shape[0] == y.shape[0] && ct.shape[1] == cols) {
+                    c = &ct, p.beta = a->beta;
+                } else {
+                    return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Gemm): a C of this shape (or a beta "
+                                      "other than 1 on a row of C) is not supported yet", n->name);
+                }
+            }
+        } else if (x.ndim > 3 || b.ndim > 3) {
+            /* [.., M, K] @ [K, N]: the leading dimensions fold into M. */
+            if (b.ndim != 2)
+                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank > 3",
+                                  n->name);
+            int64_t rows = 1;
+            for (int32_t d = 0; d < x.ndim - 1; d++) rows *= x.shape[d];
+            int64_t k = x.shape[x.ndim - 1], cols = y.shape[y.ndim - 1];
+            x.ndim = 2, x.shape[0] = rows, x.shape[1] = k;
+            y.ndim = 2, y.shape[0] = rows, y.shape[1] = cols;
+        }
+        return gaio_gemm(s, &x, &b, c, bias, &y, &p);
+    }
+    case OP_BATCH_NORM: {
+        gaio_tensor prm[4];
+        for (int j = 0; j < 4; j++) {
+            int32_t v = n->in[j + 1];
+            prm[j] = tensor(r, v);
+        }
+        return gaio_batch_norm(s, &x, &y, &prm[0], &prm[1], &prm[2], &prm[3], a->epsilon);
+    }
+    case OP_RELU:
+    case OP_SIGMOID:
+    case OP_HARD_SIGMOID:
+    case OP_HARD_SWISH:
+    case OP_CLIP: {
+        gaio_unary_params p = {GAIO_UNARY_RELU, 0.0f, 0.0f};
+        if (n->op == OP_SIGMOID) p.op = GAIO_UNARY_SIGMOID;
+        if (n->op == OP_HARD_SWISH) p.op = GAIO_UNARY_HARD_SWISH;
+        if (n->op == OP_HARD_SIGMOID) p.op = GAIO_UNARY_HARD_SIGMOID, p.alpha = a->alpha, p.beta = a->beta;
+        if (n->op == OP_CLIP) {
+            p.op = GAIO_UNARY_CLIP;
+            p.alpha = scalar(n->nin > 1 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL, -FLT_MAX);
+            p.beta = scalar(n->nin > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL, FLT_MAX);
+        }
+        return gaio_unary(s, &x, &y, &p);
+    }
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV: {
+        gaio_tensor b = tensor(r, n->in[1]);
+        gaio_binary_op op = n->op == OP_ADD   ? GAIO_BINARY_ADD
+                            : n->op == OP_SUB ? GAIO_BINARY_SUB
+                            : n->op == OP_MUL ? GAIO_BINARY_MUL
+                                              : GAIO_BINARY_DIV;
+        return gaio_binary(s, op, &x, &b, &y, NULL);
+    }
+    case OP_MAX_POOL:
+    case OP_AVG_POOL: {
+        gaio_pool_params p;
+        memset(&p, 0, sizeof p);
+        p.mode = n->op == OP_MAX_POOL ? GAIO_POOL_MAX : GAIO_POOL_AVG;
+        for (int i = 0; i < 2; i++) {
+            p.kernel[i] = (int32_t)a->kernel[i], p.stride[i] = (int32_t)a->strides[i];
+            p.dilation[i] = (int32_t)a->dilations[i];
+            p.pad[i] = (int32_t)a->pads[i], p.pad[i + 2] = (int32_t)a->pads[i + 2];
+        }
+        p.count_include_pad = (int32_t)a->count_include_pad;
+        p.ceil_mode = (int32_t)a->ceil_mode;
+        return gaio_pool2d(s, &x, &y, &p);
+    }
+    case OP_GLOBAL_AVG_POOL:
+    case OP_REDUCE_MEAN:
+        return gaio_global_avg_pool(s, &x, &y);
+    case OP_TRANSPOSE: {
+        int32_t perm[GAIO_TENSOR_MAX_NDIM];
+        if (a->nperm > GAIO_TENSOR_MAX_NDIM)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Transpose): more than %d dimensions", n->name,
+                              GAIO_TENSOR_MAX_NDIM);
+        for (int32_t i = 0; i < a->nperm; i++) perm[i] = (int32_t)a->perm[i];
+        return gaio_transpose(s, &x, &y, perm);
+    }
+    case OP_CONCAT: {
+        gaio_tensor ts[64];
+        const gaio_tensor *ps[64];
+        if (n->nin > 64) return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Concat): over 64 inputs", n->name);
+        for (int32_t j = 0; j < n->nin; j++) ts[j] = tensor(r, n->in[j]), ps[j] = &ts[j];
+        return gaio_concat(s, ps, n->nin, (int32_t)a->axis, &y);
+    }
+    case OP_SOFTMAX:
+        return gaio_softmax(s, &x, &y, (int32_t)a->axis);
+    case OP_CAST:
+        return gaio_cast(s, &x, &y);
+    default:
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) has no executor", n->name, n->op_type);
+    }
+}
+
+/* A caller's tensor for graph value v: the model's dtype and shape, packed row major. */
+static gaio_status check_io(const char *fn, const char *what, int32_t i, const gaio_tensor *t, const xvalue *x,
+                            gaio_dtype dtype, gaio_stream *s) {
+    gaio_tensor r;
+    char name[32];
+    snprintf(name, sizeof name, "%s[%d]", what, (int)i);
+    gaio_status st = gaio__tensor_check(fn, name, t, &r, NULL);
+    if (st != GAIO_OK) return st;
+    if (!gaio__reachable(r.buffer, s, 0)) return gaio__check_reach(fn, name, r.buffer, s, 0);
+    if (r.dtype != dtype)
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%s[%d] is %s but the model's is %s", what, (int)i,
+                          gaio_dtype_name(r.dtype), gaio_dtype_name(dtype));
+    bool same = r.ndim == x->ndim;
+    for (int32_t d = 0; same && d < x->ndim; d++) same = r.shape[d] == x->dims[d];
+    if (!same) {
+        char got[128], want[128];
+        gaio__shape_text(r.ndim, r.shape, got, sizeof got);
+        gaio__shape_text(x->ndim, x->dims, want, sizeof want);
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%s[%d] is %s but the model's is %s", what, (int)i, got, want);
+    }
+    int64_t stride = 1;
+    for (int32_t d = r.ndim - 1; d >= 0; d--) {
+        if (r.shape[d] > 1 && r.strides[d] != stride)
+            return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%s[%d] is not packed row major", what, (int)i);
+        stride *= r.shape[d];
+    }
+    return GAIO_OK;
+}
+
+gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_tensor *inputs, int32_t ninputs,
+                           const gaio_tensor *outputs, int32_t noutputs, gaio_future **done) {
+    const char *fn = __func__;
+    if (done) *done = NULL;
+    GAIO_REQUIRE_PTR(e);
+    GAIO_REQUIRE_PTR(stream);
+    const mgraph *g = &e->model->g;
+    if (ninputs != g->ninputs || noutputs != g->noutputs)
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%d inputs and %d outputs given: the model has %d and %d",
+                          (int)ninputs, (int)noutputs, (int)g->ninputs, (int)g->noutputs);
+    if (!inputs || !outputs) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "inputs or outputs is NULL");
+    gaio_context *sctx = NULL;
+    gaio_status st = gaio_stream_context(stream, &sctx);
+    if (st != GAIO_OK) return st;
+    if (sctx != e->ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "stream is not of the exec's context");
+    for (int32_t i = 0; i < ninputs; i++)
+        if ((st = check_io(fn, "inputs", i, &inputs[i], &e->v[g->inputs[i]], dtype_of(g->values[g->inputs[i]].elem),
+                           stream)) !=
+            GAIO_OK)
+            return st;
+    for (int32_t i = 0; i < noutputs; i++)
+        if ((st = check_io(fn, "outputs", i, &outputs[i], &e->v[g->outputs[i]],
+                           dtype_of(g->values[g->outputs[i]].elem), stream)) != GAIO_OK)
+            return st;
+    int32_t *input_of = malloc(((size_t)e->nv + 1) * sizeof *input_of);
+    if (!input_of) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    for (int32_t v = 0; v < e->nv; v++) input_of[v] = -1;
+    for (int32_t i = 0; i < ninputs; i++) input_of[g->inputs[i]] = i;
+    run_state r = {e, 0, stream, inputs, input_of};
+    pthread_mutex_lock(&e->lock);
+    /* The previous run, on another stream, may still use the intermediates. */
+    if (e->last_stream && e->last_stream != stream) st = gaio_stream_wait_event(stream, e->last);
+    /* Inputs kept in another precision or layout: copied in first. */
+    for (int32_t i = 0; i < ninputs && st == GAIO_OK; i++) {
+        if (!e->v[g->inputs[i]].staged) continue;
+        gaio_tensor to = tensor(&r, g->inputs[i]);
+        st = gaio_cast(stream, &inputs[i], &to);
+    }
+    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
+        const mnode *n = e->plan.steps[i].n;
+        r.step = i;
+        st = run_step(fn, &r, &e->plan.steps[i]);
+        if (st != GAIO_OK && !strstr(gaio_last_error(), "node '")) {
+            char why[GAIO_MSG_MAX];
+            snprintf(why, sizeof why, "%s", gaio_last_error());
+            st = gaio__fail(st, fn, "node '%s' (%s): %s", n->name, n->op_type, why);
+        }
+    }
+    for (int32_t i = 0; i < noutputs && st == GAIO_OK; i++) {
+        gaio_tensor from = tensor(&r, g->outputs[i]);
+        st = gaio_cast(stream, &from, &outputs[i]);
+    }
+    if (st == GAIO_OK) st = gaio_event_record(e->last, stream);
+    if (st == GAIO_OK) e->last_stream = stream;
+    pthread_mutex_unlock(&e->lock);
+    free(input_of);
+    if (st == GAIO_OK && done) st = gaio_future_fence(stream, done);
+    return st;
+}

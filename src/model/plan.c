@@ -1,0 +1,165 @@
+/* The planner's rewrites: see plan.h. */
+#include "model/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cpu/half.h"
+
+static double get(const mvalue *v, size_t i) {
+    return v->elem == MT_F16 ? (double)h2f(((const uint16_t *)v->data)[i]) : (double)((const float *)v->data)[i];
+}
+
+static void put(int32_t elem, void *data, size_t i, double x) {
+    if (elem == MT_F16)
+        ((uint16_t *)data)[i] = f2h((float)x);
+    else
+        ((float *)data)[i] = (float)x;
+}
+
+static size_t count(const mvalue *v) {
+    size_t n = 1;
+    for (int32_t d = 0; d < v->ndim; d++) n *= (size_t)v->dims[d];
+    return n;
+}
+
+static bool is_const_float(const mvalue *v) { return v->data && (v->elem == MT_F32 || v->elem == MT_F16); }
+
+/* The one node reading value v (-1 when none, several, or v is a graph output). */
+static int32_t only_reader(const mgraph *g, const int32_t *readers, const int32_t *reader, int32_t v) {
+    if (g->values[v].is_output || readers[v] != 1) return -1;
+    return reader[v];
+}
+
+static int32_t add_extra(xplan *p, const mgraph *g, int32_t elem, int32_t ndim, const int64_t *dims) {
+    xconst *grown = realloc(p->extra, ((size_t)p->nextra + 1) * sizeof *grown);
+    if (!grown) return -1;
+    p->extra = grown;
+    xconst *c = &p->extra[p->nextra];
+    memset(c, 0, sizeof *c);
+    c->elem = elem, c->ndim = ndim;
+    size_t n = 1;
+    for (int32_t d = 0; d < ndim; d++) c->dims[d] = dims[d], n *= (size_t)dims[d];
+    c->bytes = n * gaio__mt_size(elem);
+    c->data = malloc(c->bytes ? c->bytes : 1);
+    if (!c->data) return -1;
+    return g->nvalues + p->nextra++;
+}
+
+/* Folds batch norm bn into the convolution of weights w and bias b (-1: none): new
+ * weight and bias constants in *w and *b. */
+static gaio_status fold_bn(const char *fn, const mgraph *g, xplan *p, const mnode *bn, int32_t *w, int32_t *b) {
+    const mvalue *wv = &g->values[*w], *bv = *b >= 0 ? &g->values[*b] : NULL;
+    const mvalue *gamma = &g->values[bn->in[1]], *beta = &g->values[bn->in[2]];
+    const mvalue *mean = &g->values[bn->in[3]], *var = &g->values[bn->in[4]];
+    int64_t k = wv->dims[0];
+    size_t per = count(wv) / (size_t)k;
+    int32_t nw = add_extra(p, g, wv->elem, wv->ndim, wv->dims);
+    int32_t nb = nw >= 0 ? add_extra(p, g, wv->elem, 1, &k) : -1;
+    if (nw < 0 || nb < 0) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory folding batch norms");
+    xconst *cw = &p->extra[nw - g->nvalues], *cb = &p->extra[nb - g->nvalues];
+    for (int64_t c = 0; c < k; c++) {
+        double scale = get(gamma, (size_t)c) / sqrt(get(var, (size_t)c) + (double)bn->a.epsilon);
+        for (size_t i = 0; i < per; i++) put(cw->elem, cw->data, (size_t)c * per + i, get(wv, (size_t)c * per + i) * scale);
+        double bias = bv ? get(bv, (size_t)c) : 0.0;
+        put(cb->elem, cb->data, (size_t)c, (bias - get(mean, (size_t)c)) * scale + get(beta, (size_t)c));
+    }
+    *w = nw, *b = nb;
+    return GAIO_OK;
+}
+
+static bool same_shape(const mvalue *a, const mvalue *b) {
+    if (a->ndim != b->ndim || a->elem != b->elem) return false;
+    for (int32_t d = 0; d < a->ndim; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
+    memset(p, 0, sizeof *p);
+    int32_t nn = g->nnodes, nv = g->nvalues;
+    int32_t *readers = calloc((size_t)nv + 1, sizeof *readers), *reader = calloc((size_t)nv + 1, sizeof *reader);
+    int32_t *emit_at = malloc(((size_t)nn + 1) * sizeof *emit_at);
+    bool *absorbed = calloc((size_t)nn + 1, sizeof *absorbed);
+    xstep *fused = calloc((size_t)nn + 1, sizeof *fused);
+    p->steps = calloc((size_t)nn + 1, sizeof *p->steps);
+    gaio_status st = GAIO_OK;
+    if (!readers || !reader || !emit_at || !absorbed || !fused || !p->steps) {
+        st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory planning the model");
+        goto done;
+    }
+    for (int32_t i = 0; i < nn; i++) {
+        emit_at[i] = -1;
+        const mnode *n = &g->nodes[i];
+        for (int32_t j = 0; j < n->nin; j++)
+            if (n->in[j] >= 0) readers[n->in[j]]++, reader[n->in[j]] = i;
+    }
+    for (int32_t i = 0; i < nn && st == GAIO_OK; i++) {
+        const mnode *n = &g->nodes[i];
+        if (n->op != OP_CONV || absorbed[i]) continue;
+        xstep *s = &fused[i];
+        s->n = n, s->out = n->out[0], s->w = n->in[1], s->b = n->nin > 2 ? n->in[2] : -1, s->res = -1;
+        int32_t last = i, j;
+        bool consts = is_const_float(&g->values[s->w]) && (s->b < 0 || is_const_float(&g->values[s->b]));
+        if (consts && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
+            g->nodes[j].op == OP_BATCH_NORM &&
+            g->nodes[j].in[0] == s->out) {
+            const mnode *bn = &g->nodes[j];
+            bool all = true;
+            for (int32_t k = 1; k < 5; k++) all = all && is_const_float(&g->values[bn->in[k]]);
+            if (all) {
+                if ((st = fold_bn(fn, g, p, bn, &s->w, &s->b)) != GAIO_OK) break;
+                absorbed[j] = true, s->out = bn->out[0], last = j, p->folded_bn++;
+            }
+        }
+        if ((j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] && g->nodes[j].op == OP_ADD) {
+            const mnode *add = &g->nodes[j];
+            int32_t other = add->in[0] == s->out ? add->in[1] : add->in[0];
+            if (other >= 0 && other != s->out && same_shape(&g->values[other], &g->values[s->out]) &&
+                same_shape(&g->values[add->out[0]], &g->values[s->out])) {
+                absorbed[j] = true, s->res = other, s->out = add->out[0], last = j, p->fused_add++;
+            }
+        }
+        if ((j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
+            (g->nodes[j].op == OP_RELU || g->nodes[j].op == OP_CLIP)) {
+            const mnode *a = &g->nodes[j];
+            bool ok = true;
+            s->act.op = GAIO_UNARY_RELU;
+            if (a->op == OP_CLIP) {
+                s->act.op = GAIO_UNARY_CLIP, s->act.alpha = -INFINITY, s->act.beta = INFINITY;
+                for (int32_t k = 1; k < a->nin && k < 3; k++) {
+                    if (a->in[k] < 0) continue;
+                    const mvalue *b = &g->values[a->in[k]];
+                    if (!is_const_float(b) || count(b) != 1) ok = false;
+                    else if (k == 1) s->act.alpha = (float)get(b, 0);
+                    else s->act.beta = (float)get(b, 0);
+                }
+            }
+            if (ok) s->has_act = true, absorbed[j] = true, s->out = a->out[0], last = j, p->fused_act++;
+        }
+        emit_at[last] = i;
+    }
+    for (int32_t i = 0; i < nn && st == GAIO_OK; i++) {
+        if (emit_at[i] >= 0) {
+            p->steps[p->nsteps++] = fused[emit_at[i]];
+            continue;
+        }
+        const mnode *n = &g->nodes[i];
+        if (absorbed[i] || n->op == OP_CONV) continue; /* a convolution runs where its epilogue ended */
+        xstep *s = &p->steps[p->nsteps++];
+        s->n = n, s->out = n->out[0], s->w = s->b = s->res = -1;
+    }
+done:
+    free(readers), free(reader), free(emit_at), free(absorbed), free(fused);
+    if (st != GAIO_OK) gaio__plan_free(p);
+    return st;
+}
+
+void gaio__plan_free(xplan *p) {
+    for (int32_t i = 0; i < p->nextra; i++) free(p->extra[i].data);
+    free(p->extra);
+    free(p->steps);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,45 @@
+/* The planner: the loaded graph rewritten into the steps an execution context runs.
+ *
+ * - BatchNormalization after a convolution (its only reader) folds into the
+ *   convolution's weights and bias: w' = w * g / sqrt(var + eps) per output channel,
+ *   b' = (b - mean) * g / sqrt(var + eps) + beta.
+ * - A convolution's epilogue fuses into it: an Add of another tensor of its output's
+ *   shape (the residual of ResNets), then Relu or Clip, when each intermediate has one
+ *   reader and is no graph output. The fused step runs where its last absorbed node
+ *   stood, so the residual is computed by then.
+ * Folded weights are new constants (extra values after the graph's own). */
+#ifndef GAIO_MODEL_PLAN_H
+#define GAIO_MODEL_PLAN_H
+
+#include "model/graph.h"
+
+typedef struct xstep {
+    const mnode *n;  /* the node run (its op and attributes) */
+    int32_t out;     /* the value written: n's output, or the last absorbed node's */
+    int32_t w, b;    /* Conv: weights and bias values (folded ones are extra values); b -1 if none */
+    int32_t res;     /* Conv: the fused residual, or -1 */
+    bool has_act;    /* Conv: the fused activation */
+    gaio_unary_params act;
+} xstep;
+
+/* An extra constant the planner made (folded weights): host data, f32 or f16. */
+typedef struct xconst {
+    int32_t elem;
+    int32_t ndim;
+    int64_t dims[GAIO_MODEL_MAX_NDIM];
+    void *data; /* malloc'd */
+    size_t bytes;
+} xconst;
+
+typedef struct xplan {
+    xstep *steps;
+    int32_t nsteps;
+    xconst *extra; /* value g->nvalues + i */
+    int32_t nextra;
+    int32_t folded_bn, fused_add, fused_act; /* what the rewrites did, for tests and logs */
+} xplan;
+
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p);
+void gaio__plan_free(xplan *p);
+
+#endif

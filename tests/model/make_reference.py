@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""onnxruntime's outputs for the good models of tests/model/make_models.py, which
+tests/test_model_run.c compares gaio_model_run's against.
+
+Usage: make_reference.py MODEL_DIR [--seed N] [--venv DIR]
+
+For every good model in MODEL_DIR/manifest.txt, runs it with onnxruntime's CPU
+execution provider on random inputs, uniform in [-1, 1) (seeded: --seed, else
+GAIO_TEST_SEED, else the clock; printed), with 2 for every symbolic dimension, and
+writes MODEL_DIR/ref/NAME.in<i>.bin and NAME.out<i>.bin (raw little-endian, the
+model's dtype, packed row major) and MODEL_DIR/ref/manifest.txt, one record per
+model, tokens separated by spaces:
+
+    model NAME FILE batch=B inputs=I outputs=O
+                                   FILE relative to MODEL_DIR; B is the batch to give
+                                   gaio_model_exec_create: 2 where the model has a
+                                   symbolic dimension, else 0
+    input DTYPE NDIM DIM... BIN    each graph input, in order, its shape resolved;
+    output DTYPE NDIM DIM... BIN   BIN relative to MODEL_DIR/ref
+    end
+    skip NAME FILE REASON...       onnxruntime refused the model (an opset newer than
+                                   it knows, ...): the C test prints REASON
+
+Where onnxruntime comes from: this python if it has it; else, given --venv DIR, a
+virtual environment DIR made from this python with --system-site-packages (so that
+Debian's numpy stays visible) and `pip install onnxruntime`, made once and reused,
+and this script runs again in it. Without onnxruntime it fails, saying why: the
+models are then untested, which must not pass as a skip.
+"""
+import os
+import subprocess
+import sys
+import time
+
+VENV_MARK = "GAIO_REFERENCE_IN_VENV"
+
+
+def have_onnxruntime():
+    try:
+        import onnxruntime  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def venv_python(venv):
+    return os.path.join(venv, "bin", "python3")
+
+
+def venv_has_ort(venv):
+    py = venv_python(venv)
+    return os.path.exists(py) and subprocess.run([py, "-c", "import numpy, onnxruntime"],
+                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def get_onnxruntime(venv):
+    """Re-executes this script with a python that has onnxruntime, or exits."""
+    if os.environ.get(VENV_MARK):
+        sys.exit("make_reference.py: the venv %s was made but its python still cannot import onnxruntime" % venv)
+    if not venv_has_ort(venv):
+        print("make_reference.py: %s cannot import onnxruntime; installing it into the venv %s" %
+              (sys.executable, venv), flush=True)
+        if not os.path.exists(venv_python(venv)):
+            r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv])
+            if r.returncode != 0:
+                sys.exit("make_reference.py: cannot get onnxruntime: `%s -m venv --system-site-packages %s` failed "
+                         "(Debian: apt-get install python3-venv)" % (sys.executable, venv))
+        r = subprocess.run([venv_python(venv), "-m", "pip", "install", "--disable-pip-version-check", "onnxruntime"])
+        if r.returncode != 0:
+            sys.exit("make_reference.py: cannot get onnxruntime: `pip install onnxruntime` into %s failed (no "
+                     "network? no wheel for this python?); or point GAIO_GOLDEN_PYTHON at a python that has it" % venv)
+        if not venv_has_ort(venv):
+            sys.exit("make_reference.py: cannot get onnxruntime: pip installed it into %s but `import numpy, "
+                     "onnxruntime` fails there" % venv)
+    env = dict(os.environ)
+    env[VENV_MARK] = "1"
+    py = venv_python(venv)
+    os.execve(py, [py, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+
+# ---- the models' manifest ------------------------------------------------------
+
+def good_models(model_dir):
+    """(file, [input records], [output records]) of every good model; a record is
+    (name, dtype, [dims as strings])."""
+    out = []
+    cur = None
+    with open(os.path.join(model_dir, "manifest.txt")) as f:
+        for line in f:
+            tok = line.split()
+            if not tok:
+                continue
+            if tok[0] == "good":
+                cur = (tok[1], [], [])
+            elif tok[0] in ("input", "output") and cur is not None:
+                ndim = int(tok[3])
+                rec = (tok[1], tok[2], tok[4:4 + ndim])
+                assert len(rec[2]) == ndim, line
+                (cur[1] if tok[0] == "input" else cur[2]).append(rec)
+            elif tok[0] == "end" and cur is not None:
+                out.append(cur)
+                cur = None
+    return out
+
+
+def ref_name(rel):
+    base = rel[:-5] if rel.endswith(".onnx") else rel
+    return base.replace("/", "_").replace(".", "_")
+
+
+def main():
+    args = sys.argv[1:]
+    seed = venv = None
+    for opt in ("--seed", "--venv"):
+        if opt in args:
+            i = args.index(opt)
+            if i + 1 >= len(args):
+                sys.exit("make_reference.py: %s needs a value" % opt)
+            if opt == "--seed":
+                seed = int(args[i + 1], 0)
+            else:
+                venv = args[i + 1]
+            del args[i:i + 2]
+    if len(args) != 1:
+        sys.exit("usage: make_reference.py MODEL_DIR [--seed N] [--venv DIR]")
+    model_dir = args[0]
+
+    if not have_onnxruntime():
+        if venv is None:
+            sys.exit("make_reference.py: cannot import onnxruntime with %s; give --venv DIR to install it there, or "
+                     "run a python that has it" % sys.executable)
+        get_onnxruntime(venv)  # does not return
+
+    import numpy as np
+    import onnxruntime as ort
+
+    if seed is None:
+        env = os.environ.get("GAIO_TEST_SEED")
+        seed = int(env, 0) if env else int(time.time() * 1000) & 0xFFFFFFFF
+    seed &= 0xFFFFFFFF
+    print("make_reference.py: %s, onnxruntime %s, numpy %s, seed %d (--seed or GAIO_TEST_SEED to replay)" %
+          (sys.executable, ort.__version__, np.__version__, seed))
+
+    np_types = {"f32": np.float32, "f16": np.float16}
+    ort_types = {"tensor(float)": "f32", "tensor(float16)": "f16"}
+    ref_dir = os.path.join(model_dir, "ref")
+    os.makedirs(ref_dir, exist_ok=True)
+    for f in os.listdir(ref_dir):  # nothing left from an earlier set of models
+        os.remove(os.path.join(ref_dir, f))
+    records = []
+    nref = nskip = 0
+    models = good_models(model_dir)
+    if not models:
+        sys.exit("make_reference.py: no good model in %s/manifest.txt" % model_dir)
+    for index, (rel, ins, outs) in enumerate(models):
+        name = ref_name(rel)
+        symbolic = any(not d.lstrip("-").isdigit() for _, _, dims in ins + outs for d in dims)
+        batch = 2 if symbolic else 0
+
+        def resolve(dims):
+            return [int(d) if d.lstrip("-").isdigit() else batch for d in dims]
+
+        # one stream per model, so that a model's inputs do not depend on the others
+        rng = np.random.default_rng([seed, index])
+        opts = ort.SessionOptions()
+        # the plain graph: a reference that does not fuse what gaio is checked for
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        opts.intra_op_num_threads = 1
+        opts.log_severity_level = 3  # not the warning about weights also listed as inputs
+        try:
+            sess = ort.InferenceSession(os.path.join(model_dir, rel), sess_options=opts,
+                                        providers=["CPUExecutionProvider"])
+            feeds = {}
+            for (iname, dt, dims), meta in zip(ins, sess.get_inputs()):
+                assert meta.name == iname, "%s: onnxruntime's input %s, the manifest's %s" % (rel, meta.name, iname)
+                feeds[iname] = rng.uniform(-1, 1, resolve(dims)).astype(np_types[dt])
+            if len(sess.get_inputs()) != len(ins):
+                raise RuntimeError("onnxruntime sees %d inputs, the manifest %d" % (len(sess.get_inputs()), len(ins)))
+            results = sess.run([o[0] for o in outs], feeds)
+        except Exception as e:  # onnxruntime's refusals have no common type
+            reason = " ".join(str(e).split())[:400] or type(e).__name__
+            records.append("skip %s %s onnxruntime %s refused it: %s" % (name, rel, ort.__version__, reason))
+            print("make_reference.py: %s: SKIPPED: onnxruntime refused it: %s" % (rel, reason))
+            nskip += 1
+            continue
+        rec = ["model %s %s batch=%d inputs=%d outputs=%d" % (name, rel, batch, len(ins), len(outs))]
+        for i, (iname, dt, dims) in enumerate(ins):
+            bin_name = "%s.in%d.bin" % (name, i)
+            a = feeds[iname]
+            a.astype(a.dtype.newbyteorder("<")).tofile(os.path.join(ref_dir, bin_name))
+            rec.append("input %s %d %s %s" % (dt, a.ndim, " ".join(map(str, a.shape)), bin_name))
+        for i, ((oname, dt, dims), meta, a) in enumerate(zip(outs, sess.get_outputs(), results)):
+            # what the loader is checked against must be what onnxruntime computes
+            if ort_types.get(meta.type) != dt or list(a.shape) != resolve(dims) or a.dtype != np_types[dt]:
+                sys.exit("make_reference.py: %s: output %s: onnxruntime gives %s %s %s, the manifest says %s %s" %
+                         (rel, oname, meta.type, a.dtype, list(a.shape), dt, resolve(dims)))
+            if not np.all(np.isfinite(a)):
+                sys.exit("make_reference.py: %s: output %s is not finite: a useless reference" % (rel, oname))
+            bin_name = "%s.out%d.bin" % (name, i)
+            np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tofile(os.path.join(ref_dir, bin_name))
+            rec.append("output %s %d %s %s" % (dt, a.ndim, " ".join(map(str, a.shape)), bin_name))
+        rec.append("end")
+        records += rec
+        nref += 1
+    with open(os.path.join(ref_dir, "manifest.txt"), "w") as f:
+        f.write("\n".join(records) + "\n")
+    print("make_reference.py: %d models run, %d refused by onnxruntime, in %s" % (nref, nskip, ref_dir))
+    if nref == 0:
+        sys.exit("make_reference.py: onnxruntime ran none of the models")
+
+
+if __name__ == "__main__":
+    main()
