@@ -170,6 +170,8 @@ static bool needs_copy(const xvalue *in) {
     return in->nhwc && in->dims[1] > 1 && in->dims[2] * in->dims[3] > 1;
 }
 
+static gaio_status prepare_convs(gaio_model_exec *e, gaio_stream *s);
+
 gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
                                       gaio_model_exec **out) {
     const char *fn = __func__;
@@ -279,6 +281,7 @@ gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const ga
         size_t bytes = count_of(x) * gaio_dtype_size(x->dtype);
         st = gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, bytes ? bytes : 1, &x->buf);
     }
+    if (st == GAIO_OK) st = prepare_convs(e, s);
     if (st == GAIO_OK) st = gaio_stream_synchronize(s);
     if (s) gaio_stream_release(s);
     if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
@@ -336,6 +339,54 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     return t;
 }
 
+/* A convolution step's arguments. */
+typedef struct conv_call {
+    gaio_tensor x, w, b, res, y;
+    bool has_b, has_res;
+    gaio_conv2d_params p;
+} conv_call;
+
+static void conv_of(const run_state *r, const xstep *sp, conv_call *c) {
+    const mattrs *a = &sp->n->a;
+    memset(c, 0, sizeof *c);
+    c->x = tensor(r, sp->n->in[0]), c->y = tensor(r, sp->out), c->w = tensor(r, sp->w);
+    c->has_b = sp->b >= 0, c->has_res = sp->res >= 0;
+    if (c->has_b) c->b = tensor(r, sp->b);
+    if (c->has_res) c->res = tensor(r, sp->res);
+    for (int i = 0; i < 2; i++) c->p.stride[i] = (int32_t)a->strides[i], c->p.dilation[i] = (int32_t)a->dilations[i];
+    for (int i = 0; i < 4; i++) c->p.pad[i] = (int32_t)a->pads[i];
+    c->p.groups = (int32_t)a->group;
+    c->p.act = sp->has_act ? &sp->act : NULL;
+}
+
+/* Plans every convolution now, off the run path (gaio_conv2d_prepare times cuDNN's
+ * candidates and keeps the fastest), except one that reads a caller's input directly:
+ * its plan depends on that buffer's alignment, and is made at its first run. */
+static gaio_status prepare_convs(gaio_model_exec *e, gaio_stream *s) {
+    const mgraph *g = &e->model->g;
+    int32_t *input_of = malloc(((size_t)e->nv + 1) * sizeof *input_of);
+    if (!input_of) return GAIO_ERR_NO_MEMORY;
+    for (int32_t v = 0; v < e->nv; v++) input_of[v] = -1;
+    run_state r = {e, 0, s, NULL, input_of};
+    gaio_status st = GAIO_OK;
+    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        if (sp->n->op != OP_CONV) continue;
+        bool direct = false;
+        for (int32_t k = 0; k < g->ninputs; k++) {
+            int32_t in = g->inputs[k];
+            if (e->v[in].staged) continue;
+            direct |= e->v[sp->n->in[0]].root == in || (sp->res >= 0 && e->v[sp->res].root == in);
+        }
+        if (direct) continue;
+        conv_call c;
+        conv_of(&r, sp, &c);
+        st = gaio_conv2d_prepare(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p, NULL);
+    }
+    free(input_of);
+    return st;
+}
+
 static float scalar(const mvalue *v, float fallback) {
     if (!v || !v->data || !v->bytes) return fallback;
     return v->elem == MT_F16 ? h2f(*(const uint16_t *)v->data) : *(const float *)v->data;
@@ -361,18 +412,9 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return gaio_cast(s, &x, &flat);
     }
     case OP_CONV: {
-        gaio_tensor w = tensor(r, sp->w), b, res;
-        bool has_b = sp->b >= 0, has_res = sp->res >= 0;
-        if (has_b) b = tensor(r, sp->b);
-        if (has_res) res = tensor(r, sp->res);
-        gaio_conv2d_params p;
-        memset(&p, 0, sizeof p);
-        for (int i = 0; i < 2; i++)
-            p.stride[i] = (int32_t)a->strides[i], p.dilation[i] = (int32_t)a->dilations[i];
-        for (int i = 0; i < 4; i++) p.pad[i] = (int32_t)a->pads[i];
-        p.groups = (int32_t)a->group;
-        p.act = sp->has_act ? &sp->act : NULL;
-        return gaio_conv2d(s, &x, &w, has_b ? &b : NULL, has_res ? &res : NULL, &y, &p);
+        conv_call c;
+        conv_of(r, sp, &c);
+        return gaio_conv2d(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p);
     }
     case OP_GEMM:
     case OP_MATMUL: {
