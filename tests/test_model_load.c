@@ -10,44 +10,16 @@
  * Then bad arguments and reference counting. The loader is host code: on --gpu it
  * runs the same checks once per CUDA device (they are quick). */
 #include "common.h"
+#include "model_files.h"
 
 #include <errno.h>
 
 #define MAX_TOKENS 64
 #define MAX_NODES 256
 
-static const char *model_dir(void) {
-    const char *d = getenv("GAIO_MODEL_DIR");
-    if (!d || !*d) {
-        fprintf(stderr, "GAIO_MODEL_DIR is not set (ctest sets it; the model_data fixture runs "
-                        "tests/model/make_models.py to write the models)\n");
-        exit(1);
-    }
-    return d;
-}
-
 static void path_of(char *buf, size_t n, const char *rel) {
     int w = snprintf(buf, n, "%s/%s", model_dir(), rel);
     CHECK(w > 0 && (size_t)w < n);
-}
-
-/* The whole file; exits when it cannot be read. size 0 gives a 1-byte buffer. */
-static unsigned char *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot open %s: %s\n", path, strerror(errno));
-        exit(1);
-    }
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    CHECK(n >= 0);
-    CHECK(fseek(f, 0, SEEK_SET) == 0);
-    unsigned char *p = malloc((size_t)n + 1);
-    CHECK(p);
-    CHECK(fread(p, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return p;
 }
 
 /* ---- the manifest ---- */

@@ -17,6 +17,7 @@
  * A libgaio built without ONNX support (the GPU machine's scripts/gpu-check build)
  * prints SKIPPED: there is nothing to run. */
 #include "common.h"
+#include "model_files.h"
 #include "half.h"
 
 #include <errno.h>
@@ -46,35 +47,6 @@ typedef struct env {
     gaio_context *ctx;
     gaio_stream *s1, *s2;
 } env;
-
-static const char *model_dir(void) {
-    const char *d = getenv("GAIO_MODEL_DIR");
-    if (!d || !*d) {
-        fprintf(stderr, "GAIO_MODEL_DIR is not set (ctest sets it; the model_data and model_reference fixtures "
-                        "write the models and onnxruntime's outputs there)\n");
-        exit(1);
-    }
-    return d;
-}
-
-static unsigned char *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "cannot open %s: %s\n", path, strerror(errno));
-        exit(1);
-    }
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    CHECK(n >= 0);
-    CHECK(fseek(f, 0, SEEK_SET) == 0);
-    unsigned char *p = malloc((size_t)n + 1);
-    CHECK(p);
-    CHECK(fread(p, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    p[n] = 0;
-    *size = (size_t)n;
-    return p;
-}
 
 static size_t dtype_size(gaio_dtype dt) { return dt == GAIO_DTYPE_F16 ? 2 : 4; }
 
