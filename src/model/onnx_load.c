@@ -77,8 +77,10 @@ static gaio_status external_path(const char *fn, const char *what, const char *d
     return GAIO_OK;
 }
 
+/* The tensor's bytes from its external file into arena memory (*out), allocated only
+ * once the file is known to hold them. */
 static gaio_status read_external(const char *fn, mgraph *g, const Onnx__TensorProto *t, const char *what,
-                                 const char *dir, uint64_t bytes, void *dst) {
+                                 const char *dir, uint64_t bytes, void **out) {
     const char *location = NULL;
     uint64_t offset = 0, length = bytes;
     bool has_length = false;
@@ -101,7 +103,6 @@ static gaio_status read_external(const char *fn, mgraph *g, const Onnx__TensorPr
             return BAD("%s's external data has an unknown key '%.60s'", what, k);
         }
     }
-    (void)g;
     if (has_length && length != bytes)
         return BAD("%s's external data is %llu bytes but its dims say %llu", what, (unsigned long long)length,
                    (unsigned long long)bytes);
@@ -120,9 +121,15 @@ static gaio_status read_external(const char *fn, mgraph *g, const Onnx__TensorPr
         return BAD("%s's external data (%llu bytes from offset %llu) runs past the end of %.300s (%lld bytes)", what,
                    (unsigned long long)bytes, (unsigned long long)offset, path, (long long)sb.st_size);
     }
+    char *dst = gaio__arena_alloc(&g->arena, bytes ? (size_t)bytes : 1);
+    if (!dst) {
+        close(fd);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for %s (%llu bytes)", what,
+                          (unsigned long long)bytes);
+    }
     uint64_t done = 0;
     while (done < bytes) {
-        ssize_t r = pread(fd, (char *)dst + done, (size_t)(bytes - done), (off_t)(offset + done));
+        ssize_t r = pread(fd, dst + done, (size_t)(bytes - done), (off_t)(offset + done));
         if (r <= 0) {
             if (r < 0 && errno == EINTR) continue;
             int e = r < 0 ? errno : EIO;
@@ -133,6 +140,7 @@ static gaio_status read_external(const char *fn, mgraph *g, const Onnx__TensorPr
         done += (uint64_t)r;
     }
     close(fd);
+    *out = dst;
     return GAIO_OK;
 }
 
@@ -159,22 +167,26 @@ static gaio_status tensor_into(const char *fn, mgraph *g, const Onnx__TensorProt
     if (bytes > MAX_TENSOR_BYTES) return BAD("%s would be %llu bytes: past any real tensor", what, (unsigned long long)bytes);
     v->elem = elem;
     v->ndim = (int32_t)t->n_dims;
-    void *data = gaio__arena_alloc(&g->arena, bytes ? (size_t)bytes : 1);
-    if (!data) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for %s (%llu bytes)", what,
-                                 (unsigned long long)bytes);
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        gaio_status st = read_external(fn, g, t, what, dir, bytes, data);
+    /* Memory is taken only once the data is known to be there: the dims alone are the
+     * file's word, and a hostile file can claim any size (a libFuzzer finding). */
+    void *data = NULL;
+    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    size_t have = elem == MT_F32 ? t->n_float_data : elem == MT_I64 ? t->n_int64_data : t->n_int32_data;
+    if (!external && t->has_raw_data && t->raw_data.len != bytes)
+        return BAD("%s's raw_data holds %zu bytes but its dims say %llu", what, t->raw_data.len,
+                   (unsigned long long)bytes);
+    if (!external && !t->has_raw_data && have != count)
+        return BAD("%s holds %zu values but its dims say %llu", what, have, (unsigned long long)count);
+    if (external) {
+        gaio_status st = read_external(fn, g, t, what, dir, bytes, &data);
         if (st != GAIO_OK) return st;
+    } else if (!(data = gaio__arena_alloc(&g->arena, bytes ? (size_t)bytes : 1))) {
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for %s (%llu bytes)", what,
+                          (unsigned long long)bytes);
     } else if (t->has_raw_data) {
-        if (t->raw_data.len != bytes)
-            return BAD("%s's raw_data holds %zu bytes but its dims say %llu", what, t->raw_data.len,
-                       (unsigned long long)bytes);
         if (bytes) memcpy(data, t->raw_data.data, (size_t)bytes); /* little-endian, as ONNX stores it */
     } else {
         /* The typed fields: float_data; int64_data; int32_data (also f16's bits). */
-        size_t have = elem == MT_F32 ? t->n_float_data : elem == MT_I64 ? t->n_int64_data : t->n_int32_data;
-        if (have != count)
-            return BAD("%s holds %zu values but its dims say %llu", what, have, (unsigned long long)count);
         for (uint64_t i = 0; i < count; i++) {
             if (elem == MT_F32)
                 ((float *)data)[i] = t->float_data[i];
