@@ -32,12 +32,12 @@ from . import _lib
 from ._lib import ModelExecOptions, ModelIo, ModelSummary, TensorDesc, lib
 from .context import Context, default_context
 from .device import DeviceLike
-from .errors import InvalidArgumentError, NotImplementedByGaioError, check, raise_status
+from .errors import InvalidArgumentError, NotImplementedByGaioError, NotSupportedError, check, raise_status
 from .future import Future
 from .stream import Stream
 from .tensor import Tensor
 
-__all__ = ["Model", "ModelExec", "TensorInfo", "ModelSummaryInfo", "PRECISIONS", "LAYOUTS"]
+__all__ = ["Model", "ModelExec", "TensorInfo", "ModelSummaryInfo", "PRECISIONS", "LAYOUTS", "onnx_supported"]
 
 #: ``precision=`` names and their gaio_model_precision codes
 PRECISIONS = {"auto": 0, "model": 1, "f16": 2}
@@ -51,6 +51,20 @@ def _require_models(where: str) -> None:
     if not _lib.HAS_MODELS:
         raise NotImplementedByGaioError(f"{where}: the loaded libgaio ({_lib.library_path}) has no gaio_model_* "
                                         "functions; build a newer one")
+
+
+def onnx_supported() -> bool:
+    """Whether this libgaio was built with ONNX support (protoc-c, onnx.proto and
+    protobuf-c at build time): without it every model call raises NotSupportedError."""
+    try:
+        Model(b"\x00")
+    except NotImplementedByGaioError:
+        return False
+    except NotSupportedError as e:
+        return "without ONNX" not in str(e)
+    except Exception:  # noqa: BLE001 - any other refusal of the junk bytes means the loader is there
+        return True
+    return True
 
 
 @dataclass(frozen=True)

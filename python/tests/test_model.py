@@ -13,6 +13,8 @@ import pytest
 import gaio
 
 onnx = pytest.importorskip("onnx")
+if not gaio.model.onnx_supported():
+    pytest.skip("SKIPPED: libgaio built without ONNX support", allow_module_level=True)
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 H = W = 12

@@ -21,7 +21,8 @@ import pytest
 
 import gaio
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not gaio.model.onnx_supported(), reason="SKIPPED: libgaio built without ONNX")]
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2"]
 EXPORTERS = ["torchscript", "dynamo"]
