@@ -179,10 +179,6 @@ class Model:
         return f"<gaio.Model {self.source} ({self.summary.nodes} nodes) ({ins}) -> ({outs})>"
 
 
-def _noop(*_: Any) -> None:
-    pass
-
-
 class ModelExec:
     """A model planned for one device and batch (``Model.exec``). ``run`` enqueues
     inferences; ``input_shapes`` / ``output_shapes`` are the resolved shapes."""
@@ -248,13 +244,9 @@ class ModelExec:
         st = lib.gaio_model_run(self._h, stream._h, ins[0], len(ins[1]), outs[0], len(outs[1]), byref(h))
         if st:
             raise_status(st)
-        keep = (self, stream, ins[1], outs[1])
-        fut = Future._adopt(h.value, keep)
-        if not fut.done():
-            # The dispatcher holds the tensors until completion even if the caller drops
-            # the future; the future's own reference covers the time until then.
-            from ._dispatch import dispatcher
-            dispatcher().run_when_done(h.value, _noop, keep)
+        # libgaio's ops hold the tensors' buffers until the run is done (as for every op),
+        # so nothing on the Python side needs to outlive the call.
+        fut = Future._adopt(h.value, (self, stream, ins[1], outs[1]))
         for t in ins[1] + outs[1]:
             t.stream = stream
         return fut

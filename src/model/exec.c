@@ -36,6 +36,7 @@ typedef struct xvalue {
     int32_t root;         /* the value whose memory this is (itself unless a view) */
     bool nhwc;            /* 4-D and stored channels innermost */
     bool staged;          /* a graph input copied in at each run (another precision or layout) */
+    int32_t input;        /* the graph input index this value is, or -1 */
 } xvalue;
 
 struct gaio_model_exec {
@@ -229,7 +230,9 @@ gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const ga
         for (int32_t d = 0; d < ndim; d++) x->dims[d] = dims[d] < 0 ? batch : dims[d];
         x->dtype = f16 ? GAIO_DTYPE_F16 : dtype_of(elem);
         x->root = i;
+        x->input = -1;
     }
+    for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) e->v[g->inputs[i]].input = i;
     /* Weights (the float constants the steps read) go up once, converted: convolution
      * weights in the activations' layout, batch-norm parameters in f32. */
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
@@ -312,8 +315,7 @@ typedef struct run_state {
     gaio_model_exec *e;
     int32_t step;
     gaio_stream *s;
-    const gaio_tensor *inputs; /* by graph input index */
-    int32_t *input_of;         /* value -> graph input index, or -1 */
+    const gaio_tensor *inputs; /* by graph input index; NULL while planning */
 } run_state;
 
 /* Value v as a packed row-major tensor over its root's memory. */
@@ -322,8 +324,9 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     int32_t root = x->root;
     gaio_tensor t;
     memset(&t, 0, sizeof t);
-    if (r->input_of[root] >= 0 && !r->e->v[root].staged) {
-        const gaio_tensor *in = &r->inputs[r->input_of[root]];
+    const xvalue *rx = &r->e->v[root];
+    if (rx->input >= 0 && !rx->staged && r->inputs) {
+        const gaio_tensor *in = &r->inputs[rx->input];
         t.buffer = in->buffer, t.offset = in->offset;
     } else {
         t.buffer = r->e->v[root].buf;
@@ -363,27 +366,17 @@ static void conv_of(const run_state *r, const xstep *sp, conv_call *c) {
  * candidates and keeps the fastest), except one that reads a caller's input directly:
  * its plan depends on that buffer's alignment, and is made at its first run. */
 static gaio_status prepare_convs(gaio_model_exec *e, gaio_stream *s) {
-    const mgraph *g = &e->model->g;
-    int32_t *input_of = malloc(((size_t)e->nv + 1) * sizeof *input_of);
-    if (!input_of) return GAIO_ERR_NO_MEMORY;
-    for (int32_t v = 0; v < e->nv; v++) input_of[v] = -1;
-    run_state r = {e, 0, s, NULL, input_of};
+    run_state r = {e, 0, s, NULL};
     gaio_status st = GAIO_OK;
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
         if (sp->n->op != OP_CONV) continue;
-        bool direct = false;
-        for (int32_t k = 0; k < g->ninputs; k++) {
-            int32_t in = g->inputs[k];
-            if (e->v[in].staged) continue;
-            direct |= e->v[sp->n->in[0]].root == in || (sp->res >= 0 && e->v[sp->res].root == in);
-        }
-        if (direct) continue;
+        const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
+        if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) continue;
         conv_call c;
         conv_of(&r, sp, &c);
         st = gaio_conv2d_prepare(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p, NULL);
     }
-    free(input_of);
     return st;
 }
 
@@ -580,11 +573,7 @@ gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_t
         if ((st = check_io(fn, "outputs", i, &outputs[i], &e->v[g->outputs[i]],
                            dtype_of(g->values[g->outputs[i]].elem), stream)) != GAIO_OK)
             return st;
-    int32_t *input_of = malloc(((size_t)e->nv + 1) * sizeof *input_of);
-    if (!input_of) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
-    for (int32_t v = 0; v < e->nv; v++) input_of[v] = -1;
-    for (int32_t i = 0; i < ninputs; i++) input_of[g->inputs[i]] = i;
-    run_state r = {e, 0, stream, inputs, input_of};
+    run_state r = {e, 0, stream, inputs};
     pthread_mutex_lock(&e->lock);
     /* The previous run, on another stream, may still use the intermediates. */
     if (e->last_stream && e->last_stream != stream) st = gaio_stream_wait_event(stream, e->last);
@@ -611,7 +600,6 @@ gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_t
     if (st == GAIO_OK) st = gaio_event_record(e->last, stream);
     if (st == GAIO_OK) e->last_stream = stream;
     pthread_mutex_unlock(&e->lock);
-    free(input_of);
     if (st == GAIO_OK && done) st = gaio_future_fence(stream, done);
     return st;
 }
