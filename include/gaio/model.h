@@ -94,12 +94,18 @@ typedef struct gaio_model_exec_options {
 
 /* Makes an execution context of m on ctx's device: plans the graph (batch norms folded
  * into convolutions, convolution + residual add + ReLU / Clip fused into one op),
- * uploads the weights in the chosen precision and layout (blocking until they are on
- * the device) and allocates the intermediates. Holds references to m and ctx.
- * gaio_model_exec_create is the _ex form with AUTO precision and layout. */
+ * uploads the weights in the chosen precision and layout in one buffer (blocking until
+ * they are on the device), places the intermediates in one arena by lifetime, times
+ * cuDNN's candidates for every convolution, and on CUDA captures the layers once into
+ * a CUDA graph that every run replays (GAIO_MODEL_CUDA_GRAPH=0: no graph; the layers
+ * are enqueued one by one). Holds references to m and ctx. gaio_model_exec_create is
+ * the _ex form with AUTO precision and layout. */
 gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
                                       gaio_model_exec **out);
 gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t batch, gaio_model_exec **out);
+/* With a CUDA graph, waits for the exec's last run to finish (the graph and its
+ * scratch memory go with the exec); otherwise returns at once, runs in flight holding
+ * what they use. */
 gaio_status gaio_model_exec_release(gaio_model_exec *e);
 
 /* Enqueues one inference on stream (of the exec's context) and returns: inputs[i]

@@ -26,6 +26,13 @@ typedef struct gaio_backend {
     gaio_status (*wrap_check)(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_t size);
     /* Takes ownership of op on GAIO_OK; on failure the caller still owns it. */
     gaio_status (*submit)(gaio_op *op);
+    /* Stream capture into a replayable graph (core/graph.h); NULL where the backend
+     * has none. capture_end returns the executable graph in *graph. */
+    gaio_status (*capture_begin)(const char *fn, gaio_stream *stream);
+    gaio_status (*capture_end)(const char *fn, gaio_stream *stream, void **graph);
+    gaio_status (*graph_launch)(const char *fn, gaio_stream *stream, void *graph, gaio_buffer *const *held,
+                                size_t nheld);
+    void (*graph_free)(gaio_context *ctx, void *graph);
 } gaio_backend;
 
 const gaio_backend *gaio__cpu_backend(void);

@@ -373,6 +373,10 @@ static const gaio_backend cuda_backend = {
     .mem_free = cuda_mem_free,
     .wrap_check = cuda_wrap_check,
     .submit = gaio__cuda_submit,
+    .capture_begin = gaio__cuda_capture_begin,
+    .capture_end = gaio__cuda_capture_end,
+    .graph_launch = gaio__cuda_graph_launch,
+    .graph_free = gaio__cuda_graph_free,
 };
 
 const gaio_backend *gaio__cuda_backend_table(void);

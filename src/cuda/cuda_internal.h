@@ -71,6 +71,10 @@ typedef struct cuda_stream {
      * the driver: if the host work fails the stream, they are skipped, not run. */
     bool blocked;
     cuda_pending *held_head, *held_tail;
+    /* Between gaio__cuda_capture_begin and _end (one thread, a private stream): ops go
+     * into the driver's stream capture and retire at once, with no ticket; the graph's
+     * owner keeps what they use alive for as long as it replays them. */
+    bool capturing;
     bool doomed; /* an op already issued fails the stream: later ops skip their device work */
     gaio_status doom_status; /* the failure it will record: what later native functions are told */
 
@@ -127,6 +131,13 @@ void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg);
 gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out);
 
 gaio_status gaio__cuda_submit(gaio_op *op);
+/* Stream capture (cuda_graph.c): the backend table's capture_begin, capture_end,
+ * graph_launch and graph_free. */
+gaio_status gaio__cuda_capture_begin(const char *fn, gaio_stream *stream);
+gaio_status gaio__cuda_capture_end(const char *fn, gaio_stream *stream, void **graph);
+gaio_status gaio__cuda_graph_launch(const char *fn, gaio_stream *stream, void *graph, gaio_buffer *const *held,
+                                    size_t nheld);
+void gaio__cuda_graph_free(gaio_context *ctx, void *graph);
 /* Enqueues a COPY op's copy on stream s (1D or 2D, any memory through UVA). */
 CUresult gaio__cuda_copy(const gaio_op *op, CUstream s, const char **call);
 

@@ -1,6 +1,7 @@
 /* Ops to driver calls. Each op is followed by a write of the stream's next ticket
  * into its completion slot; the completion engine retires the op when it sees it. */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -428,6 +429,38 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
     pthread_mutex_unlock(&cs->lock);
 }
 
+/* A capturing stream's op: its device work goes into the capture, and it retires at
+ * once (nothing will run until the graph is launched, so there is no ticket to wait
+ * for). Points and host work cannot be captured: refused, which ends the capture in
+ * failure when its owner ends it. */
+static gaio_status submit_captured(cuda_stream *cs, gaio_op *op) {
+    const char *fn = gaio__submitting_fn;
+    if (op->kind == GAIO_OP_RECORD || op->kind == GAIO_OP_WAIT || gaio__cuda_is_host_op(op))
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "the stream is being captured into a CUDA graph, which cannot "
+                          "hold events, waits or host work");
+    cuda_scope sc;
+    gaio_status st = gaio__cuda_enter(fn, cs->dev, &sc);
+    if (st != GAIO_OK) return st;
+    pthread_mutex_lock(&cs->lock);
+    if (op->kind == GAIO_OP_NATIVE) {
+        char msg[GAIO_MSG_MAX];
+        st = gaio__op_call_native(op, cs->cu, GAIO_OK, msg);
+        if (st != GAIO_OK) {
+            char why[GAIO_MSG_MAX]; /* the function's own words */
+            snprintf(why, sizeof why, "%s", gaio_last_error());
+            st = gaio__fail(st, fn, "%s (%s)", msg, why);
+        }
+    } else {
+        const char *call = "";
+        CUresult r = enqueue(cs, op, &call);
+        if (r != CUDA_SUCCESS) st = gaio__cu_fail(fn, call, r);
+    }
+    pthread_mutex_unlock(&cs->lock);
+    gaio__cuda_exit(&sc);
+    if (st == GAIO_OK) gaio__op_retire(op);
+    return st;
+}
+
 gaio_status gaio__cuda_submit(gaio_op *op) {
     cuda_stream *cs = op->stream->be_data;
     cuda_device *d = cs->dev;
@@ -435,6 +468,7 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
     if (fault != GAIO_OK)
         return gaio__fail((gaio_status)fault, gaio__submitting_fn, "device %d faulted earlier and cannot run more work: %s",
                           op->stream->ctx->device, d->fault_msg);
+    if (cs->capturing) return submit_captured(cs, op);
     if (op->kind == GAIO_OP_LAUNCH) {
         CUkernel k;
         gaio_status st = gaio__cuda_kernel_handle("gaio_launch", op->u.launch.kernel, &k);

@@ -24,7 +24,9 @@
     X(cuDeviceGetDefaultMemPool) X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync)       \
     X(cuMemFreeAsync) X(cuLaunchKernel) X(cuLaunchHostFunc) X(cuLibraryLoadData) X(cuLibraryLoadFromFile)     \
     X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetManaged) X(cuLibraryGetGlobal)                     \
-    X(cuKernelGetFunction) X(cuKernelGetAttribute) X(cuKernelSetAttribute) X(cuPointerGetAttribute)
+    X(cuKernelGetFunction) X(cuKernelGetAttribute) X(cuKernelSetAttribute) X(cuPointerGetAttribute)           \
+    X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)           \
+    X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 /* Newer entry points gaio uses when the driver has them (NULL otherwise). */
 #define GAIO_CU_OPTIONAL(X)                                                                      \

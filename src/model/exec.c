@@ -1,11 +1,11 @@
-/* The first executor: each node of the loaded graph runs as its DNN op (dnn.h) on the
- * caller's stream, in the model's dtype and layout (NCHW), reading and writing one
- * buffer per value. Shape-only nodes that did not fold (Identity, Flatten, Reshape,
- * Squeeze, Unsqueeze) are views of their input's memory, not copies.
+/* The executor: each step of the plan (plan.h) runs as its DNN op (dnn.h) on the
+ * caller's stream. Weights are converted (f16, NHWC on the GPU) and uploaded once, into
+ * one buffer; activations share one arena by lifetime (lifetime.h). Shape-only nodes
+ * (Identity, Flatten, Reshape, Squeeze, Unsqueeze) are views of their input's memory.
  *
- * What the planner will add (ONNX's graph rewritten for the device: NHWC, f16, batch
- * norm folded into convolutions, fused epilogues, an arena by lifetime, CUDA graphs)
- * changes what runs, not this interface. */
+ * On CUDA the steps are captured once, at creation, into a CUDA graph on a private
+ * stream (core/graph.h): a run is then the inputs' copies in, one graph launch and the
+ * outputs' copies out. GAIO_MODEL_CUDA_GRAPH=0 runs the steps one by one instead. */
 #include <float.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/graph.h"
 #include "cpu/half.h"
 #include "dnn/dnn_internal.h"
 #include "core/op.h"
@@ -20,22 +21,32 @@
 #include "gaio/context.h"
 #include "gaio/device.h"
 #include "gaio/event.h"
+#include "gaio/future.h"
 #include "gaio/memory.h"
 #include "gaio/stream.h"
+#include "model/lifetime.h"
 #include "model/model_internal.h"
 #include "model/plan.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
+#define ALIGN 256 /* offsets in the weights and arena buffers: cuDNN plans are keyed by alignment */
 
 /* Where a value lives on the device. */
+typedef enum xmem {
+    XM_NONE = 0,   /* a caller's input, or a view of another value (root) */
+    XM_WEIGHT = 1, /* in e->weights at off */
+    XM_ARENA = 2   /* in e->arena at off: intermediates, staged inputs, copied views */
+} xmem;
+
 typedef struct xvalue {
     int32_t ndim;
     int64_t dims[MAXD];   /* the batch resolved */
     gaio_dtype dtype;
-    gaio_buffer *buf;     /* owned: weights and intermediates; NULL for inputs and views */
+    xmem mem;
+    size_t off;
     int32_t root;         /* the value whose memory this is (itself unless a view) */
     bool nhwc;            /* 4-D and stored channels innermost */
-    bool staged;          /* a graph input copied in at each run (another precision or layout) */
+    bool staged;          /* a graph input copied in at each run (another precision or layout, or a graph) */
     int32_t input;        /* the graph input index this value is, or -1 */
 } xvalue;
 
@@ -47,6 +58,10 @@ struct gaio_model_exec {
     int32_t nv;             /* the graph's values, then the planner's constants */
     xvalue *v;
     bool *copy;             /* per step: a view that needs a row-major copy of an NHWC input */
+    gaio_buffer *weights, *arena;
+    size_t weight_bytes, arena_bytes;
+    gaio_stream *capture;   /* the graph's private stream: its library scratch is the graph's */
+    gaio__devgraph *graph;     /* NULL: steps run one by one */
     pthread_mutex_t lock;   /* runs of one exec are serialised */
     gaio_event *last;       /* recorded at the end of each run */
     gaio_stream *last_stream; /* not a reference: compared only */
@@ -65,10 +80,10 @@ static size_t count_of(const xvalue *x) {
 }
 
 static void exec_free(gaio_model_exec *e) {
-    if (e->v)
-        for (int32_t i = 0; i < e->nv; i++) {
-            if (e->v[i].buf) gaio_buffer_release(e->v[i].buf);
-        }
+    if (e->weights) gaio_buffer_release(e->weights);
+    if (e->arena) gaio_buffer_release(e->arena);
+    gaio__devgraph_free(e->graph);
+    if (e->capture) gaio_stream_release(e->capture);
     free(e->v);
     free(e->copy);
     gaio__plan_free(&e->plan);
@@ -77,26 +92,6 @@ static void exec_free(gaio_model_exec *e) {
     gaio_model_release(e->model);
     gaio_context_release(e->ctx);
     free(e);
-}
-
-/* Copies host bytes to a new device buffer of ctx through a pinned staging buffer. */
-static gaio_status upload(gaio_stream *s, gaio_context *ctx, const void *data, size_t bytes, gaio_buffer **out) {
-    gaio_buffer *stage = NULL, *dev = NULL;
-    gaio_status st = gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, bytes, &stage);
-    if (st == GAIO_OK) st = gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, bytes, &dev);
-    void *p = NULL;
-    if (st == GAIO_OK) st = gaio_buffer_host_ptr(stage, &p);
-    if (st == GAIO_OK) {
-        memcpy(p, data, bytes);
-        st = gaio_memcpy_async(s, dev, 0, stage, 0, bytes);
-    }
-    if (stage) gaio_buffer_release(stage); /* the copy holds it until it has run */
-    if (st != GAIO_OK) {
-        if (dev) gaio_buffer_release(dev);
-        return st;
-    }
-    *out = dev;
-    return GAIO_OK;
 }
 
 /* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
@@ -125,11 +120,9 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
 }
 
 /* Host data of `elem` as x's dtype and, for a 4-D value stored NHWC, in that order
- * ([K, C, R, S] row major -> K, R, S, C in memory): a malloc'd copy in *out. */
-static gaio_status convert(const char *fn, const void *data, int32_t elem, const xvalue *x, void **out, size_t *bytes) {
-    size_t n = count_of(x), es = gaio_dtype_size(x->dtype);
-    unsigned char *dst = malloc(n * es + 1);
-    if (!dst) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory converting weights");
+ * ([K, C, R, S] row major -> K, R, S, C in memory), into dst. */
+static void convert(const void *data, int32_t elem, const xvalue *x, unsigned char *dst) {
+    size_t n = count_of(x);
     int64_t c = x->ndim == 4 ? x->dims[1] : 1, hw = x->ndim == 4 ? x->dims[2] * x->dims[3] : 1;
     for (size_t i = 0; i < n; i++) {
         float f = elem == MT_F16 ? h2f(((const uint16_t *)data)[i]) : ((const float *)data)[i];
@@ -143,20 +136,10 @@ static gaio_status convert(const char *fn, const void *data, int32_t elem, const
         else
             ((float *)dst)[j] = f;
     }
-    *out = dst;
-    *bytes = n * es;
-    return GAIO_OK;
 }
 
-static gaio_status upload_const(const char *fn, gaio_stream *s, gaio_context *ctx, const void *data, int32_t elem,
-                                const xvalue *x, gaio_buffer **out) {
-    void *conv = NULL;
-    size_t bytes = 0;
-    gaio_status st = convert(fn, data, elem, x, &conv, &bytes);
-    if (st == GAIO_OK) st = upload(s, ctx, conv, bytes ? bytes : 1, out);
-    free(conv);
-    return st;
-}
+static size_t bytes_of(const xvalue *x) { return count_of(x) * gaio_dtype_size(x->dtype); }
+static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
 static bool on_gpu(gaio_context *ctx) {
     int dev = 0;
@@ -172,6 +155,10 @@ static bool needs_copy(const xvalue *in) {
 }
 
 static gaio_status prepare_convs(gaio_model_exec *e, gaio_stream *s);
+static gaio_status place_weights(const char *fn, gaio_model_exec *e, bool nhwc);
+static gaio_status upload_weights(const char *fn, gaio_model_exec *e, gaio_stream *s);
+static gaio_status place_arena(const char *fn, gaio_model_exec *e);
+static gaio_status capture(const char *fn, gaio_model_exec *e);
 
 gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
                                       gaio_model_exec **out) {
@@ -233,37 +220,18 @@ gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const ga
         x->input = -1;
     }
     for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) e->v[g->inputs[i]].input = i;
-    /* Weights (the float constants the steps read) go up once, converted: convolution
-     * weights in the activations' layout, batch-norm parameters in f32. */
-    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
-        const xstep *sp = &e->plan.steps[i];
-        const mnode *n = sp->n;
-        for (int32_t j = 0; j < n->nin + 3 && st == GAIO_OK; j++) {
-            int32_t v = j < n->nin ? n->in[j] : j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : sp->res;
-            if (v < 0 || e->v[v].buf) continue;
-            if (n->op == OP_CONV && j < n->nin && (j == 1 || j == 2)) continue; /* sp->w, sp->b instead (maybe folded) */
-            const void *data;
-            int32_t elem;
-            if (v < g->nvalues) {
-                data = g->values[v].data, elem = g->values[v].elem;
-            } else {
-                data = e->plan.extra[v - g->nvalues].data, elem = e->plan.extra[v - g->nvalues].elem;
-            }
-            if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
-            xvalue *x = &e->v[v];
-            if (n->op == OP_CONV && v == sp->w) x->nhwc = nhwc && x->ndim == 4;
-            if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
-            st = upload_const(fn, s, ctx, data, elem, x, &x->buf);
-        }
-    }
-    /* Graph inputs in another precision or layout than the caller's are copied in. */
+    bool graph = gpu && gaio__devgraph_supported(s) && !(getenv("GAIO_MODEL_CUDA_GRAPH") &&
+                                                       !strcmp(getenv("GAIO_MODEL_CUDA_GRAPH"), "0"));
+    if (st == GAIO_OK) st = place_weights(fn, e, nhwc);
+    if (st == GAIO_OK) st = upload_weights(fn, e, s);
+    /* Graph inputs in another precision or layout than the caller's are copied in; so
+     * are all of them under a graph, whose kernels read fixed addresses. */
     for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
         xvalue *x = &e->v[g->inputs[i]];
         x->nhwc = nhwc && x->ndim == 4;
-        if (x->dtype == dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc) continue;
+        if (x->dtype == dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc && !graph) continue;
         x->staged = true;
-        size_t bytes = count_of(x) * gaio_dtype_size(x->dtype);
-        st = gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, bytes ? bytes : 1, &x->buf);
+        x->mem = XM_ARENA;
     }
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
@@ -277,20 +245,23 @@ gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const ga
                 x->nhwc = in->nhwc && x->ndim == 4 && !memcmp(x->dims, in->dims, sizeof x->dims);
                 continue;
             }
-            e->copy[i] = true; /* into x's own row-major buffer, then viewed */
+            e->copy[i] = true; /* into x's own row-major memory, then viewed */
         } else {
             x->nhwc = nhwc && x->ndim == 4;
         }
-        size_t bytes = count_of(x) * gaio_dtype_size(x->dtype);
-        st = gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, bytes ? bytes : 1, &x->buf);
+        x->mem = XM_ARENA;
     }
+    if (st == GAIO_OK) st = place_arena(fn, e);
     if (st == GAIO_OK) st = prepare_convs(e, s);
     if (st == GAIO_OK) st = gaio_stream_synchronize(s);
+    if (st == GAIO_OK && graph) st = capture(fn, e);
     if (s) gaio_stream_release(s);
     if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
         fprintf(stderr, "gaio: plan: %d steps for %d nodes; %d batch norms folded, %d adds and %d activations fused; "
-                "%s %s\n", (int)e->plan.nsteps, (int)g->nnodes, (int)e->plan.folded_bn, (int)e->plan.fused_add,
-                (int)e->plan.fused_act, f16 ? "f16" : "model's precision", nhwc ? "NHWC" : "NCHW");
+                "%s %s; weights %.1f MiB, activations %.1f MiB%s\n", (int)e->plan.nsteps, (int)g->nnodes,
+                (int)e->plan.folded_bn, (int)e->plan.fused_add, (int)e->plan.fused_act,
+                f16 ? "f16" : "model's precision", nhwc ? "NHWC" : "NCHW", e->weight_bytes / 1048576.0,
+                e->arena_bytes / 1048576.0, e->graph ? "; one CUDA graph" : "");
     if (st != GAIO_OK) {
         exec_free(e);
         return st;
@@ -305,7 +276,13 @@ gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t bat
 }
 
 gaio_status gaio_model_exec_release(gaio_model_exec *e) {
-    if (e) exec_free(e);
+    if (!e) return GAIO_OK;
+    /* A graph launch in flight uses the private stream's library scratch and the graph
+     * itself, which no op holds (the weights and arena it holds): wait for the last run.
+     * (Not freed from a completion callback instead: releasing a stream there would wait
+     * on the completion thread from that thread.) */
+    if (e->graph && e->last_stream) (void)gaio_event_synchronize(e->last);
+    exec_free(e);
     return GAIO_OK;
 }
 
@@ -328,8 +305,8 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     if (rx->input >= 0 && !rx->staged && r->inputs) {
         const gaio_tensor *in = &r->inputs[rx->input];
         t.buffer = in->buffer, t.offset = in->offset;
-    } else {
-        t.buffer = r->e->v[root].buf;
+    } else if (rx->mem != XM_NONE) {
+        t.buffer = rx->mem == XM_WEIGHT ? r->e->weights : r->e->arena, t.offset = rx->off;
     }
     t.dtype = x->dtype;
     t.layout = x->nhwc ? GAIO_TENSOR_NHWC : GAIO_TENSOR_ROW_MAJOR;
@@ -341,6 +318,8 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     if (t.ndim == 0) t.ndim = 1, t.shape[0] = 1; /* a scalar as one element */
     return t;
 }
+
+static gaio_status run_steps(const char *fn, run_state *r);
 
 /* A convolution step's arguments. */
 typedef struct conv_call {
@@ -401,7 +380,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         /* The NHWC input in row-major order into the output's buffer, which the output
          * then views with its own shape. */
         gaio_tensor flat = x;
-        flat.buffer = r->e->v[sp->out].buf, flat.offset = 0, flat.layout = GAIO_TENSOR_ROW_MAJOR;
+        flat.buffer = r->e->arena, flat.offset = r->e->v[sp->out].off, flat.layout = GAIO_TENSOR_ROW_MAJOR;
         return gaio_cast(s, &x, &flat);
     }
     case OP_CONV: {
@@ -583,15 +562,11 @@ gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_t
         gaio_tensor to = tensor(&r, g->inputs[i]);
         st = gaio_cast(stream, &inputs[i], &to);
     }
-    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
-        const mnode *n = e->plan.steps[i].n;
-        r.step = i;
-        st = run_step(fn, &r, &e->plan.steps[i]);
-        if (st != GAIO_OK && !strstr(gaio_last_error(), "node '")) {
-            char why[GAIO_MSG_MAX];
-            snprintf(why, sizeof why, "%s", gaio_last_error());
-            st = gaio__fail(st, fn, "node '%s' (%s): %s", n->name, n->op_type, why);
-        }
+    if (st == GAIO_OK && e->graph) {
+        gaio_buffer *held[2] = {e->weights, e->arena};
+        st = gaio__devgraph_launch(fn, stream, e->graph, held, 2);
+    } else if (st == GAIO_OK) {
+        st = run_steps(fn, &r);
     }
     for (int32_t i = 0; i < noutputs && st == GAIO_OK; i++) {
         gaio_tensor from = tensor(&r, g->outputs[i]);
@@ -602,4 +577,160 @@ gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_t
     pthread_mutex_unlock(&e->lock);
     if (st == GAIO_OK && done) st = gaio_future_fence(stream, done);
     return st;
+}
+
+/* ---- memory and the graph ---- */
+
+/* The constant a step reads at input slot j (its inputs, then the planner's folded
+ * weight, bias and residual), or -1. */
+static int32_t step_value(const xstep *sp, int32_t j) {
+    const mnode *n = sp->n;
+    if (j < n->nin) {
+        if (n->op == OP_CONV && (j == 1 || j == 2)) return -1; /* sp->w, sp->b instead (maybe folded) */
+        return n->in[j];
+    }
+    return j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : sp->res;
+}
+
+static const void *const_data(const gaio_model_exec *e, int32_t v, int32_t *elem) {
+    const mgraph *g = &e->model->g;
+    if (v < g->nvalues) {
+        *elem = g->values[v].elem;
+        return g->values[v].data;
+    }
+    *elem = e->plan.extra[v - g->nvalues].elem;
+    return e->plan.extra[v - g->nvalues].data;
+}
+
+/* Weights (the float constants the steps read) get their dtype, layout and offset:
+ * convolution weights in the activations' layout, batch-norm parameters in f32. */
+static gaio_status place_weights(const char *fn, gaio_model_exec *e, bool nhwc) {
+    size_t at = 0;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        const mnode *n = sp->n;
+        for (int32_t j = 0; j < n->nin + 3; j++) {
+            int32_t v = step_value(sp, j), elem = MT_F32;
+            if (v < 0 || e->v[v].mem != XM_NONE) continue;
+            const void *data = const_data(e, v, &elem);
+            if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
+            xvalue *x = &e->v[v];
+            if (n->op == OP_CONV && v == sp->w) x->nhwc = nhwc && x->ndim == 4;
+            if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
+            x->mem = XM_WEIGHT;
+            x->off = at;
+            size_t b = round_up(bytes_of(x));
+            if (b > SIZE_MAX - at) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the weights overflow size_t");
+            at += b;
+        }
+    }
+    e->weight_bytes = at;
+    return GAIO_OK;
+}
+
+/* All weights, converted on the host into one pinned staging buffer, go up in one copy. */
+static gaio_status upload_weights(const char *fn, gaio_model_exec *e, gaio_stream *s) {
+    size_t bytes = e->weight_bytes ? e->weight_bytes : 1;
+    gaio_buffer *stage = NULL;
+    gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, bytes, &stage);
+    if (st == GAIO_OK) st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, bytes, &e->weights);
+    void *p = NULL;
+    if (st == GAIO_OK) st = gaio_buffer_host_ptr(stage, &p);
+    if (st == GAIO_OK) {
+        for (int32_t v = 0; v < e->nv; v++) {
+            if (e->v[v].mem != XM_WEIGHT) continue;
+            int32_t elem = MT_F32;
+            const void *data = const_data(e, v, &elem);
+            convert(data, elem, &e->v[v], (unsigned char *)p + e->v[v].off);
+        }
+        st = gaio_memcpy_async(s, e->weights, 0, stage, 0, bytes);
+    }
+    if (stage) gaio_buffer_release(stage); /* the copy holds it until it has run */
+    (void)fn;
+    return st;
+}
+
+/* Activations by lifetime: a value is live from the step writing it (staged inputs:
+ * from before the first) to the last step reading it or a view of it (outputs: to the
+ * end, where they are copied out). */
+static gaio_status place_arena(const char *fn, gaio_model_exec *e) {
+    const mgraph *g = &e->model->g;
+    int32_t nsteps = e->plan.nsteps;
+    mlive *live = calloc((size_t)e->nv + 1, sizeof *live);
+    if (!live) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    for (int32_t v = 0; v < e->nv; v++) {
+        const xvalue *x = &e->v[v];
+        if (x->mem != XM_ARENA) continue;
+        live[v].bytes = bytes_of(x) ? bytes_of(x) : 1;
+        live[v].first = live[v].last = x->staged ? -1 : nsteps;
+    }
+    for (int32_t i = 0; i < nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        int32_t out = e->v[sp->out].root;
+        if (e->v[out].mem == XM_ARENA && live[out].first > i) live[out].first = i;
+        for (int32_t j = 0; j < sp->n->nin + 3; j++) {
+            int32_t v = j < sp->n->nin ? sp->n->in[j] : j == sp->n->nin ? sp->w : j == sp->n->nin + 1 ? sp->b : sp->res;
+            if (v < 0) continue;
+            int32_t root = e->v[v].root;
+            if (e->v[root].mem == XM_ARENA && live[root].last < i) live[root].last = i;
+        }
+    }
+    for (int32_t i = 0; i < g->noutputs; i++) {
+        int32_t root = e->v[g->outputs[i]].root;
+        if (e->v[root].mem == XM_ARENA) live[root].last = nsteps;
+    }
+    for (int32_t v = 0; v < e->nv; v++)
+        if (live[v].bytes && live[v].last < live[v].first) live[v].last = live[v].first; /* written, never read */
+    size_t total = 0;
+    if (gaio__place_by_lifetime(live, e->nv, ALIGN, &total) != 0) {
+        free(live);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    for (int32_t v = 0; v < e->nv; v++)
+        if (e->v[v].mem == XM_ARENA) e->v[v].off = live[v].offset;
+    free(live);
+    e->arena_bytes = total;
+    return gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, total ? total : 1, &e->arena);
+}
+
+static gaio_status run_steps(const char *fn, run_state *r) {
+    gaio_status st = GAIO_OK;
+    for (int32_t i = 0; i < r->e->plan.nsteps && st == GAIO_OK; i++) {
+        const mnode *n = r->e->plan.steps[i].n;
+        r->step = i;
+        st = run_step(fn, r, &r->e->plan.steps[i]);
+        if (st != GAIO_OK && !strstr(gaio_last_error(), "node '")) {
+            char why[GAIO_MSG_MAX];
+            snprintf(why, sizeof why, "%s", gaio_last_error());
+            st = gaio__fail(st, fn, "node '%s' (%s): %s", n->name, n->op_type, why);
+        }
+    }
+    return st;
+}
+
+/* The steps, run once on a private stream (loading kernels, sizing library scratch),
+ * then captured there. A model whose steps cannot be captured (a library call that
+ * refuses) runs step by step instead: GAIO_MODEL_TRACE says why. */
+static gaio_status capture(const char *fn, gaio_model_exec *e) {
+    gaio_status st = gaio_stream_create(e->ctx, 0, 0, &e->capture);
+    if (st != GAIO_OK) return st;
+    run_state r = {e, 0, e->capture, NULL};
+    st = run_steps(fn, &r);
+    if (st == GAIO_OK) st = gaio_stream_synchronize(e->capture);
+    if (st != GAIO_OK) return st;
+    st = gaio__devgraph_capture_begin(fn, e->capture);
+    if (st == GAIO_OK) {
+        gaio_status ran = run_steps(fn, &r);
+        char why[GAIO_MSG_MAX];
+        snprintf(why, sizeof why, "%s", gaio_last_error());
+        st = gaio__devgraph_capture_end(fn, e->capture, &e->graph);
+        if (ran != GAIO_OK) {
+            gaio__devgraph_free(e->graph);
+            e->graph = NULL;
+            st = gaio__fail(ran, fn, "%s", why);
+        }
+    }
+    if (st != GAIO_OK && getenv("GAIO_MODEL_TRACE"))
+        fprintf(stderr, "gaio: plan: no CUDA graph, the steps run one by one: %s\n", gaio_last_error());
+    return GAIO_OK;
 }

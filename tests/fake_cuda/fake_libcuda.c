@@ -1361,6 +1361,45 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int 
     return CUDA_SUCCESS;
 }
 
+/* ---- graphs: not modelled; gaio runs the captured work step by step instead ---- */
+
+static CUresult fake_cuStreamBeginCapture(CUstream hs, CUstreamCaptureMode mode) {
+    struct CUstream_st *s = NULL;
+    CUresult r = stream_of("cuStreamBeginCapture", hs, &s);
+    if (r != CUDA_SUCCESS) return r;
+    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+        mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult fake_cuStreamEndCapture(CUstream hs, CUgraph *graph) {
+    (void)hs;
+    if (!graph) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_ILLEGAL_STATE; /* no capture ever begins */
+}
+
+static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+    (void)graph, (void)flags;
+    (void)exec;
+    return CUDA_ERROR_INVALID_VALUE; /* no graph exists to instantiate */
+}
+
+static CUresult fake_cuGraphLaunch(CUgraphExec exec, CUstream hs) {
+    (void)exec, (void)hs;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuGraphExecDestroy(CUgraphExec exec) {
+    (void)exec;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuGraphDestroy(CUgraph graph) {
+    (void)graph;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
 /* ---- the one exported symbol ---- */
 
 /* Every entry point must have the prototype cuda.h gives it (gaio calls it as that). */
