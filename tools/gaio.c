@@ -7,6 +7,7 @@
  *   gaio version    versions of the tool's headers and of the library
  *   gaio resize     IN OUT WxH: resize a PNG or JPEG image on a device (cmd_image.c)
  *   gaio convert    IN OUT --op OP: flip, rotate, crop, border, warp, color... on a device
+ *   gaio classify   MODEL.onnx IMAGES...: an ONNX classifier over image files (classify/)
  *
  * Exit status: 0 on success (also on machines without a GPU), 1 when a gaio call
  * failed or a file could not be read or written, 2 for a usage error. */
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "classify/cmd_classify.h"
 #include "cmd_image.h"
 #include "gaio/gaio.h"
 
@@ -45,6 +47,7 @@ static void usage(FILE *out) {
             "  version    print the version\n"
             "  help       print this help (also --help, -h)\n");
     gaio_cmd_image_usage(out);
+    gaio_cmd_classify_usage(out);
     fprintf(out,
             "\n"
             "environment:\n"
@@ -155,6 +158,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) return argc == 2 ? cmd_version() : (usage(stderr), 2);
     if (!strcmp(cmd, "resize")) return gaio_cmd_resize(argc - 1, argv + 1);
     if (!strcmp(cmd, "convert")) return gaio_cmd_convert(argc - 1, argv + 1);
+    if (!strcmp(cmd, "classify")) return gaio_cmd_classify(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench") && argc <= 3) return cmd_bench(argc > 2 ? argv[2] : NULL);
     if (argc != 2) {
         fprintf(stderr, "gaio: '%s' takes no arguments\n", cmd);

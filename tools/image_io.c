@@ -307,7 +307,11 @@ static bool jpeg_decode(jpeg_job *job) {
         d->out_color_space = JCS_RGB;
         c = 3;
     }
-    jpeg_start_decompress(d);
+    /* The pixels are asked for before jpeg_start_decompress: for a progressive file
+     * it allocates coefficient buffers for the whole image (about twice the pixels),
+     * so a 1 KB file claiming 65500 x 65500 would cost gigabytes before the caller
+     * could refuse it. Found by fuzz/fuzz_image_decode. */
+    jpeg_calc_output_dimensions(d);
     int w = (int)d->output_width, h = (int)d->output_height;
     if (d->output_components != c) {
         say(job->msg, sizeof job->msg, "JPEG: decoder gives %d components, expected %d", d->output_components, c);
@@ -320,6 +324,12 @@ static bool jpeg_decode(jpeg_job *job) {
         return false;
     }
     job->img = (imgio_image){.width = w, .height = h, .channels = c, .pitch = pitch, .pixels = px};
+    jpeg_start_decompress(d);
+    if ((int)d->output_width != w || (int)d->output_height != h || d->output_components != c) {
+        say(job->msg, sizeof job->msg, "JPEG: decoder gives %ux%ux%d, expected %dx%dx%d", d->output_width,
+            d->output_height, d->output_components, w, h, c);
+        return false;
+    }
     while (d->output_scanline < d->output_height) {
         JSAMPROW row = px + (size_t)d->output_scanline * pitch;
         jpeg_read_scanlines(d, &row, 1);
@@ -404,15 +414,19 @@ static imgio_status jpeg_write_file(FILE *f, const imgio_image *img, int quality
 
 /* ---- entry points ------------------------------------------------------- */
 
+imgio_format imgio_sniff(const uint8_t *data, size_t size) {
+    static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (!data) return IMGIO_NONE;
+    if (size >= 8 && !memcmp(data, png_sig, 8)) return IMGIO_PNG;
+    if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) return IMGIO_JPEG;
+    return IMGIO_NONE;
+}
+
 imgio_status imgio_load(const char *path, imgio_file *file, char *err, size_t errlen) {
     imgio_status st = slurp(path, file, err, errlen);
     if (st != IMGIO_OK) return st;
-    static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    if (file->size >= 8 && !memcmp(file->data, png_sig, 8)) {
-        file->format = IMGIO_PNG;
-    } else if (file->size >= 3 && file->data[0] == 0xff && file->data[1] == 0xd8 && file->data[2] == 0xff) {
-        file->format = IMGIO_JPEG;
-    } else {
+    file->format = imgio_sniff(file->data, file->size);
+    if (file->format == IMGIO_NONE) {
         say(err, errlen, file->size ? "not a PNG or JPEG file" : "the file is empty");
         imgio_free(file);
         return IMGIO_FAILED;

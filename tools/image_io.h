@@ -47,6 +47,10 @@ typedef struct imgio_file {
     imgio_format format;
 } imgio_file;
 
+/* The format a file's first bytes say (PNG's 8-byte signature, JPEG's SOI plus a
+ * marker); IMGIO_NONE for anything else. */
+imgio_format imgio_sniff(const uint8_t *data, size_t size);
+
 /* Reads path whole; fails when it cannot be read or is not a PNG or JPEG (so a
  * wrong file fails before any other work). imgio_free releases it. */
 imgio_status imgio_load(const char *path, imgio_file *file, char *err, size_t errlen);

@@ -1,0 +1,369 @@
+"""ONNX's own backend node test cases for every operator gaio supports, run by
+gaio's ONNX executor on the host and compared with ONNX's expected outputs and,
+where ``onnxruntime`` imports, with onnxruntime's (CPU) outputs too.
+
+The cases come from ONNX's generators (``onnx.backend.test.case.node``; Debian's
+python3-onnx ships those but not the stored test data), built in-process. A case is
+selected when every node's operator is in gaio's table (src/model/ops.c) and its
+inputs and outputs are float32 / float16 tensors, or int64 tensors among the inputs.
+
+Two rewrites make a case a model gaio is meant to take, without changing its
+meaning (the original forms are checked to be refused, at the end):
+
+* int64 inputs (Reshape's shape, Squeeze's axes, Gather's indices) become
+  initializers holding the case's values: gaio's graph inputs are float tensors and
+  it does shape arithmetic at load time only, as on an exported model, where these
+  are constants.
+* a model whose opset is below 13 (gaio loads 13 to 21) is raised to 13 when every
+  node's operator has the same definition at 13 as at its own opset (Conv-11,
+  MaxPool-12, HardSigmoid-6, ...): the file's meaning is the same.
+
+A case gaio refuses must be listed in EXPECTED_UNSUPPORTED with why, and be refused
+with NotSupportedError at load or exec creation naming the node; a listed case that
+runs fails, so the list stays honest. KNOWN_BUGS are cases gaio gets wrong (strict
+xfail: fixing one fails the test until it leaves the list)."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gaio
+
+try:
+    import onnx
+    import onnx.backend.test.case.node as onnx_node_cases
+    from onnx import numpy_helper
+except ImportError as e:  # no onnx, or one without its test-case generators
+    pytest.skip(f"SKIPPED: onnx's node test generators do not import ({e})", allow_module_level=True)
+if not gaio.model.onnx_supported():
+    pytest.skip("SKIPPED: libgaio built without ONNX support", allow_module_level=True)
+
+try:
+    import onnxruntime as ort
+except ImportError:  # CI's venv has none; ONNX's expected outputs are checked regardless
+    ort = None
+
+#: gaio's operator table, as in src/model/ops.c (test_supported_list_matches_ops_c checks it)
+SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
+             "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape",
+             "Transpose", "Concat", "Softmax", "Identity", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze",
+             "Cast", "ReduceMean")
+#: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
+LOAD_TIME_ONLY = {"Constant", "Shape", "Gather"}
+#: supported operators none of whose ONNX cases gaio can run, and why
+NO_RUNNING_CASE = {
+    "ReduceMean": "ONNX's cases reduce 3-D tensors; gaio's ReduceMean is the global pool over axes (2, 3) of a 4-D one",
+}
+MIN_OPSET = 13
+
+_RUNTIME_INPUT = "input {} is computed at run time"
+#: case name -> (why gaio refuses it, a piece of gaio's message that says so)
+EXPECTED_UNSUPPORTED = {
+    # Pools on other than 2-D images.
+    "test_averagepool_1d_default": ("1-D AveragePool", "1-D pools are not supported"),
+    "test_averagepool_3d_default": ("3-D AveragePool", "3-D pools are not supported"),
+    "test_maxpool_1d_default": ("1-D MaxPool", "1-D pools are not supported"),
+    "test_maxpool_3d_default": ("3-D MaxPool", "3-D pools are not supported"),
+    # Attributes and inputs gaio does not take.
+    "test_batchnorm_example_training_mode": ("BatchNormalization training_mode=1", "training_mode 1"),
+    "test_batchnorm_epsilon_training_mode": ("BatchNormalization training_mode=1", "training_mode 1"),
+    "test_clip_example": ("Clip min/max as runtime inputs", _RUNTIME_INPUT.format(1)),
+    "test_clip": ("Clip min/max as runtime inputs", _RUNTIME_INPUT.format(1)),
+    "test_clip_inbounds": ("Clip min/max as runtime inputs", _RUNTIME_INPUT.format(1)),
+    "test_clip_outbounds": ("Clip min/max as runtime inputs", _RUNTIME_INPUT.format(1)),
+    "test_clip_splitbounds": ("Clip min/max as runtime inputs", _RUNTIME_INPUT.format(1)),
+    "test_clip_default_min": ("Clip min as a runtime input", _RUNTIME_INPUT.format(1)),
+    "test_clip_default_max": ("Clip max as a runtime input", _RUNTIME_INPUT.format(2)),
+    # Gather on a runtime tensor (gaio gathers shape values at load time only). gaio's
+    # message blames the (constant) int64 indices rather than the missing executor.
+    "test_gather_0": ("Gather of a runtime tensor", "(Gather) runs on int64 values at run time"),
+    "test_gather_1": ("Gather of a runtime tensor", "(Gather) runs on int64 values at run time"),
+    "test_gather_2d_indices": ("Gather of a runtime tensor", "(Gather) runs on int64 values at run time"),
+    "test_gather_negative_indices": ("Gather of a runtime tensor", "(Gather) runs on int64 values at run time"),
+    # ReduceMean is the 4-D spatial global pool only.
+    **{f"test_reduce_mean_{k}": ("ReduceMean over other than axes (2, 3) of a 4-D tensor",
+                                 "reduces the spatial axes (2, 3) of a 4-D tensor only")
+       for k in ("do_not_keepdims_example", "do_not_keepdims_random", "keepdims_example", "keepdims_random",
+                 "default_axes_keepdims_example", "default_axes_keepdims_random",
+                 "negative_axes_keepdims_example", "negative_axes_keepdims_random")},
+}
+
+#: case name -> what is wrong (see the report in the lead's notes); strict xfail
+KNOWN_BUGS = {
+    "test_constant": "a graph with no inputs (its output a Constant) is refused with InvalidArgumentError ('the "
+                     "graph has no inputs to feed', src/model/onnx_load.c) although it is valid ONNX: it should run "
+                     "(copy the constant) or be NotSupportedError",
+    "test_gemm_default_scalar_bias": "the 0-D graph input C is accepted at load and exec, but a 0-D tensor cannot "
+                                     "be made (gaio tensors have 1..5 dims), so the model can never run: the loader "
+                                     "should refuse 0-D graph inputs with NotSupportedError (or gaio take 0-D "
+                                     "tensors)",
+    "test_gemm_default_single_elem_vector_bias": "Gemm with C of shape [1] is refused with NotSupportedError only "
+                                                 "by gaio_model_run (src/model/exec.c run_step), not at load/exec",
+    "test_gemm_beta": "Gemm with beta != 1 on a row C is refused with NotSupportedError only by gaio_model_run "
+                      "(src/model/exec.c run_step), not at load/exec",
+    "test_gemm_all_attributes": "Gemm with beta != 1 on a row C is refused with NotSupportedError only by "
+                                "gaio_model_run (src/model/exec.c run_step), not at load/exec",
+    "test_matmul_4d": "MatMul of two 4-D operands is refused with NotSupportedError only by gaio_model_run "
+                      "(src/model/exec.c run_step), not at load/exec",
+    "test_reshape_allowzero_reordered": "a graph input with a 0 dimension (valid ONNX: an empty tensor) is refused "
+                                        "with InvalidArgumentError, not NotSupportedError (src/model/onnx_load.c)",
+    "test_unsqueeze_three_axes": "a 6-D graph output loads and execs (GAIO_MODEL_MAX_NDIM is 8) but no gaio tensor "
+                                 "can hold it (GAIO_TENSOR_MAX_NDIM is 5), so run always fails: the loader should "
+                                 "refuse outputs of rank > 5 with NotSupportedError",
+    "test_unsqueeze_unsorted_axes": "a 6-D graph output loads and execs (GAIO_MODEL_MAX_NDIM is 8) but no gaio "
+                                    "tensor can hold it (GAIO_TENSOR_MAX_NDIM is 5): see test_unsqueeze_three_axes",
+}
+
+F32_TOL = dict(rtol=1e-4, atol=1e-4)
+# float16 keeps 11 significant bits (spacing 2**-10 at 1.0): a backend computing in
+# float32 and rounding once may still differ from numpy's rounding by one unit in
+# the last place, and one computing in float16 by a few.
+F16_TOL = dict(rtol=2e-3, atol=1e-3)
+
+_FLOAT = (np.dtype(np.float32), np.dtype(np.float16))
+_INT64 = np.dtype(np.int64)
+
+
+def _collect() -> tuple:
+    """Every node test case ONNX's generators build, and the generator modules that
+    failed to import.
+
+    Two shims, for the collection only, keep onnx 1.12's generators working where its
+    neighbours are newer: numpy >= 1.24 dropped the np.float / np.object aliases some
+    use, and protobuf >= 4 (pip's, as onnxruntime's wheel brings) refuses a bool in an
+    int attribute (MaxPool's ceil_mode=True), which would end the pool generators
+    half way through."""
+    onnx_node_cases._TargetOpType = None  # no filter: every operator's cases
+    failed = {}
+    make_attribute = onnx.helper.make_attribute
+    aliases = {k: v for k, v in (("float", float), ("object", object)) if k not in np.__dict__}
+
+    def make_attribute_bool_as_int(key, value, *args, **kwargs):
+        return make_attribute(key, int(value) if isinstance(value, bool) else value, *args, **kwargs)
+
+    onnx.helper.make_attribute = make_attribute_bool_as_int
+    for k, v in aliases.items():
+        setattr(np, k, v)
+    try:
+        for _, name, _ in pkgutil.iter_modules(onnx_node_cases.__path__):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    importlib.import_module(f"{onnx_node_cases.__name__}.{name}")
+            except Exception as e:  # noqa: BLE001 - one broken generator must not hide the others
+                failed[name] = f"{type(e).__name__}: {e}"
+    finally:
+        onnx.helper.make_attribute = make_attribute
+        for k in aliases:
+            delattr(np, k)
+    return list(onnx_node_cases._NodeTestCases), failed
+
+
+def _is_array(a, dtypes) -> bool:
+    return isinstance(a, (np.ndarray, np.generic)) and np.asarray(a).dtype in dtypes
+
+
+def _selected(case) -> bool:
+    g = case.model.graph
+    if not g.node or g.node[0].op_type not in SUPPORTED or any(n.op_type not in SUPPORTED for n in g.node):
+        return False
+    if any(n.domain not in ("", "ai.onnx") for n in g.node):
+        return False
+    ins, outs = case.data_sets[0]
+    return (all(_is_array(a, _FLOAT + (_INT64,)) for a in ins) and all(_is_array(a, _FLOAT) for a in outs)
+            and len(ins) == len(g.input) and len(outs) == len(g.output))
+
+
+ALL_CASES, FAILED_GENERATORS = _collect()
+CASES = [c for c in ALL_CASES if _selected(c)]
+
+
+def _opset(model) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def _same_definition(model, opset: int) -> bool:
+    """Whether every node's operator means the same at `opset` as at the model's."""
+    have = _opset(model)
+    for n in model.graph.node:
+        try:
+            a = onnx.defs.get_schema(n.op_type, have, n.domain).since_version
+            b = onnx.defs.get_schema(n.op_type, opset, n.domain).since_version
+        except Exception:  # noqa: BLE001 - no schema: leave the model as it is
+            return False
+        if a != b:
+            return False
+    return True
+
+
+def prepare(case, promote_int64: bool = True, raise_opset: bool = True):
+    """The case's model as gaio should take it (the module docstring says how), the
+    feeds {name: array} and the expected outputs."""
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    g = model.graph
+    for i, n in enumerate(g.node):
+        if not n.name:  # ONNX's cases leave nodes unnamed; gaio's messages name them
+            n.name = f"{case.name}_n{i}"
+    ins, outs = case.data_sets[0]
+    keep, feeds = [], {}
+    for vi, a in zip(list(g.input), ins):
+        a = np.asarray(a)
+        if promote_int64 and a.dtype == _INT64:
+            g.initializer.append(numpy_helper.from_array(a, vi.name))
+        else:
+            keep.append(vi)
+            feeds[vi.name] = a
+    del g.input[:]
+    g.input.extend(keep)
+    if raise_opset and _opset(model) < MIN_OPSET and _same_definition(model, MIN_OPSET):
+        for o in model.opset_import:
+            if o.domain in ("", "ai.onnx"):
+                o.version = MIN_OPSET
+    return model, feeds, [np.asarray(o) for o in outs]
+
+
+def run_gaio(model, feeds: dict) -> list:
+    """Loads, plans and runs `model` on the host; returns its outputs in order."""
+    m = gaio.Model(model.SerializeToString())
+    ex = m.exec("cpu")
+    s = gaio.Stream("cpu")
+    xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]) if feeds[t.name].ndim else feeds[t.name],
+                      device="cpu", stream=s) for t in m.inputs]
+    ys = ex.empty_outputs(s)
+    ex.run(s, xs, ys).result(timeout=60)
+    return [y.numpy() for y in ys]
+
+
+def load_and_plan(model) -> None:
+    gaio.Model(model.SerializeToString()).exec("cpu")
+
+
+def run_ort(model, feeds: dict) -> list:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    tol = F16_TOL if want.dtype == np.float16 else F32_TOL
+    err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0.0))
+    print(f"{what}: max abs error {err:.3g}")
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), err_msg=what, **tol)
+
+
+def _params():
+    out = []
+    for c in CASES:
+        marks = [pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[c.name])] if c.name in KNOWN_BUGS else []
+        out.append(pytest.param(c, id=c.name, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("case", _params())
+def test_node_case(case):
+    model, feeds, expected = prepare(case)
+    if case.name in EXPECTED_UNSUPPORTED:
+        reason, piece = EXPECTED_UNSUPPORTED[case.name]
+        try:
+            load_and_plan(model)
+        except gaio.NotSupportedError as e:
+            msg = str(e)
+            print(f"refused as expected ({reason}): {msg}")
+            assert any(f"'{n.name}' ({n.op_type})" in msg for n in model.graph.node), \
+                f"the refusal does not name the node and its operator: {msg}"
+            assert piece in msg, f"refused, but not for the listed reason ({reason!r}): {msg}"
+            return
+        pytest.fail(f"{case.name} now loads and plans: take it out of EXPECTED_UNSUPPORTED ({reason})")
+    got = run_gaio(model, feeds)
+    assert len(got) == len(expected)
+    for i, (g, want) in enumerate(zip(got, expected)):
+        assert_close(g, want, f"output {i} vs ONNX's expected")
+    if ort is not None:
+        for i, (g, want) in enumerate(zip(got, run_ort(model, feeds))):
+            assert_close(g, np.asarray(want), f"output {i} vs onnxruntime {ort.__version__}")
+
+
+def _ops(case) -> set:
+    return {n.op_type for n in case.model.graph.node}
+
+
+def test_selection_covers_every_supported_operator():
+    """A generator change (or a broken import) must not shrink coverage unseen."""
+    print(f"{len(ALL_CASES)} node cases generated, {len(CASES)} selected; generators that failed to import: "
+          f"{sorted(FAILED_GENERATORS) or 'none'}; onnxruntime: {ort.__version__ if ort else 'not importable'}")
+    # A generator of a supported operator that breaks loses its cases part way.
+    watched = {op.lower() for op in SUPPORTED} | {"batchnorm", "castlike"}
+    broken = {k: v for k, v in FAILED_GENERATORS.items() if k in watched}
+    assert not broken, f"generators of supported operators failed to import: {broken}"
+    names = {c.name for c in CASES}
+    stale = sorted((set(EXPECTED_UNSUPPORTED) | set(KNOWN_BUGS)) - names)
+    assert not stale, f"listed cases ONNX no longer generates (or no longer selected): {stale}"
+    assert not set(EXPECTED_UNSUPPORTED) & set(KNOWN_BUGS)
+    running = set()
+    for c in CASES:
+        if c.name not in EXPECTED_UNSUPPORTED and c.name not in KNOWN_BUGS:
+            running |= _ops(c)
+    for op in SUPPORTED:
+        n = sum(1 for c in CASES if op in _ops(c) and c.name not in EXPECTED_UNSUPPORTED and c.name not in KNOWN_BUGS)
+        print(f"  {op}: {n} running case(s)")
+    want = set(SUPPORTED) - LOAD_TIME_ONLY - set(NO_RUNNING_CASE)
+    missing = sorted(want - running)
+    assert not missing, f"supported operators with no running ONNX case: {missing}"
+    gained = sorted(set(NO_RUNNING_CASE) & running)
+    assert not gained, f"operators in NO_RUNNING_CASE that now have a running case: {gained}"
+
+
+def test_supported_list_matches_ops_c():
+    src = Path(__file__).resolve().parents[2] / "src" / "model" / "ops.c"
+    if not src.is_file():
+        pytest.skip(f"SKIPPED: {src} is not here (an installed package)")
+    table = re.findall(r'\[OP_\w+\]\s*=\s*"(\w+)"', src.read_text())
+    assert sorted(table) == sorted(SUPPORTED), "update SUPPORTED to src/model/ops.c's table"
+
+
+# ---- the forms the rewrites above hide ----------------------------------------------------
+
+
+def _runs(case) -> bool:
+    return case.name not in EXPECTED_UNSUPPORTED and case.name not in KNOWN_BUGS
+
+
+INT64_INPUT_CASES = [pytest.param(c, id=c.name) for c in CASES
+                     if _runs(c) and any(np.asarray(a).dtype == _INT64 for a in c.data_sets[0][0])]
+
+
+@pytest.mark.parametrize("case", INT64_INPUT_CASES)
+def test_runtime_shape_input_is_refused(case):
+    """With its int64 argument as a graph input, a case gaio runs is refused, naming
+    that input (gaio's graph inputs are float tensors)."""
+    model, _, _ = prepare(case, promote_int64=False)
+    int64_inputs = [vi.name for vi, a in zip(case.model.graph.input, case.data_sets[0][0])
+                    if np.asarray(a).dtype == _INT64]
+    with pytest.raises(gaio.NotSupportedError) as info:
+        load_and_plan(model)
+    msg = str(info.value)
+    print(msg)
+    assert any(f"'{name}'" in msg for name in int64_inputs), msg
+
+
+def test_old_opsets_are_refused():
+    """The opset rewrite hides gaio's refusal of opsets below 13: one case of each such
+    opset, as ONNX wrote it, is refused naming its opset."""
+    first = {}
+    for c in CASES:
+        if _runs(c) and _opset(c.model) < MIN_OPSET:
+            first.setdefault(_opset(c.model), c)
+    assert first, "no selected case has an opset below 13: the opset rewrite is dead code"
+    for opset, case in sorted(first.items()):
+        model, _, _ = prepare(case, raise_opset=False)
+        with pytest.raises(gaio.NotSupportedError, match=f"opset {opset}:") as info:
+            load_and_plan(model)
+        print(f"{case.name}: {info.value}")

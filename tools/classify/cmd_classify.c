@@ -1,0 +1,544 @@
+/* `gaio classify MODEL.onnx IMAGES...`: image classification end to end.
+ *
+ * The pipeline, per batch of --batch images, on one of SLOTS streams in turn:
+ *   host threads (decode_pool.c) read the files ahead, and decode on the CPU those the
+ *     GPU decoder cannot take (PNG, progressive JPEG, gray...) into pinned memory;
+ *   on the stream: nvJPEG decodes the batch's JPEGs on the GPU (the hardware decoder
+ *     on an H100), host-decoded images are copied up, gaio_preprocess_varshape crops,
+ *     resizes and normalizes them all into the model's input in one launch, the model
+ *     runs (gaio_model_run) and its scores are copied back to pinned memory;
+ *   the host prints each image's top K once its batch's future completes.
+ * While batch b runs on the GPU, batch b+1 is decoded and enqueued on another stream:
+ * the exec orders its runs, everything else overlaps. On the host device (--device 0)
+ * the same pipeline runs on gaio's CPU backend with libjpeg-turbo / libpng decoding. */
+#include "cmd_classify.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decode_pool.h"
+#include "gaio/gaio.h"
+#include "labels.h"
+#include "nvjpeg_decode.h"
+#include "progress.h"
+
+#define SLOTS 3
+#define MAX_BATCH 1024
+#define CROP 0.875 /* torchvision's Resize(256) + CenterCrop(224) for a 224 input */
+
+static const float IMAGENET_MEAN[3] = {0.485f, 0.456f, 0.406f}, IMAGENET_STD[3] = {0.229f, 0.224f, 0.225f};
+
+typedef struct slot {
+    struct job *j;
+    gaio_stream *s;
+    njd_decoder *nj;
+    gaio_buffer *in, *out, *out_host;
+    gaio_future *done;
+    long first;  /* the batch's first image */
+    int n;       /* images in the batch (0: the slot is free) */
+    /* The nvJPEG part of the batch, read by decode_fn in stream order. */
+    int ngpu;
+    const uint8_t **data;
+    size_t *sizes, *pitch;
+    uint8_t **dst;
+    int *gpu_item;     /* batch index of each */
+    int *row_of;       /* batch index -> row of the model's input, or -1 (failed) */
+    bool decode_failed;
+} slot;
+
+typedef struct job {
+    const char *model_path, *labels_path;
+    int top, batch, device, threads;
+    bool quiet, no_gpu_decode;
+    const char **images;
+    long nimages;
+    gaio_context *ctx;
+    bool gpu;
+    gaio_model *model;
+    gaio_model_exec *exec;
+    gaio_dtype in_dtype, out_dtype;
+    int64_t in_h, in_w, classes;
+    int32_t out_ndim;
+    int64_t out_shape[GAIO_TENSOR_MAX_NDIM]; /* the batch resolved */
+    labels names;
+    dp_item *items;
+    slot slots[SLOTS];
+    int hardware; /* nvJPEG's backend: 1 hardware, 0 default, -1 none */
+    char nvjpeg_note[320];
+    long done_images, failed_images;
+    progress bar;
+    float *scores;
+    int *top_idx;
+    float *top_val;
+} job;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gaio classify: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(gaio help shows the usage)\n");
+    va_end(ap);
+    return 2;
+}
+
+static int failed(job *j, gaio_status st, const char *call) {
+    progress_clear(&j->bar);
+    fprintf(stderr, "gaio classify: %s failed: %s: %s\n", call, gaio_status_string(st), gaio_last_error());
+    return 1;
+}
+
+void gaio_cmd_classify_usage(FILE *out) {
+    fprintf(out,
+            "  classify   MODEL.onnx IMAGE... [--labels FILE] [--top K] [--batch N] [--device N]\n"
+            "             [--threads N] [--host-decode] [-q]\n"
+            "             classify PNG / JPEG images with an ONNX classifier (input [N,3,H,W],\n"
+            "             ImageNet normalization, center crop 0.875): JPEGs decoded on the GPU\n"
+            "             by nvJPEG (the hardware decoder where there is one), the rest by host\n"
+            "             threads; prints each image's top K (default 5) and images/s.\n"
+            "             --batch: images per inference (default 32, or the model's fixed\n"
+            "             batch); --device: 0 = host, 1.. = GPUs (default: the first GPU);\n"
+            "             --threads: host decode threads (default: online cores);\n"
+            "             --host-decode: no nvJPEG; -q: only the summary line\n");
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+static int parse(job *j, int argc, char **argv) {
+    j->top = 5, j->batch = 0, j->device = -1, j->threads = 0, j->hardware = -1;
+    j->images = calloc((size_t)argc, sizeof *j->images);
+    if (!j->images) return usage_error("out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            j->quiet = true;
+        } else if (!strcmp(a, "--host-decode")) {
+            j->no_gpu_decode = true;
+        } else if (!strcmp(a, "--labels") || !strcmp(a, "--top") || !strcmp(a, "--batch") || !strcmp(a, "--device") ||
+                   !strcmp(a, "--threads")) {
+            if (!v || (v[0] == '-' && v[1] == '-')) return usage_error("%s needs a value", a);
+            i++;
+            if (!strcmp(a, "--labels")) j->labels_path = v;
+            else if (!strcmp(a, "--top") && !parse_int(v, 1, 1000, &j->top))
+                return usage_error("--top '%s' is not a number from 1 to 1000", v);
+            else if (!strcmp(a, "--batch") && !parse_int(v, 1, MAX_BATCH, &j->batch))
+                return usage_error("--batch '%s' is not a number from 1 to %d", v, MAX_BATCH);
+            else if (!strcmp(a, "--device") && !parse_int(v, 0, 1 << 20, &j->device))
+                return usage_error("--device '%s' is not a device index (0 = host, 1.. = GPUs; see gaio info)", v);
+            else if (!strcmp(a, "--threads") && !parse_int(v, 1, 1024, &j->threads))
+                return usage_error("--threads '%s' is not a number from 1 to 1024", v);
+        } else if (a[0] == '-' && a[1] == '-') {
+            return usage_error("unknown option '%s'", a);
+        } else if (!j->model_path) {
+            j->model_path = a;
+        } else {
+            j->images[j->nimages++] = a;
+        }
+    }
+    if (!j->model_path) return usage_error("no model given");
+    if (!j->nimages) return usage_error("no images given");
+    if (!j->threads) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        j->threads = n < 1 ? 1 : n > 64 ? 64 : (int)n;
+    }
+    return 0;
+}
+
+static int pick_device(job *j) {
+    int count = 0;
+    gaio_status st = gaio_device_count(&count);
+    if (st != GAIO_OK) return failed(j, st, "gaio_device_count");
+    if (j->device >= count) return usage_error("--device %d: no such device (devices here: 0..%d, 0 the host)", j->device, count - 1);
+    gaio_device_props p;
+    if (j->device < 0) {
+        j->device = 0;
+        for (int d = 1; d < count; d++)
+            if (gaio_device_get_props(d, &p) == GAIO_OK && p.kind == GAIO_DEVICE_CUDA) {
+                j->device = d;
+                break;
+            }
+    }
+    if ((st = gaio_device_get_props(j->device, &p)) != GAIO_OK) return failed(j, st, "gaio_device_get_props");
+    j->gpu = p.kind == GAIO_DEVICE_CUDA;
+    if ((st = gaio_context_create(j->device, NULL, &j->ctx)) != GAIO_OK) return failed(j, st, "gaio_context_create");
+    return 0;
+}
+
+/* The model: input 0 is [N, 3, H, W], output 0 is [N, classes, (1, 1)]. */
+static int open_model(job *j) {
+    gaio_status st = gaio_model_load(j->model_path, &j->model);
+    if (st != GAIO_OK) return failed(j, st, "gaio_model_load");
+    gaio_model_io in, out;
+    if ((st = gaio_model_input(j->model, 0, &in)) != GAIO_OK) return failed(j, st, "gaio_model_input");
+    if ((st = gaio_model_output(j->model, 0, &out)) != GAIO_OK) return failed(j, st, "gaio_model_output");
+    if (in.ndim != 4 || in.shape[1] != 3 || in.shape[2] < 1 || in.shape[3] < 1) {
+        fprintf(stderr, "gaio classify: %s: input '%s' is not [N, 3, H, W] with a fixed H and W\n", j->model_path,
+                in.name);
+        return 1;
+    }
+    j->in_h = in.shape[2], j->in_w = in.shape[3], j->in_dtype = in.dtype, j->out_dtype = out.dtype;
+    j->classes = 1;
+    for (int d = 1; d < out.ndim; d++) j->classes *= out.shape[d] > 0 ? out.shape[d] : -1;
+    if (out.ndim < 2 || out.ndim > GAIO_TENSOR_MAX_NDIM || j->classes < 1 || out.shape[0] != in.shape[0]) {
+        fprintf(stderr, "gaio classify: %s: output '%s' is not [N, classes] with a fixed class count\n",
+                j->model_path, out.name);
+        return 1;
+    }
+    if (in.shape[0] > 0) {
+        if (j->batch && j->batch != in.shape[0])
+            return usage_error("--batch %d: the model's batch is fixed at %lld", j->batch, (long long)in.shape[0]);
+        j->batch = (int)in.shape[0];
+    } else if (!j->batch) {
+        j->batch = j->nimages < 32 ? (int)j->nimages : 32;
+    }
+    j->out_ndim = out.ndim;
+    for (int d = 0; d < out.ndim; d++) j->out_shape[d] = d ? out.shape[d] : j->batch;
+    if (j->top > j->classes) j->top = (int)j->classes;
+    if (j->labels_path) {
+        char err[300];
+        if (labels_load(j->labels_path, &j->names, err, sizeof err) != 0) {
+            fprintf(stderr, "gaio classify: %s\n", err);
+            return 1;
+        }
+        if (j->names.count != j->classes) {
+            fprintf(stderr, "gaio classify: %s has %d labels but the model has %lld classes\n", j->labels_path,
+                    j->names.count, (long long)j->classes);
+            return 1;
+        }
+    }
+    if ((st = gaio_model_exec_create(j->model, j->ctx, j->batch, &j->exec)) != GAIO_OK)
+        return failed(j, st, "gaio_model_exec_create");
+    return 0;
+}
+
+/* ---- nvJPEG, on the slots' streams (the native functions run with the context current) ---- */
+
+typedef struct create_args {
+    slot *sl;
+    int batch, hardware;
+    njd_status st;
+    char err[256];
+} create_args;
+
+static gaio_status create_fn(void *native, gaio_status status, void *user) {
+    (void)native;
+    create_args *a = user;
+    if (status != GAIO_OK) return GAIO_OK;
+    a->st = njd_create(a->batch, &a->sl->nj, &a->hardware, a->err, sizeof a->err);
+    return GAIO_OK;
+}
+
+static gaio_status decode_fn(void *native, gaio_status status, void *user) {
+    slot *sl = user;
+    if (status != GAIO_OK || !sl->ngpu) return GAIO_OK;
+    char err[200];
+    if (njd_decode_batch(sl->nj, native, sl->data, sl->sizes, sl->ngpu, sl->dst, sl->pitch, err, sizeof err) ==
+        NJD_OK)
+        return GAIO_OK;
+    /* One bad file fails the batch: decode them one by one to find it; the rest stand. */
+    for (int i = 0; i < sl->ngpu; i++)
+        if (njd_decode_batch(sl->nj, native, &sl->data[i], &sl->sizes[i], 1, &sl->dst[i], &sl->pitch[i], err,
+                             sizeof err) != NJD_OK) {
+            dp_item *it = &sl->j->items[sl->first + sl->gpu_item[i]];
+            snprintf(it->err, sizeof it->err, "nvJPEG: %s", err);
+            it->failed = true;
+        }
+    return GAIO_OK;
+}
+
+static bool gpu_ok(void *user, const uint8_t *data, size_t size, int *w, int *h) {
+    job *j = user;
+    char err[256];
+    return njd_probe(j->slots[0].nj, data, size, w, h, err, sizeof err) == NJD_OK;
+}
+
+static int open_nvjpeg(job *j) {
+    if (!j->gpu || j->no_gpu_decode) {
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "%s", j->gpu ? "host (--host-decode)" : "host");
+        return 0;
+    }
+    for (int k = 0; k < SLOTS; k++) {
+        create_args a = {&j->slots[k], j->batch, 0, NJD_FAILED, ""};
+        gaio_status st = gaio_enqueue_native(j->slots[k].s, create_fn, &a);
+        if (st == GAIO_OK) st = gaio_stream_synchronize(j->slots[k].s);
+        if (st != GAIO_OK) return failed(j, st, "gaio_enqueue_native (nvJPEG)");
+        if (a.st != NJD_OK) {
+            for (int i = 0; i < k; i++) njd_destroy(j->slots[i].nj), j->slots[i].nj = NULL;
+            snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (no nvJPEG: %s)", a.err);
+            return 0;
+        }
+        j->hardware = a.hardware;
+    }
+    snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "nvJPEG %s + host", j->hardware ? "hardware" : "CUDA");
+    return 0;
+}
+
+/* ---- slots ---- */
+
+static int open_slots(job *j) {
+    size_t in_bytes = (size_t)j->batch * 3 * (size_t)(j->in_h * j->in_w) * gaio_dtype_size(j->in_dtype);
+    size_t out_bytes = (size_t)j->batch * (size_t)j->classes * gaio_dtype_size(j->out_dtype);
+    for (int k = 0; k < SLOTS; k++) {
+        slot *sl = &j->slots[k];
+        sl->j = j;
+        gaio_status st = gaio_stream_create(j->ctx, 0, 0, &sl->s);
+        if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_DEVICE, in_bytes, &sl->in);
+        if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_DEVICE, out_bytes, &sl->out);
+        if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_PINNED, out_bytes, &sl->out_host);
+        if (st != GAIO_OK) return failed(j, st, "creating the pipeline's streams and buffers");
+        size_t b = (size_t)j->batch;
+        sl->data = calloc(b, sizeof *sl->data), sl->sizes = calloc(b, sizeof *sl->sizes);
+        sl->pitch = calloc(b, sizeof *sl->pitch), sl->dst = calloc(b, sizeof *sl->dst);
+        sl->gpu_item = calloc(b, sizeof *sl->gpu_item), sl->row_of = calloc(b, sizeof *sl->row_of);
+        if (!sl->data || !sl->sizes || !sl->pitch || !sl->dst || !sl->gpu_item || !sl->row_of) {
+            fprintf(stderr, "gaio classify: out of host memory\n");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void close_slots(job *j) {
+    for (int k = 0; k < SLOTS; k++) {
+        slot *sl = &j->slots[k];
+        if (sl->done) gaio_future_wait(sl->done, GAIO_INFINITE), gaio_future_release(sl->done);
+        if (sl->nj) njd_destroy(sl->nj);
+        if (sl->in) gaio_buffer_release(sl->in);
+        if (sl->out) gaio_buffer_release(sl->out);
+        if (sl->out_host) gaio_buffer_release(sl->out_host);
+        if (sl->s) gaio_stream_release(sl->s);
+        free(sl->data), free(sl->sizes), free(sl->pitch), free(sl->dst), free(sl->gpu_item), free(sl->row_of);
+    }
+}
+
+/* The center crop of the model's aspect, CROP of the shorter side's scale. */
+static gaio_rect center_crop(const job *j, int w, int h) {
+    double side = (double)(j->in_h < j->in_w ? j->in_h : j->in_w) / CROP;
+    double f = side / (double)(w < h ? w : h); /* source -> resized */
+    int cw = (int)((double)j->in_w / f + 0.5), ch = (int)((double)j->in_h / f + 0.5);
+    if (cw < 1) cw = 1;
+    if (ch < 1) ch = 1;
+    if (cw > w) cw = w;
+    if (ch > h) ch = h;
+    gaio_rect r = {(w - cw) / 2, (h - ch) / 2, cw, ch};
+    return r;
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
+    if (e == 0) {
+        float f = (float)m * (1.0f / 16777216.0f);
+        return s ? -f : f;
+    }
+    bits = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112) << 23) | (m << 13);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* The batch in sl is done: print each image's classes, free its files. */
+static int finish(job *j, slot *sl) {
+    if (!sl->n) return 0;
+    gaio_status st = gaio_future_wait(sl->done, GAIO_INFINITE);
+    gaio_future_release(sl->done);
+    sl->done = NULL;
+    if (st != GAIO_OK) return failed(j, st, "the batch's inference");
+    void *host = NULL;
+    if ((st = gaio_buffer_host_ptr(sl->out_host, &host)) != GAIO_OK) return failed(j, st, "gaio_buffer_host_ptr");
+    progress_clear(&j->bar);
+    for (int i = 0; i < sl->n; i++) {
+        dp_item *it = &j->items[sl->first + i];
+        if (it->failed || sl->row_of[i] < 0) {
+            fprintf(stderr, "gaio classify: %s: %s\n", it->path, it->err);
+            j->failed_images++;
+        } else if (!j->quiet) {
+            size_t row = (size_t)sl->row_of[i] * (size_t)j->classes;
+            for (int64_t c = 0; c < j->classes; c++)
+                j->scores[c] = j->out_dtype == GAIO_DTYPE_F16 ? half_to_float(((const uint16_t *)host)[row + c])
+                                                               : ((const float *)host)[row + c];
+            to_probabilities(j->scores, (int)j->classes);
+            top_k(j->scores, (int)j->classes, j->top, j->top_idx, j->top_val);
+            printf("%s:", it->path);
+            for (int k = 0; k < j->top; k++) {
+                printf("%s %d", k ? "," : "", j->top_idx[k]);
+                if (j->names.count) printf(" %s", j->names.names[j->top_idx[k]]);
+                printf(" (%.4f)", j->top_val[k]);
+            }
+            printf("\n");
+        }
+        dp_item_reset(it);
+    }
+    j->done_images += sl->n;
+    sl->n = 0;
+    progress_update(&j->bar, j->done_images);
+    return 0;
+}
+
+/* Batch [first, first + n): its images (decoded by the pool) into the slot's stream. */
+static int enqueue(job *j, slot *sl, long first, int n) {
+    gaio_image *srcs = calloc((size_t)n, sizeof *srcs);
+    gaio_rect *rois = calloc((size_t)n, sizeof *rois);
+    gaio_buffer **bufs = calloc((size_t)n, sizeof *bufs);
+    if (!srcs || !rois || !bufs) {
+        free(srcs), free(rois), free(bufs);
+        fprintf(stderr, "gaio classify: out of host memory\n");
+        return 1;
+    }
+    sl->first = first, sl->n = n, sl->ngpu = 0;
+    gaio_status st = GAIO_OK;
+    const char *call = "";
+    int rows = 0;
+    for (int i = 0; i < n && st == GAIO_OK; i++) {
+        dp_item *it = &j->items[first + i];
+        sl->row_of[i] = -1;
+        if (it->failed) continue;
+        size_t pitch = (size_t)it->width * (size_t)it->channels, bytes = pitch * (size_t)it->height;
+        gaio_buffer *b = NULL;
+        if (it->on_gpu || j->gpu) {
+            call = "gaio_buffer_alloc_async";
+            st = gaio_buffer_alloc_async(sl->s, GAIO_MEM_DEVICE, bytes, &b);
+        } else {
+            b = it->pixels; /* the host device reads the pinned pixels where they are */
+            gaio_buffer_retain(b);
+        }
+        if (st != GAIO_OK) break;
+        bufs[i] = b;
+        if (it->on_gpu) {
+            void *p = NULL;
+            call = "gaio_buffer_device_ptr";
+            if ((st = gaio_buffer_device_ptr(b, &p)) != GAIO_OK) break;
+            int g = sl->ngpu++;
+            sl->data[g] = it->file.data, sl->sizes[g] = it->file.size;
+            sl->dst[g] = p, sl->pitch[g] = pitch, sl->gpu_item[g] = i;
+        } else if (j->gpu) {
+            call = "gaio_memcpy_async";
+            if ((st = gaio_memcpy_async(sl->s, b, 0, it->pixels, 0, bytes)) != GAIO_OK) break;
+        }
+        srcs[rows] = gaio_image_make(b, 0, GAIO_DTYPE_U8, GAIO_LAYOUT_HWC, 1, it->width, it->height, it->channels);
+        rois[rows] = center_crop(j, it->width, it->height);
+        sl->row_of[i] = rows++;
+    }
+    if (st == GAIO_OK && sl->ngpu) {
+        call = "gaio_enqueue_native (nvJPEG)";
+        st = gaio_enqueue_native(sl->s, decode_fn, sl);
+    }
+    if (st == GAIO_OK && rows) {
+        gaio_preprocess_params pp;
+        memset(&pp, 0, sizeof pp);
+        pp.interp = GAIO_INTERP_LINEAR, pp.scale = 1.0f / 255.0f;
+        for (int c = 0; c < 3; c++) pp.mean[c] = IMAGENET_MEAN[c], pp.std[c] = IMAGENET_STD[c];
+        gaio_image dst = gaio_image_make(sl->in, 0, j->in_dtype, GAIO_LAYOUT_CHW, rows, (int32_t)j->in_w,
+                                         (int32_t)j->in_h, 3);
+        call = "gaio_preprocess_varshape";
+        st = gaio_preprocess_varshape(sl->s, srcs, rows, rois, &dst, &pp);
+    }
+    for (int i = 0; i < n; i++)
+        if (bufs[i]) gaio_buffer_release(bufs[i]); /* the ops hold them until they have run */
+    free(srcs), free(rois), free(bufs);
+    if (st != GAIO_OK) return failed(j, st, call);
+    if (rows) {
+        int64_t ishape[4] = {j->batch, 3, j->in_h, j->in_w};
+        gaio_tensor in = gaio_tensor_make(sl->in, 0, j->in_dtype, 4, ishape, GAIO_TENSOR_ROW_MAJOR);
+        gaio_tensor out = gaio_tensor_make(sl->out, 0, j->out_dtype, j->out_ndim, j->out_shape, GAIO_TENSOR_ROW_MAJOR);
+        if ((st = gaio_model_run(j->exec, sl->s, &in, 1, &out, 1, NULL)) != GAIO_OK) return failed(j, st, "gaio_model_run");
+        size_t bytes = (size_t)rows * (size_t)j->classes * gaio_dtype_size(j->out_dtype);
+        if ((st = gaio_memcpy_async(sl->s, sl->out_host, 0, sl->out, 0, bytes)) != GAIO_OK)
+            return failed(j, st, "gaio_memcpy_async");
+    }
+    if ((st = gaio_future_fence(sl->s, &sl->done)) != GAIO_OK) return failed(j, st, "gaio_future_fence");
+    return 0;
+}
+
+static int run(job *j) {
+    dp_pool *pool = NULL;
+    char err[256];
+    if (dp_create(j->ctx, j->threads, j->slots[0].nj ? gpu_ok : NULL, j, &pool, err, sizeof err) != 0) {
+        fprintf(stderr, "gaio classify: %s\n", err);
+        return 1;
+    }
+    long nb = (j->nimages + j->batch - 1) / j->batch;
+    const long ahead = SLOTS + 1; /* batches read and decoded ahead: bounds the host memory */
+    long submitted = 0;
+    int rc = 0;
+    progress_start(&j->bar, j->nimages, !j->quiet);
+    for (long b = 0; b < nb && !rc; b++) {
+        slot *sl = &j->slots[b % SLOTS];
+        rc = finish(j, sl);
+        for (; !rc && submitted < nb && submitted <= b + ahead; submitted++) {
+            long first = submitted * j->batch, n = j->nimages - first < j->batch ? j->nimages - first : j->batch;
+            dp_submit(pool, &j->items[first], (int)n);
+        }
+        long first = b * j->batch;
+        int n = (int)(j->nimages - first < j->batch ? j->nimages - first : j->batch);
+        for (int i = 0; i < n; i++) dp_wait(pool, &j->items[first + i]);
+        if (!rc) rc = enqueue(j, sl, first, n);
+    }
+    for (long b = nb; b < nb + SLOTS && !rc; b++) rc = finish(j, &j->slots[b % SLOTS]);
+    progress_clear(&j->bar);
+    dp_destroy(pool); /* finishes what was queued (an early failure leaves some) */
+    for (long i = 0; i < j->nimages; i++) dp_item_reset(&j->items[i]);
+    return rc;
+}
+
+int gaio_cmd_classify(int argc, char **argv) {
+    job j;
+    memset(&j, 0, sizeof j);
+    double t0 = now_s();
+    int rc = parse(&j, argc, argv);
+    if (!rc) rc = pick_device(&j);
+    if (!rc) rc = open_model(&j);
+    if (!rc) rc = open_slots(&j);
+    if (!rc) rc = open_nvjpeg(&j);
+    if (!rc) {
+        j.items = calloc((size_t)j.nimages, sizeof *j.items);
+        j.scores = malloc((size_t)j.classes * sizeof *j.scores);
+        j.top_idx = malloc((size_t)j.top * sizeof *j.top_idx), j.top_val = malloc((size_t)j.top * sizeof *j.top_val);
+        if (!j.items || !j.scores || !j.top_idx || !j.top_val) {
+            fprintf(stderr, "gaio classify: out of host memory\n");
+            rc = 1;
+        } else {
+            for (long i = 0; i < j.nimages; i++) j.items[i].path = j.images[i];
+        }
+    }
+    double t1 = now_s();
+    if (!rc) rc = run(&j);
+    double t2 = now_s();
+    if (!rc) {
+        gaio_device_props p;
+        gaio_device_get_props(j.device, &p);
+        long ok = j.done_images - j.failed_images;
+        printf("gaio classify: %ld image%s in %.3f s: %.1f images/s on device %d (%s), batch %d, decode %s, "
+               "%d host threads; setup %.2f s%s%ld failed\n",
+               ok, ok == 1 ? "" : "s", t2 - t1, (double)j.done_images / (t2 - t1 > 0 ? t2 - t1 : 1e-9), j.device,
+               p.name, j.batch, j.nvjpeg_note, j.threads, t1 - t0, j.failed_images ? ", " : "; ",
+               j.failed_images);
+        if (j.failed_images) rc = 1;
+    }
+    close_slots(&j);
+    if (j.exec) gaio_model_exec_release(j.exec);
+    if (j.model) gaio_model_release(j.model);
+    if (j.ctx) gaio_context_release(j.ctx);
+    labels_free(&j.names);
+    free(j.items), free(j.scores), free(j.top_idx), free(j.top_val), free(j.images);
+    return rc;
+}

@@ -1,0 +1,13 @@
+/* `gaio classify`: an ONNX image classifier over image files, end to end. */
+#ifndef GAIO_TOOLS_CMD_CLASSIFY_H
+#define GAIO_TOOLS_CMD_CLASSIFY_H
+
+#include <stdio.h>
+
+/* argv[0] is "classify". Exit status: 0 when every image was classified, 1 when a file
+ * or a gaio call failed (the other images are still classified where possible), 2 for
+ * a usage error. stdout: one line per image, then a summary line. */
+int gaio_cmd_classify(int argc, char **argv);
+void gaio_cmd_classify_usage(FILE *out);
+
+#endif
