@@ -96,6 +96,9 @@ static void exec_free(gaio_model_exec *e) {
 
 /* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
 static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
+    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
+                          "arithmetic at load time only", n->name, n->op_type);
     for (int32_t j = 0; j < n->nin; j++) {
         int32_t v = n->in[j];
         if (v < 0) continue;
@@ -113,9 +116,39 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
             return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time: gaio's ops "
                               "take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem));
     }
-    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
-                          "arithmetic at load time only", n->name, n->op_type);
+    if (n->op == OP_GEMM && n->nin > 2 && n->in[2] >= 0) { /* C as gaio_gemm takes it: a row (beta 1) or [M, N] */
+        const mvalue *c = &g->values[n->in[2]], *y = &g->values[n->out[0]];
+        int64_t rows = y->ndim == 2 ? y->dims[0] : 0, cols = y->ndim == 2 ? y->dims[1] : 0;
+        bool row = (c->ndim == 1 && c->dims[0] == cols) || (c->ndim == 2 && c->dims[0] == 1 && c->dims[1] == cols);
+        bool full = c->ndim == 2 && c->dims[0] == rows && c->dims[1] == cols;
+        if (!(row && n->a.beta == 1.0f) && !full)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Gemm): C of rank %d (broadcast other than "
+                              "a row of N, or a row with beta %g != 1) is not supported", n->name, (int)c->ndim,
+                              (double)n->a.beta);
+    }
+    if (n->op == OP_MATMUL) {
+        const mvalue *a = &g->values[n->in[0]], *b = &g->values[n->in[1]];
+        if ((a->ndim > 3 || b->ndim > 3) && b->ndim != 2)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank %d and %d "
+                              "(gaio takes rank <= 3, or any rank times a matrix)", n->name, (int)a->ndim,
+                              (int)b->ndim);
+    }
+    return GAIO_OK;
+}
+
+/* gaio_tensor has 1 to GAIO_TENSOR_MAX_NDIM dimensions: a graph input or output the
+ * caller could not describe is refused now, not at every run. (Leading 1s beyond that
+ * are dropped, as the executor does.) */
+static gaio_status io_check(const char *fn, const mgraph *g, int32_t v, const char *what) {
+    const mvalue *x = &g->values[v];
+    int32_t nd = x->ndim, skip = 0;
+    while (nd - skip > GAIO_TENSOR_MAX_NDIM && x->dims[skip] == 1) skip++;
+    if (nd == 0)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph %s '%s' is a scalar (0-D): gaio tensors have 1 to %d "
+                          "dimensions", what, x->name, GAIO_TENSOR_MAX_NDIM);
+    if (nd - skip > GAIO_TENSOR_MAX_NDIM)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph %s '%s' has %d dimensions: gaio tensors have 1 to %d",
+                          what, x->name, (int)nd, GAIO_TENSOR_MAX_NDIM);
     return GAIO_OK;
 }
 
@@ -183,6 +216,11 @@ gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const ga
                           "1048576", (long long)batch);
     for (int32_t i = 0; i < g->nnodes; i++) {
         gaio_status st = node_check(fn, g, &g->nodes[i]);
+        if (st != GAIO_OK) return st;
+    }
+    for (int32_t i = 0; i < g->ninputs + g->noutputs; i++) {
+        gaio_status st = io_check(fn, g, i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs],
+                                  i < g->ninputs ? "input" : "output");
         if (st != GAIO_OK) return st;
     }
     bool gpu = on_gpu(ctx);

@@ -150,8 +150,8 @@ static gaio_status tensor_into(const char *fn, mgraph *g, const Onnx__TensorProt
     int32_t elem = t->has_data_type ? t->data_type : MT_UNDEFINED;
     size_t es = gaio__mt_size(elem);
     if (!es)
-        return UNSUPPORTED("%s has element type %d: gaio takes float32, float16, int64 and int32 tensors", what,
-                           (int)elem);
+        return UNSUPPORTED("%s has element type %s (%d): gaio takes float32, float16, int64 and int32 tensors",
+                           what, gaio__mt_name(elem), (int)elem);
     if (t->n_dims > GAIO_MODEL_MAX_NDIM)
         return UNSUPPORTED("%s has %zu dimensions: gaio takes up to %d", what, t->n_dims, GAIO_MODEL_MAX_NDIM);
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL && t->has_raw_data)
@@ -213,8 +213,8 @@ static gaio_status input_type(const char *fn, mgraph *g, const Onnx__ValueInfoPr
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int32_t elem = tt->has_elem_type ? tt->elem_type : MT_UNDEFINED;
     if (elem != MT_F32 && elem != MT_F16)
-        return UNSUPPORTED("graph input '%s' has element type %d: gaio takes float32 or float16 inputs", name,
-                           (int)elem);
+        return UNSUPPORTED("graph input '%s' has element type %s (%d): gaio takes float32 or float16 inputs", name,
+                           gaio__mt_name(elem), (int)elem);
     v->elem = elem;
     if (!tt->shape) return UNSUPPORTED("graph input '%s' has no shape: gaio needs each input's rank", name);
     if (tt->shape->n_dim > GAIO_MODEL_MAX_NDIM)
@@ -224,6 +224,8 @@ static gaio_status input_type(const char *fn, mgraph *g, const Onnx__ValueInfoPr
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (d->dim_value == 0)
+                return UNSUPPORTED("graph input '%s' has dimension %zu of 0: gaio runs no empty tensors", name, i);
             if (d->dim_value < 1 || d->dim_value > (int64_t)1 << 31)
                 return BAD("graph input '%s' has dimension %zu of %lld", name, i, (long long)d->dim_value);
             v->dims[i] = d->dim_value;
@@ -484,7 +486,9 @@ static gaio_status graph(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
         if ((st = input_type(fn, g, gp->input[i], &g->values[v])) != GAIO_OK) return st;
         g->inputs[g->ninputs++] = v;
     }
-    if (!g->ninputs) return BAD("the graph has no inputs to feed");
+    if (!g->ninputs)
+        return UNSUPPORTED("the graph has no inputs: gaio runs models fed by at least one input (one of constants "
+                           "only is a constant)");
     if ((st = nodes(fn, g, gp, dir)) != GAIO_OK) return st;
     if (!gp->n_output) return BAD("the graph has no outputs");
     for (size_t i = 0; i < gp->n_output; i++) {
