@@ -301,6 +301,29 @@ static void test_cast(env *e) {
         ht_free(&x);
         ht_free(&y);
     }
+    /* A model's input staging: f32 NCHW images to f16 NHWC (a thread per pixel on a GPU
+     * for up to 8 channels), batch 1 (simplified to [P, C]) and more, and 9 channels
+     * (the general path). */
+    const int64_t staging[4][4] = {{2, 3, 13, 17}, {1, 3, 9, 31}, {3, 8, 5, 6}, {2, 9, 7, 5}};
+    for (int i = 0; i < 4; i++) {
+        const int64_t *sh = staging[i], N = sh[0], C = sh[1], H = sh[2], W = sh[3];
+        ht x, y;
+        ht_make(e, &x, GAIO_DTYPE_F32, 4, sh, M_PACKED, V_WIDE);
+        ht_make(e, &y, GAIO_DTYPE_F16, 4, sh, M_NHWC, V_PLAIN);
+        OK(gaio_cast(e->s, &x.t, &y.t));
+        float *got = ht_download(e, &y);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t w = 0; w < W; w++) {
+                        float want = from_half(to_half(x.v[x.off + ((n * C + c) * H + h) * W + w]));
+                        float g = got[y.off + ((n * H + h) * W + w) * C + c];
+                        CHECK(g == want || (g != g && want != want));
+                    }
+        free(got);
+        ht_free(&x);
+        ht_free(&y);
+    }
 }
 
 /* ---- binary ---- */

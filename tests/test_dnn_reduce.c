@@ -276,6 +276,12 @@ static void test_pool(env *e) {
         /* ResNet's stem max pool, NCHW and NHWC. */
         {F32, 2, 8, 56, 56, MEM_PACKED, MEM_PACKED, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0},
         {F16, 1, 16, 32, 32, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0},
+        /* NHWC in and out: the GPU's channels-innermost path (32-bit offsets), each
+         * mode, count_include_pad, gapped strides, dilation, asymmetric padding. */
+        {F32, 2, 24, 17, 15, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0},
+        {F16, 3, 9, 10, 11, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1},
+        {F32, 3, 9, 10, 11, MEM_NHWC_GAPS, MEM_NHWC, AVG, 3, 2, 2, 1, 0, 1, 2, 0, 0, 0, 0},
+        {F16, 2, 5, 11, 13, MEM_NHWC, MEM_NHWC_GAPS, MAX, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 0},
         /* 2x2 stride 2 with an odd width (the last column dropped), batch 33. */
         {F32, 33, 3, 8, 9, MEM_NHWC, MEM_PACKED, MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0},
         {F16, 33, 3, 9, 8, MEM_PACKED, MEM_NHWC_GAPS, AVG, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0},
@@ -365,6 +371,9 @@ static void test_gap(env *e) {
     gap_case(e, F32, 2, 6, 31, 29, MEM_GAPS, false, MEM_NHWC);
     gap_case(e, F16, 1, 5, 56, 56, MEM_NHWC_GAPS, false, MEM_GAPS);
     gap_case(e, F32, 3, 1, 1, 40, MEM_PACKED, false, MEM_NHWC_GAPS);
+    /* Channels innermost: a thread per (n, c) on a GPU, more planes than one block. */
+    gap_case(e, F16, 4, 300, 7, 7, MEM_NHWC, false, MEM_NHWC);
+    gap_case(e, F32, 3, 130, 5, 6, MEM_NHWC_GAPS, true, MEM_GAPS);
 }
 
 /* ---- bad input ---- */

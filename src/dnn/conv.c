@@ -1,14 +1,17 @@
 /* gaio_conv2d: checks, then one native op on the stream: a cuDNN graph on a GPU
  * (dnn/cuda/conv_cuda.c), oneDNN on the host (dnn/cpu/conv_cpu.c). On a GPU, what
- * of the epilogue a plan could not fuse runs around it as gaio's own pointwise ops. */
+ * of the epilogue a plan could not fuse runs around it as gaio's own pointwise ops,
+ * and a depthwise convolution is one launch of gaio's own kernel instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/builtin_kernels.h"
 #include "core/native.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/cpu/onednn.h"
+#include "dnn/depthwise_math.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
 
@@ -197,6 +200,62 @@ static gaio_status unfused_epilogue(const char *fn, gaio_stream *stream, const c
     return GAIO_OK;
 }
 
+/* A depthwise convolution (one filter per channel) on a GPU runs as gaio's own kernel
+ * (kernels/dnn/depthwise.cu): cuDNN's grouped direct kernel takes several times longer
+ * than reading x and writing y needs. GAIO_DNN_DEPTHWISE=cudnn keeps cuDNN, to compare. */
+static bool gaio_depthwise(const conv_checked *c) {
+    if (c->a.groups != c->a.c || c->a.c != c->a.k) return false;
+    const char *e = getenv("GAIO_DNN_DEPTHWISE");
+    return !(e && strcmp(e, "cudnn") == 0);
+}
+
+/* Every element offset of t fits in int32_t (non-negative strides). */
+static bool fits32(const gaio_ktensor *t) {
+    int64_t span = 0;
+    for (int32_t d = 0; d < t->ndim; d++) {
+        if (t->strides[d] < 0 || t->shape[d] > INT32_MAX) return false;
+        if (t->shape[d] > 0) span += (t->shape[d] - 1) * t->strides[d];
+    }
+    return span < INT32_MAX;
+}
+
+/* One launch of gaio_dnn_conv_depthwise over y (bias, residual and activation fused):
+ * the checks are conv_check's. Its grid is capped (GAIO_DNN_MAX_BLOCKS, dnn_internal.h). */
+static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const conv_checked *c) {
+    enum { BLOCK = 256, MAX_BLOCKS = GAIO_DNN_MAX_BLOCKS };
+    gaio_kdw p;
+    memset(&p, 0, sizeof p);
+    p.sh = c->a.stride[0], p.sw = c->a.stride[1];
+    p.dh = c->a.dilation[0], p.dw = c->a.dilation[1];
+    p.pt = c->a.pad[0], p.pl = c->a.pad[1];
+    p.has_bias = c->has_bias, p.has_res = c->has_res;
+    /* Channel-fastest numbering only pays when both x's reads and y's writes follow it. */
+    p.c_inner = c->x.k.strides[1] == 1 && c->y.k.strides[1] == 1;
+    const int64_t total = c->a.n * c->a.k * c->a.p * c->a.q;
+    /* Window coordinates reach oh * sh + (R - 1) * dh (and below -pt): bounded too. */
+    p.narrow = total < INT32_MAX && fits32(&c->x.k) && fits32(&c->w.k) && fits32(&c->y.k) &&
+               (!c->has_res || fits32(&c->res.k)) && c->a.p * p.sh + c->a.r * p.dh < INT32_MAX / 2 &&
+               c->a.q * p.sw + c->a.s * p.dw < INT32_MAX / 2;
+    p.act.op = GAIO_KPW_IDENTITY;
+    if (c->a.has_act) p.act.op = (int32_t)c->a.act.op, p.act.alpha = c->a.act.alpha, p.act.beta = c->a.act.beta;
+    gaio_ktensor none;
+    memset(&none, 0, sizeof none);
+    gaio_arg args[6] = {GAIO_ARG(c->x.k), GAIO_ARG(c->w.k), GAIO_ARG(none), GAIO_ARG(none), GAIO_ARG(c->y.k),
+                        GAIO_ARG(p)};
+    gaio_buffer *held[5] = {c->x.t.buffer, c->w.t.buffer, c->y.t.buffer};
+    size_t nheld = 3;
+    if (c->has_bias) args[2] = GAIO_ARG(c->bias.k), held[nheld++] = c->bias.t.buffer;
+    if (c->has_res) args[3] = GAIO_ARG(c->res.k), held[nheld++] = c->res.t.buffer;
+    const int64_t outputs = c->a.n * c->a.k * c->a.p * c->a.q, blocks = (outputs + BLOCK - 1) / BLOCK;
+    gaio_dim3 grid = {(uint32_t)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS), 1, 1}, block = {BLOCK, 1, 1};
+    gaio_kernel *k;
+    gaio_status st = gaio__kernel_builtin("gaio_dnn_conv_depthwise", &k);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
+    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, 6, held, nheld);
+    gaio__kernel_unref(k);
+    return st;
+}
+
 static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                         const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                         const gaio_conv2d_params *params, gaio_conv2d_info *info, bool submit) {
@@ -206,6 +265,15 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
     bool cuda = stream->ctx->be->kind == GAIO_DEVICE_CUDA;
     gaio__conv_plan *plan = NULL;
     gaio__conv_fusion f = {true, true, false};
+    if (cuda && gaio_depthwise(&c)) {
+        if (submit) return depthwise_launch(fn, stream, &c);
+        if (info) {
+            memset(info, 0, sizeof *info);
+            info->fused = 1;
+            snprintf(info->engine, sizeof info->engine, "gaio depthwise");
+        }
+        return GAIO_OK;
+    }
     if (cuda) {
         if ((st = gaio__conv_cuda_plan(fn, stream, &c.a, submit ? 1 : TUNE_CANDIDATES, &plan, info)) != GAIO_OK) return st;
         f = gaio__conv_plan_fusion(plan);

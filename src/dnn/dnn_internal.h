@@ -10,6 +10,14 @@
 #include "dnn/ktensor.h"
 #include "gaio/dnn.h"
 
+/* The most blocks (of 256 threads) a DNN kernel launch asks for; the kernels stride
+ * over the rest. Few enough that each thread handles many elements: a kernel that
+ * indexes a gaio_ktensor parameter by a run-time dimension makes the compiler copy the
+ * parameter into local memory in every thread (~100 bytes per tensor), which at one
+ * element per thread cost the H100 more traffic than the data itself. 2048 x 256
+ * threads still fill any GPU (an H100 holds 132 x 2048). */
+#define GAIO_DNN_MAX_BLOCKS 2048
+
 /* Checks tensor `name` of the public function fn and fills its packed strides. */
 gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tensor *t, gaio_tensor *resolved,
                                size_t *bytes);

@@ -127,7 +127,7 @@ static int64_t elements(const gaio_ktensor *t) {
  * split the same work over the pool themselves. */
 static gaio_status launch(const char *fn, gaio_stream *stream, const char *name, int64_t n, const gaio_arg *args,
                           size_t nargs, gaio_buffer *const *held, size_t nheld) {
-    enum { BLOCK = 256, MAX_BLOCKS = 1 << 20 };
+    enum { BLOCK = 256, MAX_BLOCKS = GAIO_DNN_MAX_BLOCKS };
     int64_t blocks = (n + BLOCK - 1) / BLOCK;
     gaio_dim3 grid = {(uint32_t)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS), 1, 1}, block = {BLOCK, 1, 1};
     gaio_kernel *k;
@@ -167,7 +167,15 @@ static gaio_status unary_launch(const char *fn, gaio_stream *stream, const gaio_
     simplify(ts, 2);
     gaio_arg args[3] = {GAIO_ARG(tx.k), GAIO_ARG(ty.k), GAIO_ARG(act)};
     gaio_buffer *held[2] = {tx.t.buffer, ty.t.buffer};
-    return launch(fn, stream, "gaio_dnn_unary", elements(&ty.k), args, 3, held, 2);
+    /* A few channels moving innermost (an NCHW image batch cast to NHWC): the CUDA
+     * kernel gives each (n, p) of y's [N, P, C] (or [P, C]) one thread, under the same
+     * test (channels_inner in kernels/dnn/pointwise.cu). */
+    int64_t work = elements(&ty.k);
+    const int32_t last = ty.k.ndim - 1;
+    if ((ty.k.ndim == 2 || ty.k.ndim == 3) && ty.k.strides[last] == 1 && tx.k.strides[last - 1] == 1 &&
+        ty.k.shape[last] <= 8)
+        work /= ty.k.shape[last];
+    return launch(fn, stream, "gaio_dnn_unary", work, args, 3, held, 2);
 }
 
 gaio_status gaio_unary(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_unary_params *params) {

@@ -17,7 +17,7 @@
  * over whatever is left). */
 #define BLOCK 256
 #define WARPS_PER_BLOCK (BLOCK / 32)
-#define MAX_BLOCKS (1 << 20)
+#define MAX_BLOCKS GAIO_DNN_MAX_BLOCKS
 
 typedef gaio__kview operand;
 
@@ -201,6 +201,9 @@ gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, cons
     if (gaio__kview_overlap(&ox, &oy)) return BAD("y overlaps x: global_avg_pool cannot run in place");
     gaio_arg args[2] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
-    return launch(fn, stream, "gaio_dnn_global_avg_pool", ox.t.shape[0] * ox.t.shape[1], WARPS_PER_BLOCK, args, 2,
-                  held, 2);
+    /* A warp per (n, c) plane, or a thread per plane when x's channels are innermost
+     * (the CUDA kernel then reads neighbouring channels together). */
+    const int64_t per_block = ox.k.strides[1] == 1 ? BLOCK : WARPS_PER_BLOCK;
+    return launch(fn, stream, "gaio_dnn_global_avg_pool", ox.t.shape[0] * ox.t.shape[1], per_block, args, 2, held,
+                  2);
 }

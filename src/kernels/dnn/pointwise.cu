@@ -5,8 +5,15 @@
 // Every tensor arrives over the output's shape, simplified by src/dnn/pointwise.c:
 // size-1 dimensions dropped, the rest ordered by the output's strides and merged
 // where all tensors allow it, so a packed op is one dimension and each thread's
-// offsets are i * stride. Otherwise a thread decodes its flat index into coordinates.
-// Grid-stride loops over the output's elements, 64-bit indices throughout.
+// offsets are i * stride. Otherwise a thread decodes its flat index into coordinates,
+// with 32-bit divisions when the element count allows: 64-bit division is a long
+// instruction sequence that otherwise makes these memory-bound kernels compute-bound.
+// Grid-stride loops over the output's elements.
+//
+// The unary kernel has one more path, for a small channel count moving innermost
+// (gaio_cast of an f32 NCHW image batch to f16 NHWC): simplified, y is [N, P, C] with
+// C packed and x reads it as [C planes of P], so a thread per (n, p) reads one element
+// of each plane (a warp's reads contiguous per plane) and writes C neighbours.
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -36,19 +43,77 @@ __device__ __forceinline__ int64_t count(const gaio_ktensor &t) {
 __device__ __forceinline__ int64_t first() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t step() { return (int64_t)gridDim.x * blockDim.x; }
 
+// gaio_pw_offsets with the coordinates decoded in 32 bits: for n < 2^31 elements, so
+// every extent and index fits.
+__device__ __forceinline__ void offsets32(const gaio_ktensor *const *t, int n, const int64_t *shape, int32_t ndim,
+                                          uint32_t i, int64_t *off) {
+    for (int k = 0; k < n; k++) off[k] = 0;
+    for (int32_t d = ndim - 1; d >= 0; d--) {
+        const uint32_t e = (uint32_t)shape[d], q = i / e, c = i - q * e;
+        i = q;
+        for (int k = 0; k < n; k++) off[k] += (int64_t)c * t[k]->strides[d];
+    }
+}
+
+// The small-channel transpose (see the top): y [N, P, C] (or [P, C], N = 1, when the
+// batch had one image) with y's C packed and x's P packed. Each element gets the same
+// act as on the other paths.
+__device__ __forceinline__ bool channels_inner(const gaio_ktensor &x, const gaio_ktensor &y) {
+    const int32_t d = y.ndim - 1;
+    return (y.ndim == 2 || y.ndim == 3) && y.strides[d] == 1 && x.strides[d - 1] == 1 && y.shape[d] <= 8;
+}
+
+__device__ __forceinline__ void unary_channels_inner(const gaio_ktensor &x, const gaio_ktensor &y,
+                                                     const gaio_kpw_act &act) {
+    const bool batched = y.ndim == 3;
+    const int64_t N = batched ? y.shape[0] : 1, P = y.shape[batched], C = y.shape[batched + 1], rows = N * P;
+    const int64_t xs0 = batched ? x.strides[0] : 0, ys0 = batched ? y.strides[0] : 0;
+    const int64_t xsc = x.strides[batched + 1], ysp = y.strides[batched];
+    if (rows < INT32_MAX) {
+        const uint32_t p32 = (uint32_t)P, step32 = gridDim.x * blockDim.x;
+        for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < (uint32_t)rows; j += step32) {
+            const uint32_t n = j / p32, p = j - n * p32;
+            const int64_t ox = n * xs0 + p, oy = n * ys0 + (int64_t)p * ysp;
+            for (int64_t c = 0; c < C; c++)
+                store(y, oy + c, gaio_pw_unary(act.op, load(x, ox + c * xsc), act.alpha, act.beta));
+        }
+        return;
+    }
+    for (int64_t j = first(); j < rows; j += step()) {
+        const int64_t n = j / P, p = j - n * P;
+        const int64_t ox = n * xs0 + p, oy = n * ys0 + p * ysp;
+        for (int64_t c = 0; c < C; c++)
+            store(y, oy + c, gaio_pw_unary(act.op, load(x, ox + c * xsc), act.alpha, act.beta));
+    }
+}
+
 } // namespace
 
 extern "C" __global__ void gaio_dnn_unary(gaio_ktensor x, gaio_ktensor y, gaio_kpw_act act) {
+    // src/dnn/pointwise.c launches a thread per (n, p) under the same test.
+    if (channels_inner(x, y)) {
+        unary_channels_inner(x, y, act);
+        return;
+    }
     const int64_t n = count(y);
+    if (y.ndim == 1) {
+        for (int64_t i = first(); i < n; i += step())
+            store(y, i * y.strides[0], gaio_pw_unary(act.op, load(x, i * x.strides[0]), act.alpha, act.beta));
+        return;
+    }
     const gaio_ktensor *ts[2] = {&y, &x};
+    if (n < INT32_MAX) {
+        const uint32_t n32 = (uint32_t)n, step32 = gridDim.x * blockDim.x;
+        for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n32; i += step32) {
+            int64_t off[2];
+            offsets32(ts, 2, y.shape, y.ndim, i, off);
+            store(y, off[0], gaio_pw_unary(act.op, load(x, off[1]), act.alpha, act.beta));
+        }
+        return;
+    }
     for (int64_t i = first(); i < n; i += step()) {
         int64_t off[2];
-        if (y.ndim == 1) {
-            off[0] = i * y.strides[0];
-            off[1] = i * x.strides[0];
-        } else {
-            gaio_pw_offsets(ts, 2, y.shape, y.ndim, i, off);
-        }
+        gaio_pw_offsets(ts, 2, y.shape, y.ndim, i, off);
         store(y, off[0], gaio_pw_unary(act.op, load(x, off[1]), act.alpha, act.beta));
     }
 }
@@ -57,12 +122,15 @@ extern "C" __global__ void gaio_dnn_binary(gaio_ktensor a, gaio_ktensor b, gaio_
                                            gaio_kpw_act act) {
     const int64_t n = count(y);
     const gaio_ktensor *ts[3] = {&y, &a, &b};
+    const bool narrow = n < INT32_MAX;
     for (int64_t i = first(); i < n; i += step()) {
         int64_t off[3];
         if (y.ndim == 1) {
             off[0] = i * y.strides[0];
             off[1] = i * a.strides[0];
             off[2] = i * b.strides[0];
+        } else if (narrow) {
+            offsets32(ts, 3, y.shape, y.ndim, (uint32_t)i, off);
         } else {
             gaio_pw_offsets(ts, 3, y.shape, y.ndim, i, off);
         }
