@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,10 +145,14 @@ struct njd_decoder {
     int hardware;
     int max_batch;
     int init_batch; /* batch size DecodeBatchedInitialize last succeeded with; 0: none */
-    /* njd_probe may run on other threads than njd_decode_batch: the library handle is
-     * thread safe (nvJPEG docs), the parse stream is not, so it has this lock. */
-    pthread_mutex_t stream_lock;
-    nvjpegJpegStream_t stream;
+    /* njd_probe runs on the read-ahead threads: the library handle is thread safe
+     * (nvJPEG docs), a parse stream is not, so each has a lock; several of them let
+     * probes of big files (nvjpegJpegStreamParse reads the whole file) run in parallel. */
+#define NJD_PROBE_STREAMS 16
+    pthread_mutex_t stream_lock[NJD_PROBE_STREAMS];
+    nvjpegJpegStream_t stream[NJD_PROBE_STREAMS];
+    int nstreams; /* created, with their locks */
+    atomic_uint next_stream;
     nvjpegImage_t *images; /* max_batch output descriptors, reused by every batch */
 };
 
@@ -191,12 +196,6 @@ njd_status njd_create(int max_batch, njd_decoder **out, int *hardware_out, char 
         return NJD_FAILED;
     }
     d->max_batch = max_batch;
-    if (pthread_mutex_init(&d->stream_lock, NULL) != 0) {
-        free(d->images);
-        free(d);
-        set_msg(err, errlen, "njd_create: pthread_mutex_init failed");
-        return NJD_FAILED;
-    }
 
     /* GPUs without the JPEG engine answer the hardware backend with ARCH_MISMATCH
      * (or another failure on older libraries): any failure means the default one. */
@@ -219,12 +218,15 @@ njd_status njd_create(int max_batch, njd_decoder **out, int *hardware_out, char 
         njd_destroy(d);
         return NJD_FAILED;
     }
-    s = g_lib.JpegStreamCreate(d->handle, &d->stream);
-    if (s != NVJPEG_STATUS_SUCCESS) {
-        d->stream = NULL;
-        set_err(err, errlen, "nvjpegJpegStreamCreate", s);
-        njd_destroy(d);
-        return NJD_FAILED;
+    for (int i = 0; i < NJD_PROBE_STREAMS; i++) {
+        s = g_lib.JpegStreamCreate(d->handle, &d->stream[i]);
+        if (s != NVJPEG_STATUS_SUCCESS) {
+            set_err(err, errlen, "nvjpegJpegStreamCreate", s);
+            njd_destroy(d);
+            return NJD_FAILED;
+        }
+        pthread_mutex_init(&d->stream_lock[i], NULL);
+        d->nstreams++;
     }
     if (batched_init(d, max_batch, err, errlen) != NJD_OK) {
         njd_destroy(d);
@@ -241,13 +243,14 @@ void njd_destroy(njd_decoder *d)
     if (!d)
         return;
     /* Destroy statuses are ignored: there is no one left to tell. */
-    if (d->stream)
-        g_lib.JpegStreamDestroy(d->stream);
+    for (int i = 0; i < d->nstreams; i++) {
+        g_lib.JpegStreamDestroy(d->stream[i]);
+        pthread_mutex_destroy(&d->stream_lock[i]);
+    }
     if (d->state)
         g_lib.JpegStateDestroy(d->state);
     if (d->handle)
         g_lib.Destroy(d->handle);
-    pthread_mutex_destroy(&d->stream_lock);
     free(d->images);
     free(d);
 }
@@ -271,16 +274,17 @@ static const char *sampling_name(nvjpegChromaSubsampling_t c)
 }
 
 /* What the parsed stream says beyond nvjpegGetImageInfo: the encoding, the sample
- * precision, and for the hardware backend its own verdict. Called with stream_lock. */
-static njd_status probe_stream(njd_decoder *d, const uint8_t *data, size_t size, char *err, size_t errlen)
+ * precision, and for the hardware backend its own verdict. Called with that stream's lock. */
+static njd_status probe_stream(njd_decoder *d, nvjpegJpegStream_t stream, const uint8_t *data, size_t size,
+                               char *err, size_t errlen)
 {
-    nvjpegStatus_t s = g_lib.JpegStreamParse(d->handle, data, size, 0, 0, d->stream);
+    nvjpegStatus_t s = g_lib.JpegStreamParse(d->handle, data, size, 0, 0, stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
         set_err(err, errlen, "nvjpegJpegStreamParse", s);
         return NJD_UNSUPPORTED;
     }
     nvjpegJpegEncoding_t enc = NVJPEG_ENCODING_UNKNOWN;
-    s = g_lib.JpegStreamGetJpegEncoding(d->stream, &enc);
+    s = g_lib.JpegStreamGetJpegEncoding(stream, &enc);
     if (s != NVJPEG_STATUS_SUCCESS) {
         set_err(err, errlen, "nvjpegJpegStreamGetJpegEncoding", s);
         return NJD_UNSUPPORTED;
@@ -293,7 +297,7 @@ static njd_status probe_stream(njd_decoder *d, const uint8_t *data, size_t size,
     }
     if (g_lib.JpegStreamGetSamplePrecision) {
         unsigned int precision = 0;
-        s = g_lib.JpegStreamGetSamplePrecision(d->stream, &precision);
+        s = g_lib.JpegStreamGetSamplePrecision(stream, &precision);
         if (s != NVJPEG_STATUS_SUCCESS) {
             set_err(err, errlen, "nvjpegJpegStreamGetSamplePrecision", s);
             return NJD_UNSUPPORTED;
@@ -306,7 +310,7 @@ static njd_status probe_stream(njd_decoder *d, const uint8_t *data, size_t size,
     }
     if (d->hardware) {
         int is_supported = -1;
-        s = g_lib.DecodeBatchedSupported(d->handle, d->stream, &is_supported);
+        s = g_lib.DecodeBatchedSupported(d->handle, stream, &is_supported);
         if (s != NVJPEG_STATUS_SUCCESS) {
             set_err(err, errlen, "nvjpegDecodeBatchedSupported", s);
             return NJD_UNSUPPORTED;
@@ -360,9 +364,10 @@ njd_status njd_probe(njd_decoder *d, const uint8_t *data, size_t size, int *widt
             snprintf(err, errlen, "nvjpegGetImageInfo gave size %dx%d", w[0], h[0]);
         return NJD_UNSUPPORTED;
     }
-    pthread_mutex_lock(&d->stream_lock);
-    njd_status st = probe_stream(d, data, size, err, errlen);
-    pthread_mutex_unlock(&d->stream_lock);
+    unsigned k = atomic_fetch_add(&d->next_stream, 1u) % (unsigned)d->nstreams;
+    pthread_mutex_lock(&d->stream_lock[k]);
+    njd_status st = probe_stream(d, d->stream[k], data, size, err, errlen);
+    pthread_mutex_unlock(&d->stream_lock[k]);
     if (st != NJD_OK)
         return st;
     *width = w[0];
