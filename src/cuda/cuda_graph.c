@@ -5,8 +5,6 @@
  * The capture is RELAXED: other threads of the process keep calling the driver as
  * they like (GLOBAL mode would fail their cuMemAlloc while we capture), and so may
  * this one (a cuDNN workspace growing is an allocation outside the graph). */
-#include <stdlib.h>
-
 #include "core/error.h"
 #include "core/native.h"
 #include "core/object.h"

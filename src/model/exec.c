@@ -189,7 +189,7 @@ static bool needs_copy(const xvalue *in) {
 
 static gaio_status prepare_convs(gaio_model_exec *e, gaio_stream *s);
 static gaio_status place_weights(const char *fn, gaio_model_exec *e, bool nhwc);
-static gaio_status upload_weights(const char *fn, gaio_model_exec *e, gaio_stream *s);
+static gaio_status upload_weights(gaio_model_exec *e, gaio_stream *s);
 static gaio_status place_arena(const char *fn, gaio_model_exec *e);
 static gaio_status capture(const char *fn, gaio_model_exec *e);
 
@@ -261,7 +261,7 @@ gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const ga
     bool graph = gpu && gaio__devgraph_supported(s) && !(getenv("GAIO_MODEL_CUDA_GRAPH") &&
                                                        !strcmp(getenv("GAIO_MODEL_CUDA_GRAPH"), "0"));
     if (st == GAIO_OK) st = place_weights(fn, e, nhwc);
-    if (st == GAIO_OK) st = upload_weights(fn, e, s);
+    if (st == GAIO_OK) st = upload_weights(e, s);
     /* Graph inputs in another precision or layout than the caller's are copied in; so
      * are all of them under a graph, whose kernels read fixed addresses. */
     for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
@@ -619,8 +619,9 @@ gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_t
 
 /* ---- memory and the graph ---- */
 
-/* The constant a step reads at input slot j (its inputs, then the planner's folded
- * weight, bias and residual), or -1. */
+/* The value a step reads at input slot j (its inputs, then the planner's weight, bias
+ * and residual: a convolution's own weight and bias inputs are seen through those, as
+ * batch-norm folding may have replaced them), or -1. */
 static int32_t step_value(const xstep *sp, int32_t j) {
     const mnode *n = sp->n;
     if (j < n->nin) {
@@ -667,7 +668,7 @@ static gaio_status place_weights(const char *fn, gaio_model_exec *e, bool nhwc) 
 }
 
 /* All weights, converted on the host into one pinned staging buffer, go up in one copy. */
-static gaio_status upload_weights(const char *fn, gaio_model_exec *e, gaio_stream *s) {
+static gaio_status upload_weights(gaio_model_exec *e, gaio_stream *s) {
     size_t bytes = e->weight_bytes ? e->weight_bytes : 1;
     gaio_buffer *stage = NULL;
     gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, bytes, &stage);
@@ -684,7 +685,6 @@ static gaio_status upload_weights(const char *fn, gaio_model_exec *e, gaio_strea
         st = gaio_memcpy_async(s, e->weights, 0, stage, 0, bytes);
     }
     if (stage) gaio_buffer_release(stage); /* the copy holds it until it has run */
-    (void)fn;
     return st;
 }
 
@@ -707,7 +707,7 @@ static gaio_status place_arena(const char *fn, gaio_model_exec *e) {
         int32_t out = e->v[sp->out].root;
         if (e->v[out].mem == XM_ARENA && live[out].first > i) live[out].first = i;
         for (int32_t j = 0; j < sp->n->nin + 3; j++) {
-            int32_t v = j < sp->n->nin ? sp->n->in[j] : j == sp->n->nin ? sp->w : j == sp->n->nin + 1 ? sp->b : sp->res;
+            int32_t v = step_value(sp, j);
             if (v < 0) continue;
             int32_t root = e->v[v].root;
             if (e->v[root].mem == XM_ARENA && live[root].last < i) live[root].last = i;

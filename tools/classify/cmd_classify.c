@@ -49,6 +49,10 @@ typedef struct slot {
     uint8_t **dst;
     int *gpu_item;     /* batch index of each */
     int *row_of;       /* batch index -> row of the model's input, or -1 (failed) */
+    /* The preprocess's sources and crops, and the batch's buffers until enqueued. */
+    gaio_image *srcs;
+    gaio_rect *rois;
+    gaio_buffer **bufs;
     bool decode_failed;
 } slot;
 
@@ -310,7 +314,10 @@ static int open_slots(job *j) {
         sl->data = calloc(b, sizeof *sl->data), sl->sizes = calloc(b, sizeof *sl->sizes);
         sl->pitch = calloc(b, sizeof *sl->pitch), sl->dst = calloc(b, sizeof *sl->dst);
         sl->gpu_item = calloc(b, sizeof *sl->gpu_item), sl->row_of = calloc(b, sizeof *sl->row_of);
-        if (!sl->data || !sl->sizes || !sl->pitch || !sl->dst || !sl->gpu_item || !sl->row_of) {
+        sl->srcs = calloc(b, sizeof *sl->srcs), sl->rois = calloc(b, sizeof *sl->rois);
+        sl->bufs = calloc(b, sizeof *sl->bufs);
+        if (!sl->data || !sl->sizes || !sl->pitch || !sl->dst || !sl->gpu_item || !sl->row_of || !sl->srcs ||
+            !sl->rois || !sl->bufs) {
             fprintf(stderr, "gaio classify: out of host memory\n");
             return 1;
         }
@@ -328,6 +335,7 @@ static void close_slots(job *j) {
         if (sl->out_host) gaio_buffer_release(sl->out_host);
         if (sl->s) gaio_stream_release(sl->s);
         free(sl->data), free(sl->sizes), free(sl->pitch), free(sl->dst), free(sl->gpu_item), free(sl->row_of);
+        free(sl->srcs), free(sl->rois), free(sl->bufs);
     }
 }
 
@@ -396,14 +404,10 @@ static int finish(job *j, slot *sl) {
 
 /* Batch [first, first + n): its images (decoded by the pool) into the slot's stream. */
 static int enqueue(job *j, slot *sl, long first, int n) {
-    gaio_image *srcs = calloc((size_t)n, sizeof *srcs);
-    gaio_rect *rois = calloc((size_t)n, sizeof *rois);
-    gaio_buffer **bufs = calloc((size_t)n, sizeof *bufs);
-    if (!srcs || !rois || !bufs) {
-        free(srcs), free(rois), free(bufs);
-        fprintf(stderr, "gaio classify: out of host memory\n");
-        return 1;
-    }
+    gaio_image *srcs = sl->srcs;
+    gaio_rect *rois = sl->rois;
+    gaio_buffer **bufs = sl->bufs;
+    memset(bufs, 0, (size_t)n * sizeof *bufs);
     sl->first = first, sl->n = n, sl->ngpu = 0;
     gaio_status st = GAIO_OK;
     const char *call = "";
@@ -454,7 +458,6 @@ static int enqueue(job *j, slot *sl, long first, int n) {
     }
     for (int i = 0; i < n; i++)
         if (bufs[i]) gaio_buffer_release(bufs[i]); /* the ops hold them until they have run */
-    free(srcs), free(rois), free(bufs);
     if (st != GAIO_OK) return failed(j, st, call);
     if (rows) {
         int64_t ishape[4] = {j->batch, 3, j->in_h, j->in_w};
