@@ -1,13 +1,18 @@
 /* Test harness: every test file defines run(device) and gets a main that runs it
  * on the devices chosen on the command line:
  *   --host   device 0 only (the default)
- *   --gpu    every CUDA device; prints SKIPPED and exits 0 when there is none
- * Checks print file:line, the expression, and gaio's last error, then exit 1. */
+ *   --gpu    every CUDA device; where there is none it prints "SKIPPED: no CUDA device
+ *            ..." and exits 77 (ctest's SKIP_RETURN_CODE), or, when the environment sets
+ *            GAIO_REQUIRE_GPU=1 (scripts/gpu-check does), says why and fails (exit 1)
+ * Checks print file:line, the expression, and gaio's last error, then exit 1.
+ * A test that cannot run here calls test_skip(): a line "SKIPPED: why", then exit 77 at
+ * once, so that nothing after it (a later check, the leak check) can fail unseen. */
 #ifndef GAIO_TEST_COMMON_H
 #define GAIO_TEST_COMMON_H
 
 #include <gaio/gaio.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +54,50 @@
             exit(1);                                                                                          \
         }                                                                                                     \
     } while (0)
+
+/* The exit status of a skipped test: ctest's SKIP_RETURN_CODE (tests/CMakeLists.txt). */
+#define TEST_SKIP_CODE 77
+
+/* Prints "SKIPPED: <why>" and exits with TEST_SKIP_CODE at once. */
+static inline void test_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static inline void test_skip(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("SKIPPED: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    exit(TEST_SKIP_CODE);
+}
+
+/* Whether GAIO_REQUIRE_GPU is set (to anything but "" or "0"): on a GPU machine a
+ * missing CUDA device is then a failure, not a skip. */
+static inline int test_require_gpu(void) {
+    const char *e = getenv("GAIO_REQUIRE_GPU");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+/* No CUDA device in this process: skips the test, or fails it under GAIO_REQUIRE_GPU,
+ * quoting why the CUDA backend did not start (gaio_backend_status: no libcuda.so.1, a
+ * missing entry point, cuInit's error, or a build without it) and gaio's last error. */
+static inline void test_no_cuda_device(void) __attribute__((noreturn));
+static inline void test_no_cuda_device(void) {
+    char last[512];
+    snprintf(last, sizeof last, "%s", gaio_last_error()); /* before gaio_backend_status sets its own */
+    const char *why = "";
+    gaio_status st = gaio_backend_status(GAIO_DEVICE_CUDA, &why);
+    char backend[768];
+    snprintf(backend, sizeof backend, "CUDA backend: %s%s%s", st == GAIO_OK ? "" : gaio_status_string(st),
+             st == GAIO_OK ? "" : ": ", why && *why ? why : "(no description)");
+    if (test_require_gpu()) {
+        fflush(stdout);
+        fprintf(stderr, "FAILED: GAIO_REQUIRE_GPU=%s is set but gaio sees no CUDA device (%s%s%s)\n",
+                getenv("GAIO_REQUIRE_GPU"), backend, *last ? "; last error: " : "", last);
+        exit(1);
+    }
+    test_skip("no CUDA device in this process (%s)", backend);
+}
 
 /* xorshift64*: test inputs reproducible from the printed seed. */
 static inline uint64_t test_rand(uint64_t *s) {
@@ -139,10 +188,7 @@ int main(int argc, char **argv) {
         run(d);
         ran++;
     }
-    if (!ran) {
-        printf("SKIPPED: no CUDA device in this process\n");
-        return 0;
-    }
+    if (!ran) test_no_cuda_device(); /* exits: 77, or 1 under GAIO_REQUIRE_GPU */
     test_shutdown();
     printf("PASS\n");
     return 0;

@@ -1,7 +1,7 @@
 /* Several GPUs: one library loaded once launches on every device (context-independent
  * loading), copies go peer to peer, events order streams of different devices, and
  * DEVICE memory of one GPU is refused in another GPU's kernels. Needs two CUDA
- * devices; prints SKIPPED otherwise. */
+ * devices; otherwise it prints "SKIPPED: ..." and exits 77 at once (test_skip). */
 #include "common.h"
 
 static const char *SOURCE =
@@ -30,11 +30,8 @@ static void run(int device) {
         printf("host: multi-GPU work is a CUDA matter; nothing to check here\n");
         return;
     }
-    int first = -1;
-    if (cuda_devices(&first) < 2) {
-        printf("SKIPPED: needs two CUDA devices\n");
-        return;
-    }
+    int first = -1, ncuda = cuda_devices(&first);
+    if (ncuda < 2) test_skip("needs two CUDA devices, this process has %d", ncuda);
     if (device != first) return; /* one pass covers every pair */
     uint64_t seed = test_seed();
     int n = 0;

@@ -14,6 +14,8 @@
 #include <stdatomic.h>
 
 #include "common.h"
+#include "core/error.h"
+#include "core/graph.h"
 #include "core/native.h"
 #include "core/stream_ext.h"
 #include "support.h"
@@ -615,6 +617,46 @@ static void test_bad_input(gaio_context *ctx) {
     OK(gaio_stream_release(s));
 }
 
+/* ---- 7. a native function that fails inside a CUDA graph's capture ---- */
+
+static atomic_int capture_calls;
+
+/* Frees its user data, as every layer's native function does: a second free (the op
+ * counted as not enqueued while its function had run) is a double free. */
+static gaio_status refusing_native_fn(void *native_stream, gaio_status status, void *user) {
+    (void)native_stream, (void)status;
+    atomic_fetch_add(&capture_calls, 1);
+    free(user);
+    return gaio__fail(GAIO_ERR_NOT_SUPPORTED, "refusing_native_fn", "refused under capture");
+}
+
+static void test_capture_failure(gaio_context *ctx) {
+    gaio_stream *s;
+    OK(gaio_stream_create(ctx, 0, 0, &s));
+    gaio_status st = gaio__devgraph_capture_begin("test_capture", s);
+    if (st != GAIO_OK) { /* the host backend has no graphs; nor does the fake driver */
+        CHECK(st == GAIO_ERR_NOT_SUPPORTED || (on_cuda && st == GAIO_ERR_DRIVER));
+        OK(gaio_stream_release(s));
+        return;
+    }
+    atomic_store(&capture_calls, 0);
+    /* It ran, so it was enqueued: OK here, the failure at the capture's end. */
+    OK(gaio__enqueue_native_held("gaio_some_op", s, refusing_native_fn, malloc(64), NULL, 0));
+    CHECK(atomic_load(&capture_calls) == 1);
+    gaio__devgraph *g = NULL;
+    FAILS(GAIO_ERR_NOT_SUPPORTED, gaio__devgraph_capture_end("test_capture", s, &g), "test_capture");
+    CHECK(g == NULL && strstr(gaio_last_error(), "refused under capture") != NULL);
+    CHECK(atomic_load(&capture_calls) == 1);
+    /* The stream itself never failed, and a capture after it starts clean. */
+    OK(gaio_stream_synchronize(s));
+    OK(gaio__devgraph_capture_begin("test_capture", s));
+    OK(gaio__enqueue_native_held("gaio_some_op", s, noop_native_fn, NULL, NULL, 0));
+    OK(gaio__devgraph_capture_end("test_capture", s, &g));
+    CHECK(g != NULL);
+    gaio__devgraph_free(g);
+    OK(gaio_stream_release(s));
+}
+
 static void run(int device) {
     gaio_device_props props;
     OK(gaio_device_get_props(device, &props));
@@ -630,6 +672,7 @@ static void run(int device) {
     test_ext(device, ctx);
     test_ext_race(ctx);
     test_bad_input(ctx);
+    test_capture_failure(ctx);
     OK(gaio_context_release(ctx));
     fail_teardown();
 }

@@ -8,6 +8,9 @@
  *   gaio resize     IN OUT WxH: resize a PNG or JPEG image on a device (cmd_image.c)
  *   gaio convert    IN OUT --op OP: flip, rotate, crop, border, warp, color... on a device
  *   gaio classify   MODEL.onnx IMAGES...: an ONNX classifier over image files (classify/)
+ *   gaio model      MODEL.onnx: build an engine, print its plan, time it (cmd_model.c)
+ *
+ * `gaio <command> --help` (or -h) prints that command's usage on stdout and exits 0.
  *
  * Exit status: 0 on success (also on machines without a GPU), 1 when a gaio call
  * failed or a file could not be read or written, 2 for a usage error. */
@@ -17,6 +20,7 @@
 
 #include "classify/cmd_classify.h"
 #include "cmd_image.h"
+#include "cmd_model.h"
 #include "gaio/gaio.h"
 
 #if GAIO_CLI_HAVE_BENCH
@@ -31,28 +35,46 @@ static int failed(gaio_status st, const char *what) {
     return 1;
 }
 
-static void usage(FILE *out) {
+/* lead: "  " in gaio help's list of commands, "usage: gaio " for the command's --help. */
+static void usage_info(FILE *out, const char *lead) {
+    fprintf(out, "%sinfo       list the devices and the backends of this build\n", lead);
+}
+
+static void usage_bench(FILE *out, const char *lead) {
     fprintf(out,
-            "usage: gaio <command> [arguments]\n"
-            "\n"
-            "commands:\n"
-            "  info       list the devices and the backends of this build\n"
-            "  bench [core|image]\n"
+            "%sbench [core|image]\n"
             "             run the benchmarks (both parts by default): core: CPU backend\n"
             "             (submission, latency, throughput), then CUDA backend against raw CUDA\n"
             "             (launch, completion round trip, throughput, head-of-line blocking,\n"
             "             pool); image: resize and preprocess against OpenCV (CPU), NPP and\n"
             "             torchvision (GPU), as ratios of the bandwidth floor; GPU parts are\n"
-            "             skipped without a GPU\n"
-            "  version    print the version\n"
-            "  help       print this help (also --help, -h)\n");
+            "             skipped without a GPU\n",
+            lead);
+}
+
+static void usage_version(FILE *out, const char *lead) {
+    fprintf(out, "%sversion    print the version (also --version)\n", lead);
+}
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: gaio <command> [arguments]   (gaio <command> --help: that command's usage)\n"
+            "\n"
+            "commands:\n");
+    usage_info(out, "  ");
+    usage_bench(out, "  ");
+    usage_version(out, "  ");
+    fprintf(out, "  help       print this help (also --help, -h)\n");
     gaio_cmd_image_usage(out);
     gaio_cmd_classify_usage(out);
+    gaio_cmd_model_usage(out, "  ");
     fprintf(out,
             "\n"
             "environment:\n"
             "  GAIO_CPU_WORKERS   threads of the CPU backend's worker pool (default: online cores)\n");
 }
+
+static bool is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
 static const char *kind_name(gaio_device_kind k) {
     switch (k) {
@@ -151,14 +173,26 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    if (!strcmp(cmd, "help") || is_help(cmd)) {
         usage(stdout);
         return 0;
+    }
+    /* --help of the commands parsed here; the others parse their own. */
+    if (argc == 3 && is_help(argv[2])) {
+        void (*u)(FILE *, const char *) = !strcmp(cmd, "info")                                 ? usage_info
+                                          : !strcmp(cmd, "bench")                              ? usage_bench
+                                          : !strcmp(cmd, "version") || !strcmp(cmd, "--version") ? usage_version
+                                                                                               : NULL;
+        if (u) {
+            u(stdout, "usage: gaio ");
+            return 0;
+        }
     }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) return argc == 2 ? cmd_version() : (usage(stderr), 2);
     if (!strcmp(cmd, "resize")) return gaio_cmd_resize(argc - 1, argv + 1);
     if (!strcmp(cmd, "convert")) return gaio_cmd_convert(argc - 1, argv + 1);
     if (!strcmp(cmd, "classify")) return gaio_cmd_classify(argc - 1, argv + 1);
+    if (!strcmp(cmd, "model")) return gaio_cmd_model(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench") && argc <= 3) return cmd_bench(argc > 2 ? argv[2] : NULL);
     if (argc != 2) {
         fprintf(stderr, "gaio: '%s' takes no arguments\n", cmd);

@@ -4,7 +4,10 @@
     test_cli.py GAIO GROUP [--device N|gpu] [--workdir DIR]
 
 GAIO is the gaio binary; GROUP one of the groups below. --device gpu picks the first
-CUDA device `gaio info` lists and prints SKIPPED where there is none. Inputs are
+CUDA device `gaio info` lists (which must exit 0); where there is none it prints
+"SKIPPED: ..." and exits 77 (ctest's SKIP_RETURN_CODE), or fails (exit 1) when the
+environment sets GAIO_REQUIRE_GPU=1, quoting what `gaio info` says of the CUDA
+backend. Inputs are
 random images (seed from GAIO_TEST_SEED, else the clock; printed) of odd sizes,
 written by OpenCV or, for the PNG flavours OpenCV does not write (palette,
 gray + alpha, 1-bit, interlaced), by the small encoder below. Images are compared in
@@ -602,15 +605,234 @@ def group_convert(cli, rng):
                 same(load(o), want, 0, "convert *%g%+g %s" % (scale, offset, p))
 
 
+# ---- --help of every command, `gaio model` ---------------------------------------
+
+HELP_COMMANDS = ["info", "bench", "version", "resize", "convert", "classify", "model"]
+
+
+def group_help(cli, rng):
+    """`gaio --help`, `-h`, `help` and every command's --help / -h: the usage on stdout,
+    nothing on stderr, exit 0, whatever else the command line holds."""
+    for args in (["--help"], ["-h"], ["help"]):
+        rc, out, err = cli.raw(args)
+        if check(rc == 0 and err == "" and out.startswith("usage: gaio "),
+                 "gaio %s -> rc %d, stdout %r, stderr %r" % (" ".join(args), rc, out[:200], err)):
+            for c in HELP_COMMANDS:
+                check(re.search(r"^  %s\b" % c, out, re.M) is not None, "gaio %s lists no '%s' command" % (args[0], c))
+    for c in HELP_COMMANDS:
+        for flag in ("--help", "-h"):
+            rc, out, err = cli.raw([c, flag])
+            check(rc == 0 and err == "" and out.startswith("usage: gaio %s" % c) and out.endswith("\n"),
+                  "gaio %s %s -> rc %d, stdout %r, stderr %r" % (c, flag, rc, out[:300], err))
+    # --help among other arguments (even bad ones) still prints the usage.
+    for args in (["classify", "model.onnx", "a.jpg", "--help"], ["classify", "--top", "3", "-h"],
+                 ["model", "model.onnx", "--batch", "4", "--help"], ["model", "--frobnicate", "--help"],
+                 ["resize", "a.png", "b.png", "--help"]):
+        rc, out, err = cli.raw(args)
+        check(rc == 0 and err == "" and out.startswith("usage: gaio %s" % args[0]),
+              "gaio %s -> rc %d, stdout %r, stderr %r" % (" ".join(args), rc, out[:300], err))
+    # The usage names the options.
+    rc, out, _ = cli.raw(["model", "--help"])
+    for opt in ("--batch", "--shape", "--precision", "--layout", "--device", "--save", "--load", "--iterations",
+                "--no-tune"):
+        check(opt in out, "gaio model --help does not mention %s" % opt)
+    rc, out, _ = cli.raw(["classify", "--help"])
+    for opt in ("--cache", "--no-cache", "--labels", "--batch"):
+        check(opt in out, "gaio classify --help does not mention %s" % opt)
+
+
+def onnx_models(workdir):
+    """make_demo.py's colour classifier (input x [N, 3, 224, 224], output prob [N, 8]) and a
+    model gaio refuses (an Einsum node named 'mixer'), written into workdir."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "classify"))
+    import make_demo  # numpy, cv2, onnx
+    import onnx
+    from onnx import TensorProto, helper
+    good = os.path.join(workdir, "colours.onnx")
+    onnx.save(make_demo.model(), good)
+    g = helper.make_graph(
+        [helper.make_node("Einsum", ["a", "b"], ["c"], name="mixer", equation="ij,jk->ik")], "refused",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    bad = os.path.join(workdir, "einsum.onnx")
+    onnx.save(m, bad)
+    return good, bad
+
+
+TIMING = re.compile(r"p50 ([0-9.]+) ms, p90 ([0-9.]+) ms, p99 ([0-9.]+) ms, min ([0-9.]+) ms")
+RATE1 = re.compile(r"throughput, 1 context: ([0-9.]+) inferences/s, ([0-9.]+) samples/s \(batch (\d+)\)")
+RATE2 = re.compile(r"throughput, 2 contexts on 2 streams at once: ([0-9.]+) inferences/s, ([0-9.]+) samples/s")
+
+
+def model_run(cli, args, what):
+    """gaio model ARGS --device D, which must succeed with its report on stdout alone."""
+    args = ["model"] + args + ["--device", str(cli.device)]
+    p = subprocess.run([cli.binary] + args, capture_output=True, text=True, timeout=240)
+    ok = check(p.returncode == 0 and p.stderr == "",
+               "%s: gaio %s -> rc %d, stderr %r, stdout %r" % (what, " ".join(args), p.returncode, p.stderr,
+                                                               p.stdout[-2000:]))
+    return ok, p.stdout
+
+
+def check_timing(out, batch, what):
+    m = TIMING.search(out)
+    if check(m is not None, "%s: no latency line: %r" % (what, out[-1500:])):
+        p50, p90, p99, mn = (float(v) for v in m.groups())
+        check(0 < mn <= p50 <= p90 <= p99, "%s: percentiles out of order: %s" % (what, m.group(0)))
+    for rx, name in ((RATE1, "1 context"), (RATE2, "2 contexts")):
+        m = rx.search(out)
+        if check(m is not None, "%s: no throughput line for %s: %r" % (what, name, out[-1500:])):
+            inf, smp = float(m.group(1)), float(m.group(2))
+            check(inf > 0 and abs(smp - inf * batch) <= 0.01 * smp + 0.2,
+                  "%s: %s: %g samples/s is not batch %d x %g inferences/s" % (what, name, smp, batch, inf))
+            if rx is RATE1:
+                check(int(m.group(3)) == batch, "%s: batch %s, want %d" % (what, m.group(3), batch))
+
+
+def group_model(cli, rng):
+    """`gaio model`: build with --save, load with --load, shapes, precision and layout,
+    no timing, a refused model, a corrupt engine file, usage errors."""
+    good, bad = onnx_models(cli.dir)
+    engine = cli.path("colours.engine")
+    seed = int(rng.integers(1, 1 << 31))
+
+    # Build, save, time: the inputs and outputs with their symbolic and resolved shapes,
+    # the plan and its steps, the seed, the latency and throughput lines.
+    ok, out = model_run(cli, [good, "--batch", "2", "--iterations", "5", "--warmup", "1", "--seed", str(seed),
+                              "--save", engine], "build and save")
+    if ok:
+        check(re.search(r"^  x\s+f32\s+model \[N, 3, 224, 224\]\s+engine \[2, 3, 224, 224\]$", out, re.M) is not None,
+              "build: no input line for x [N, 3, 224, 224] -> [2, 3, 224, 224]: %r" % out)
+        check(re.search(r"^  prob\s+f32\s+model \[N, 8\]\s+engine \[2, 8\]$", out, re.M) is not None,
+              "build: no output line for prob [N, 8] -> [2, 8]: %r" % out)
+        check(re.search(r"^engine: built in [0-9.]+ s", out, re.M) is not None, "build: no build time: %r" % out)
+        check(re.search(r"^  batch 2, precision f(16|32), layout (NCHW|NHWC), CUDA graph ", out, re.M) is not None,
+              "build: no plan line: %r" % out)
+        check(re.search(r"^  \d+ nodes? -> \d+ steps? \(\d+ convolutions?\): \d+ batch norms? folded", out, re.M)
+              is not None, "build: no steps summary: %r" % out)
+        check(re.search(r"^  weights .+ \(once per engine\), arena .+ \(per execution context\)$", out, re.M) is not None,
+              "build: no weight and arena bytes: %r" % out)
+        steps = out.split("\nsteps:\n", 1)[1] if "\nsteps:\n" in out else ""
+        check(re.search(r"^\s+0\s+\S", steps, re.M) is not None and "Conv" in steps and "Softmax" in steps,
+              "build: the steps (from 0) do not list Conv and Softmax: %r" % steps[:1500])
+        check(("seed %d" % seed) in out, "build: the seed %d is not printed" % seed)
+        check("saved %s" % engine in out, "build: no 'saved' line: %r" % out)
+        check_timing(out, 2, "build")
+    check(os.path.isfile(engine) and os.path.getsize(engine) > 0, "--save wrote no engine file")
+
+    # Load the saved engine: no ONNX file, the same shapes, timed.
+    if os.path.isfile(engine):
+        ok, out = model_run(cli, ["--load", engine, "--iterations", "3", "--warmup", "1"], "load")
+        if ok:
+            check(re.search(r"^engine: loaded from %s in [0-9.]+ s" % re.escape(engine), out, re.M) is not None,
+                  "load: no load time: %r" % out)
+            check(re.search(r"^  x\s+f32\s+model \[N, 3, 224, 224\]\s+engine \[2, 3, 224, 224\]$", out, re.M)
+                  is not None, "load: no input line: %r" % out)
+            check_timing(out, 2, "load")
+        # The model may be named too (not read); re-saving a loaded engine works.
+        again = cli.path("again.engine")
+        ok, out = model_run(cli, [good, "--load", engine, "--iterations", "0", "--save", again], "load and save")
+        check(ok and os.path.isfile(again), "load and save: no file %s" % again)
+
+    # --shape (the whole input shape), --precision model, --layout nchw, --no-tune.
+    ok, out = model_run(cli, [good, "--shape", "x=3x3x224x224", "--precision", "model", "--layout", "nchw",
+                              "--no-tune", "--iterations", "2", "--warmup", "0"], "shape")
+    if ok:
+        check(re.search(r"engine \[3, 3, 224, 224\]$", out, re.M) is not None, "shape: x is not [3, 3, 224, 224]")
+        check(re.search(r"^  batch 3, precision f32, layout NCHW", out, re.M) is not None,
+              "shape: want batch 3, precision f32, layout NCHW: %r" % out)
+        check_timing(out, 3, "shape")
+    ok, out = model_run(cli, [good, "--iterations", "0"], "no timing")
+    if ok:
+        check("timing: none" in out and "p50" not in out, "--iterations 0 still timed: %r" % out)
+        check(re.search(r"engine \[1, 3, 224, 224\]$", out, re.M) is not None, "the default batch is not 1")
+
+    # A model gaio refuses: exit 1, one line naming the node and its operator.
+    args = ["model", bad, "--device", str(cli.device)]
+    rc, out, err = cli.raw(args)
+    check(rc == 1 and out == "" and err.count("\n") == 1 and "mixer" in err and "Einsum" in err,
+          "refused model: rc %d, stdout %r, stderr %r (want rc 1 and one line naming mixer and Einsum)" % (rc, out, err))
+
+    # Engine files that are not engines: exit 1 with a message, never a crash.
+    junk = cli.path("junk.engine")
+    with open(junk, "wb") as f:
+        f.write(bytes(rng.integers(0, 256, 4096, dtype=np.uint8)))
+    files = [("missing", cli.path("missing.engine")), ("random bytes", junk)]
+    if os.path.isfile(engine):
+        data = open(engine, "rb").read()
+        for name, cut in (("truncated", data[:len(data) // 2]), ("empty", b"")):
+            p = cli.path(name + ".engine")
+            open(p, "wb").write(cut)
+            files.append((name, p))
+        flipped = bytearray(data)
+        for i in rng.integers(0, len(data), 64):
+            flipped[i] ^= 0xFF
+        p = cli.path("flipped.engine")
+        open(p, "wb").write(bytes(flipped))
+        files.append(("flipped bytes", p))
+    for name, p in files:
+        args = ["model", "--load", p, "--iterations", "1", "--warmup", "0", "--device", str(cli.device)]
+        rc, out, err = cli.raw(args)
+        if name == "flipped bytes" and rc == 0:
+            continue  # flipped weight bytes may load (gaio need not checksum them); it ran, no crash
+        check(rc == 1 and err.count("\n") == 1 and p in err,
+              "%s engine file: rc %d (want 1), stderr %r (want one line naming the file)" % (name, rc, err))
+
+    # Usage errors: exit 2, one line saying what.
+    for args, says in [
+        ([], "no model"),
+        ([good, good], "one model"),
+        ([good, "--batch", "0"], "--batch"),
+        ([good, "--batch"], "needs a value"),
+        ([good, "--precision", "f64"], "--precision"),
+        ([good, "--layout", "chwn"], "--layout"),
+        ([good, "--shape", "x"], "--shape"),
+        ([good, "--shape", "x=3xfoo"], "--shape"),
+        ([good, "--shape", "x=1x3x224x224", "--shape", "x=2x3x224x224"], "twice"),
+        ([good, "--iterations", "-1"], "--iterations"),
+        ([good, "--device", "nowhere"], "--device"),
+        ([good, "--device", "999"], "no such device"),
+        ([good, "--frobnicate"], "unknown option"),
+        (["--load", engine, "--batch", "2"], "--batch"),
+        (["--load", engine, "--precision", "f16"], "--precision"),
+    ]:
+        dev = [] if "--device" in args else ["--device", str(cli.device)]
+        rc, out, err = cli.raw(["model"] + args + dev)
+        check(rc == 2 and out == "" and err.count("\n") == 1 and says in err,
+              "gaio model %s: rc %d (want 2), stdout %r, stderr %r (want %r)" % (" ".join(args), rc, out, err, says))
+    # --save where it cannot be written: exit 1, the report printed up to there.
+    rc, out, err = cli.raw(["model", good, "--iterations", "0", "--save", cli.path("no/such/dir/e.engine"),
+                            "--device", str(cli.device)])
+    check(rc == 1 and "no/such/dir/e.engine" in err, "--save into a missing directory: rc %d, stderr %r" % (rc, err))
+
+
 GROUPS = {"io": group_io, "errors": group_errors, "resize": group_resize, "flip": group_flip,
           "rotate": group_rotate, "crop": group_crop, "border": group_border, "warp_affine": group_warp_affine,
           "color": group_color, "convert": group_convert}
+GROUPS.update({"help": group_help, "model": group_model})
+
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE for the gpu tests (tools/CMakeLists.txt)
+
+
+def require_gpu():
+    """Whether GAIO_REQUIRE_GPU is set (scripts/gpu-check): no CUDA device is then a failure."""
+    return os.environ.get("GAIO_REQUIRE_GPU", "") not in ("", "0")
 
 
 def first_gpu(binary):
+    """(index of the first CUDA device `gaio info` lists or None, what it says of the
+    CUDA backend). `gaio info` must succeed: anything else raises SystemExit(1)."""
     p = subprocess.run([binary, "info"], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        print("FAIL: gaio info -> exit %d, stdout %r, stderr %r" % (p.returncode, p.stdout, p.stderr), flush=True)
+        raise SystemExit(1)
     m = re.search(r"^\s*\[(\d+)\] cuda ", p.stdout, re.M)
-    return int(m.group(1)) if m else None
+    backend = re.search(r"^\s*cuda\s+(.*)$", p.stdout, re.M)
+    return (int(m.group(1)) if m else None), (backend.group(1).strip() if backend else "not listed by gaio info")
 
 
 def main():
@@ -625,10 +847,14 @@ def main():
     print("test_cli.py %s: seed %d (GAIO_TEST_SEED=%d reproduces it)" % (a.group, seed, seed), flush=True)
     device = a.device
     if device == "gpu":
-        device = first_gpu(a.gaio)
+        device, backend = first_gpu(a.gaio)
         if device is None:
-            print("SKIPPED: no CUDA device")
-            return 0
+            if require_gpu():
+                print("FAIL: GAIO_REQUIRE_GPU=%s is set but `gaio info` lists no CUDA device (CUDA backend: %s)"
+                      % (os.environ["GAIO_REQUIRE_GPU"], backend), flush=True)
+                return 1
+            print("SKIPPED: no CUDA device (CUDA backend: %s)" % backend, flush=True)
+            return SKIP
     workdir = a.workdir or os.path.join(os.environ.get("TMPDIR", "/tmp"), "gaio_cli_test_%s_%d" % (a.group, os.getpid()))
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)

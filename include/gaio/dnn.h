@@ -230,7 +230,7 @@ typedef struct gaio_conv2d_info {
     int32_t cuda_graph_native; /* cuDNN can build the plan into a CUDA graph itself (cudnnBackendPopulateCudaGraph) */
     int32_t from_cache;        /* GPU: the plan was cached already (this process, or a loaded plan cache) */
     size_t workspace;          /* device bytes it needs (taken from the stream's workspace) */
-    char engine[64];           /* cuDNN's engine ("eng42 k2=1 k3=0" ...) or oneDNN's implementation */
+    char engine[64];           /* cuDNN's engine ("eng42 k2=1 k3=0" ...), oneDNN's implementation or gaio's own path */
 } gaio_conv2d_info;
 
 /* y = act(conv2d(x, w) + bias + residual), the convolution of CNNs (cross-correlation,
@@ -245,7 +245,8 @@ typedef struct gaio_conv2d_info {
  * On a GPU: one cuDNN graph (convolution, then pointwise ops for the bias, residual and
  * activation) run by a plan cuDNN picks by heuristics, fused by its runtime-fusion
  * engines. fp16 tensor cores want NHWC x, w and y with C and K multiples of 8. On the
- * host: oneDNN's convolution with the same ops as post-ops.
+ * host: oneDNN's convolution with the same ops as post-ops where oneDNN loads; else
+ * (or with GAIO_DNN_NO_ONEDNN=1) gaio's own im2col + GEMM with the same epilogue.
  *
  * The plan of a shape is made once per context and cached: the first call with a new
  * shape makes it on the calling thread (cuDNN's runtime fusion compiles code there: up

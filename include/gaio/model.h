@@ -1,4 +1,4 @@
-/* gaio — ONNX models: load once, plan for a device, run asynchronously.
+/* gaio — ONNX models: load once, build an engine for a device, run many contexts.
  *
  * A gaio_model is an ONNX file parsed and checked: every operator and attribute gaio
  * runs, every tensor's type and shape, the graph acyclic and complete. Anything gaio
@@ -6,13 +6,19 @@
  * its operator; a malformed or hostile file is GAIO_ERR_INVALID_ARG saying what is
  * wrong, and never read out of bounds.
  *
- * Running follows TensorRT's engine / execution-context split: the model is shared;
- * an execution context (gaio_model_exec) holds what one device needs to run it at one
- * batch size (weights uploaded once, a buffer per intermediate), and gaio_model_run
- * enqueues an inference on any stream of its context, returning at once.
- *
- * Status: the executor runs the planned steps as DNN ops (dnn.h) with one buffer per
- * value; an arena reused by lifetime and CUDA-graph replay come next. */
+ * Running follows TensorRT's builder -> engine -> execution context split:
+ * - a gaio_engine is the model built for one context's device with its options
+ *   (precision, layout, the inputs' shapes): the plan (batch norms folded, epilogues
+ *   fused, the activation arena's size), the tuned convolution plans, and the weights
+ *   on the device in their final precision and layout. Built once (gaio_engine_build,
+ *   or gaio_engine_build_async off the caller's thread), saved to a file and loaded
+ *   back without the ONNX model or the tuning (gaio_engine_save / _load).
+ * - a gaio_model_exec is an execution context of an engine: its own activation
+ *   arena, CUDA graph, event and library scratch; the weights and plans are the
+ *   engine's. Making one is cheap. Runs of different contexts run at the same time
+ *   on their streams; runs of one context are ordered.
+ * gaio_model_run enqueues an inference on any stream of the engine's context and
+ * returns at once with a future. */
 #ifndef GAIO_MODEL_H
 #define GAIO_MODEL_H
 
@@ -70,8 +76,9 @@ gaio_status gaio_model_output(const gaio_model *m, int32_t i, gaio_model_io *out
  * operator. */
 gaio_status gaio_model_node(const gaio_model *m, int32_t i, const char **name, const char **op_type);
 
-/* ---- running ---------------------------------------------------------------- */
+/* ---- engines ------------------------------------------------------------------ */
 
+typedef struct gaio_engine gaio_engine;
 typedef struct gaio_model_exec gaio_model_exec;
 
 typedef enum gaio_model_precision {
@@ -86,36 +93,137 @@ typedef enum gaio_model_layout {
     GAIO_MODEL_LAYOUT_NHWC = 2
 } gaio_model_layout;
 
+/* One graph input's shape for a build: every dimension, the symbolic ones given a
+ * value (fixed ones must match the model). */
+typedef struct gaio_engine_shape {
+    const char *name; /* the graph input's name */
+    int32_t ndim;
+    int64_t dims[GAIO_MODEL_MAX_NDIM];
+} gaio_engine_shape;
+
+/* Flags of gaio_engine_options. */
+enum {
+    GAIO_ENGINE_NO_TUNE = 1u << 0,       /* cuDNN's first plan per convolution, untimed: a faster build */
+    GAIO_ENGINE_NO_CUDA_GRAPH = 1u << 1  /* contexts enqueue the layers one by one (also GAIO_MODEL_CUDA_GRAPH=0) */
+};
+
+/* Zero-initialise, then set what differs from the defaults. */
+typedef struct gaio_engine_options {
+    int64_t batch;                   /* the symbolic dimensions' value where shapes gives none */
+    gaio_model_precision precision;  /* of weights and intermediates; inputs and outputs keep the model's */
+    gaio_model_layout layout;        /* of 4-D intermediates and convolution weights */
+    const gaio_engine_shape *shapes; /* optional: inputs' shapes, each input at most once */
+    int32_t nshapes;
+    uint32_t flags;                  /* GAIO_ENGINE_* */
+} gaio_engine_options;
+
+/* Builds m for ctx's device: checks that the executor runs every node, plans the
+ * graph (batch norms folded into convolutions, convolution + residual add + ReLU /
+ * Clip fused into one op), converts the weights to the chosen precision and layout and
+ * uploads them in one buffer, sizes the activation arena by lifetime, and plans every
+ * convolution (cuDNN's candidates timed, the fastest kept). Blocks until done (seconds
+ * on a GPU). The engine holds references to m and ctx. */
+gaio_status gaio_engine_build(gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                              gaio_engine **out);
+
+/* The same, off the caller's thread: returns at once with the engine in *out and a
+ * future in *built that completes (with the build's status and message) when it is
+ * ready. Every call on a building engine first waits for the build; a failed build
+ * makes them return its status and message. Releasing the engine while it builds is
+ * safe (the build finishes, then the engine goes). Arguments are checked before the
+ * build starts. */
+gaio_status gaio_engine_build_async(gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                                    gaio_engine **out, gaio_future **built);
+
+gaio_status gaio_engine_retain(gaio_engine *e);
+gaio_status gaio_engine_release(gaio_engine *e);
+
+/* What a built engine holds. */
+typedef struct gaio_engine_info {
+    int64_t batch;               /* the symbolic dimensions' value (0 when the model has none) */
+    gaio_dtype dtype;            /* of the weights and intermediates (F16 or F32) */
+    gaio_model_layout layout;    /* NCHW or NHWC */
+    size_t weight_bytes;         /* on the device, once per engine */
+    size_t arena_bytes;          /* activations: one arena per execution context */
+    int32_t nodes, steps;        /* the model's nodes; the steps they became */
+    int32_t folded_bn, fused_add, fused_act;
+    int32_t convs;               /* convolution steps */
+    int32_t cuda_graph;          /* contexts replay one CUDA graph per run */
+    int32_t loaded;              /* 1: from gaio_engine_load, 0: built */
+    double build_seconds;        /* the build's (or the load's) wall time */
+} gaio_engine_info;
+
+gaio_status gaio_engine_get_info(gaio_engine *e, gaio_engine_info *out);
+
+/* The engine's model: the graph's inputs and outputs (gaio_model_input / _output),
+ * its nodes. A borrowed pointer, valid while the engine is. An engine loaded from a
+ * file has a model too (no weights of its own: gaio_model_summarize reports the
+ * graph). */
+gaio_status gaio_engine_model(gaio_engine *e, gaio_model **out);
+
+/* The i-th graph input / output with the engine's shapes (nothing symbolic). */
+gaio_status gaio_engine_input(gaio_engine *e, int32_t i, gaio_model_io *out);
+gaio_status gaio_engine_output(gaio_engine *e, int32_t i, gaio_model_io *out);
+
+/* A step of the plan, for tools (`gaio model`) and tests. */
+typedef struct gaio_engine_step {
+    const char *name;  /* the first node's name ("" when the file gave none) */
+    char ops[96];      /* the ONNX operators it runs: "Conv+BatchNormalization+Add+Relu" */
+    char kernel[96];   /* what runs a convolution: cuDNN's engine, "gaio depthwise", oneDNN's; else "" */
+} gaio_engine_step;
+
+gaio_status gaio_engine_get_step(gaio_engine *e, int32_t i, gaio_engine_step *out);
+
+/* Writes the engine to path: a versioned file with everything the build decided (the
+ * graph and plan, cuDNN's serialized plans, the weights in their final form), checked
+ * on load against gaio's version, the GPU model and the cuDNN version. Written to a
+ * temporary file beside path and renamed over it: a reader never sees half a file. */
+gaio_status gaio_engine_save(gaio_engine *e, const char *path);
+
+/* Reads an engine file for ctx (whose device must be the GPU model it was built on,
+ * with the same cuDNN version): no ONNX model and no tuning needed. A truncated,
+ * corrupted or mismatched file is GAIO_ERR_INVALID_ARG (GAIO_ERR_NOT_SUPPORTED for
+ * another device, gaio or cuDNN version) saying what is wrong. */
+gaio_status gaio_engine_load(const char *path, gaio_context *ctx, gaio_engine **out);
+gaio_status gaio_engine_load_memory(const void *data, size_t size, gaio_context *ctx, gaio_engine **out);
+
+/* ---- execution contexts ----------------------------------------------------------- */
+
+/* A new execution context of e: its activation arena, and on CUDA a CUDA graph of the
+ * layers captured once on a private stream (GAIO_MODEL_CUDA_GRAPH=0 or the engine's
+ * GAIO_ENGINE_NO_CUDA_GRAPH: none; the layers are enqueued one by one). Holds a
+ * reference to e. */
+gaio_status gaio_engine_create_exec(gaio_engine *e, gaio_model_exec **out);
+
+/* The engine of an execution context (borrowed, valid while x is). */
+gaio_status gaio_model_exec_engine(gaio_model_exec *x, gaio_engine **out);
+
+/* Shorthand: builds an engine of m (blocking) and makes one context of it, which
+ * holds the engine. gaio_model_exec_create is the _ex form with AUTO precision and
+ * layout. */
 typedef struct gaio_model_exec_options {
     int64_t batch; /* the model's symbolic dimensions' value (ignored when it has none) */
-    gaio_model_precision precision; /* of weights and intermediates; inputs and outputs keep the model's */
-    gaio_model_layout layout;       /* of 4-D intermediates and convolution weights */
+    gaio_model_precision precision;
+    gaio_model_layout layout;
 } gaio_model_exec_options;
 
-/* Makes an execution context of m on ctx's device: plans the graph (batch norms folded
- * into convolutions, convolution + residual add + ReLU / Clip fused into one op),
- * uploads the weights in the chosen precision and layout in one buffer (blocking until
- * they are on the device), places the intermediates in one arena by lifetime, times
- * cuDNN's candidates for every convolution, and on CUDA captures the layers once into
- * a CUDA graph that every run replays (GAIO_MODEL_CUDA_GRAPH=0: no graph; the layers
- * are enqueued one by one). Holds references to m and ctx. gaio_model_exec_create is
- * the _ex form with AUTO precision and layout. */
 gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
                                       gaio_model_exec **out);
 gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t batch, gaio_model_exec **out);
-/* With a CUDA graph, waits for the exec's last run to finish (the graph and its
- * scratch memory go with the exec); otherwise returns at once, runs in flight holding
- * what they use. */
-gaio_status gaio_model_exec_release(gaio_model_exec *e);
 
-/* Enqueues one inference on stream (of the exec's context) and returns: inputs[i]
+/* With a CUDA graph, waits for the context's last run to finish (the graph and its
+ * scratch memory go with it); otherwise returns at once, runs in flight holding what
+ * they use. */
+gaio_status gaio_model_exec_release(gaio_model_exec *x);
+
+/* Enqueues one inference on stream (of the engine's context) and returns: inputs[i]
  * feeds graph input i, outputs[i] receives graph output i; each of the model's dtype
- * and shape (the batch resolved), packed row major. Consecutive runs of one exec on
- * different streams are ordered by an event (they share the intermediates): for
- * runs in parallel, make one exec per stream. done (may be NULL) receives a future
- * that completes when the outputs are written. Every argument is checked before
- * anything is enqueued. */
-gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_tensor *inputs, int32_t ninputs,
+ * and the engine's shape, packed row major. Runs of one execution context are ordered
+ * (a run on another stream than the last waits for it by an event); for runs in
+ * parallel, make a context per stream. done (may be NULL) receives a future that
+ * completes when the outputs are written. Every argument is checked before anything
+ * is enqueued. */
+gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_tensor *inputs, int32_t ninputs,
                            const gaio_tensor *outputs, int32_t noutputs, gaio_future **done);
 
 #ifdef __cplusplus

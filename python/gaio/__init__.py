@@ -29,7 +29,7 @@ from .errors import (CancelledError, DeviceError, DriverError, Error, InvalidArg
                      SystemError, TimeoutError, UserError)
 from .event import Event
 from .future import Future, wait_all
-from .model import Model, ModelExec
+from .model import Engine, Model, ModelExec
 from .stream import DEFERRED, Stream
 from .tensor import DTYPES, Tensor, copy, empty, from_dlpack, tensor
 
@@ -43,8 +43,8 @@ def version() -> int:
 
 
 __all__ = ["Buffer", "CancelledError", "Context", "DEFERRED", "DTYPES", "Device", "DeviceError", "DriverError",
-           "Error", "Event", "Future", "InvalidArgumentError", "NotFoundError", "NotImplementedByGaioError",
-           "NotReadyError", "NotSupportedError", "OutOfMemoryError", "StateError", "Stream", "SystemError",
-           "Tensor", "TimeoutError", "UserError", "backend_status", "configure", "copy", "default_context", "device",
-           "device_count", "devices", "empty", "from_dlpack", "image", "library_path", "loop_queue", "shutdown",
-           "tensor", "version", "wait_all"]
+           "Engine", "Error", "Event", "Future", "InvalidArgumentError", "Model", "ModelExec", "NotFoundError",
+           "NotImplementedByGaioError", "NotReadyError", "NotSupportedError", "OutOfMemoryError", "StateError",
+           "Stream", "SystemError", "Tensor", "TimeoutError", "UserError", "backend_status", "configure", "copy",
+           "default_context", "device", "device_count", "devices", "empty", "from_dlpack", "image", "library_path",
+           "loop_queue", "shutdown", "tensor", "version", "wait_all"]

@@ -270,4 +270,62 @@ for _name, (_res, _args) in _MODEL_PROTOTYPES.items():
         continue
     _f.restype = _res
     _f.argtypes = _args
+
+# Engines (gaio_engine_*): a libgaio with models but built before engines still loads;
+# HAS_ENGINES is False there and gaio.Engine says so when used (Model.exec keeps working
+# through gaio_model_exec_create_ex).
+
+
+class EngineShape(Structure):
+    """gaio_engine_shape."""
+    _fields_ = [("name", c_char_p), ("ndim", c_int32), ("dims", c_int64 * MODEL_MAX_NDIM)]
+
+
+class EngineOptions(Structure):
+    """gaio_engine_options."""
+    _fields_ = [("batch", c_int64), ("precision", c_int), ("layout", c_int), ("shapes", POINTER(EngineShape)),
+                ("nshapes", c_int32), ("flags", c_uint32)]
+
+
+class EngineInfo(Structure):
+    """gaio_engine_info."""
+    _fields_ = [("batch", c_int64), ("dtype", c_int), ("layout", c_int), ("weight_bytes", c_size_t),
+                ("arena_bytes", c_size_t), ("nodes", c_int32), ("steps", c_int32), ("folded_bn", c_int32),
+                ("fused_add", c_int32), ("fused_act", c_int32), ("convs", c_int32), ("cuda_graph", c_int32),
+                ("loaded", c_int32), ("build_seconds", c_double)]
+
+
+class EngineStep(Structure):
+    """gaio_engine_step."""
+    _fields_ = [("name", c_char_p), ("ops", c_char * 96), ("kernel", c_char * 96)]
+
+
+ENGINE_NO_TUNE = 1 << 0
+ENGINE_NO_CUDA_GRAPH = 1 << 1
+
+_ENGINE_PROTOTYPES = {
+    "gaio_engine_build": (_S, [_P, _P, POINTER(EngineOptions), _PP]),
+    "gaio_engine_build_async": (_S, [_P, _P, POINTER(EngineOptions), _PP, _PP]),
+    "gaio_engine_retain": (_S, [_P]),
+    "gaio_engine_release": (_S, [_P]),
+    "gaio_engine_get_info": (_S, [_P, POINTER(EngineInfo)]),
+    "gaio_engine_model": (_S, [_P, _PP]),
+    "gaio_engine_input": (_S, [_P, c_int32, POINTER(ModelIo)]),
+    "gaio_engine_output": (_S, [_P, c_int32, POINTER(ModelIo)]),
+    "gaio_engine_get_step": (_S, [_P, c_int32, POINTER(EngineStep)]),
+    "gaio_engine_save": (_S, [_P, c_char_p]),
+    "gaio_engine_load": (_S, [c_char_p, _P, _PP]),
+    "gaio_engine_load_memory": (_S, [c_void_p, c_size_t, _P, _PP]),
+    "gaio_engine_create_exec": (_S, [_P, _PP]),
+    "gaio_model_exec_engine": (_S, [_P, _PP]),
+}
+
+HAS_ENGINES = HAS_MODELS
+for _name, (_res, _args) in _ENGINE_PROTOTYPES.items():
+    _f = getattr(lib, _name, None)
+    if _f is None:
+        HAS_ENGINES = False
+        continue
+    _f.restype = _res
+    _f.argtypes = _args
 # ---- end of models -----------------------------------------------------------------

@@ -1,35 +1,58 @@
-"""ONNX models: load once, plan for a device, run asynchronously on any stream.
+"""ONNX models: load once, build an engine for a device, run many execution contexts.
 
-The split is TensorRT's: a :class:`Model` is the parsed, checked ONNX file (host
-data, shared); :meth:`Model.exec` makes a :class:`ModelExec` for one device, batch
-size, precision and layout (weights uploaded once, intermediates allocated); and
-:meth:`ModelExec.run` enqueues one inference on a stream and returns a
-:class:`gaio.Future` at once::
+The split is TensorRT's builder -> engine -> execution context:
+
+* a :class:`Model` is the parsed, checked ONNX file: host data, shared by everything
+  built from it;
+* an :class:`Engine` is the model built once for one context's device and options
+  (precision, layout, the inputs' shapes): the plan (batch norms folded, convolution +
+  add + activation fused, the activation arena sized), the tuned convolution plans and
+  the weights on the device in their final form. :meth:`Model.build` blocks (seconds on
+  a GPU); ``await model.build_async(...)`` builds on a gaio thread and awaits the build
+  through the event loop's completion queue, so the loop keeps running. An engine is
+  written to a file with :meth:`Engine.save` and read back with :meth:`Engine.load`,
+  without the ONNX model or the tuning;
+* a :class:`ModelExec` (``engine.exec()``) is an execution context: its own activation
+  arena (and CUDA graph); the weights and plans are the engine's, so making one is
+  cheap. :meth:`ModelExec.run` enqueues one inference on a stream and returns a
+  :class:`gaio.Future` at once::
 
     model = gaio.Model("resnet50.onnx")
-    ex = model.exec(gaio.default_context("cuda"), batch=32)          # f16, NHWC on a GPU
-    s = gaio.Stream("cuda")
+    ctx = gaio.default_context("cuda")
+    engine = await model.build_async(ctx, batch=32)                   # f16, NHWC on a GPU
+    engine.save("resnet50.engine")            # later: gaio.Engine.load("resnet50.engine", ctx)
+    ex = engine.exec()
+    s = gaio.Stream(ctx)
     x = gaio.tensor(images, stream=s)                                 # [32, 3, 224, 224] float32
-    y = gaio.empty(ex.output_shapes[0], ex.model.outputs[0].dtype, stream=s)
+    y = gaio.empty(ex.output_shapes[0], engine.outputs[0].dtype, stream=s)
     await ex.run(s, [x], [y])
 
-One exec runs one inference at a time (consecutive runs on different streams are
-ordered by gaio, as they share the intermediates): for runs in parallel, make one
-exec per stream. Inputs and outputs are packed row-major tensors of the model's
-dtype and shape, with the symbolic dimensions resolved to the exec's batch.
+Runs of different execs run at the same time: for inferences in parallel, make one
+exec per stream, all of one engine (the weights are not copied). Runs of one exec are
+ordered (consecutive runs on different streams wait for each other by an event, as
+they share the activations). ``model.exec(context, batch=...)`` is the shorthand
+``model.build(context, batch=...).exec()``.
+
+Inputs and outputs are packed row-major tensors of the model's dtype and the engine's
+shapes (``engine.inputs`` / ``engine.outputs``, ``ex.input_shapes`` /
+``ex.output_shapes``: every symbolic dimension resolved).
 
 A model gaio cannot run is refused when it loads: ``gaio.NotSupportedError`` naming
-the node and its operator; a malformed file raises ``gaio.InvalidArgumentError``.
+the node and its operator; a malformed file raises ``gaio.InvalidArgumentError``, and
+so does an engine file that is not one ("... is not a gaio engine: ...").
 """
 from __future__ import annotations
 
+import operator
 import os
+from collections.abc import Mapping
 from ctypes import byref, c_char_p, c_void_p
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from ._lib import ModelExecOptions, ModelIo, ModelSummary, TensorDesc, lib
+from ._lib import (EngineInfo as _EngineInfo, EngineOptions, EngineShape, EngineStep as _EngineStep, ModelExecOptions,
+                   ModelIo, ModelSummary, TensorDesc, lib)
 from .context import Context, default_context
 from .device import DeviceLike
 from .errors import InvalidArgumentError, NotImplementedByGaioError, NotSupportedError, check, raise_status
@@ -37,20 +60,46 @@ from .future import Future
 from .stream import Stream
 from .tensor import Tensor
 
-__all__ = ["Model", "ModelExec", "TensorInfo", "ModelSummaryInfo", "PRECISIONS", "LAYOUTS", "onnx_supported"]
+__all__ = ["Model", "Engine", "EngineInfo", "EngineStep", "ModelExec", "TensorInfo", "ModelSummaryInfo", "PRECISIONS",
+           "LAYOUTS", "onnx_supported"]
 
 #: ``precision=`` names and their gaio_model_precision codes
 PRECISIONS = {"auto": 0, "model": 1, "f16": 2}
 #: ``layout=`` names and their gaio_model_layout codes
 LAYOUTS = {"auto": 0, "nchw": 1, "nhwc": 2}
+_LAYOUT_NAMES = {1: "nchw", 2: "nhwc"}
 
 _NUMPY_NAMES = {4: "float16", 5: "float32"}  # gaio_dtype codes a model's inputs and outputs take
+
+_SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview]
+_ContextLike = Union[Context, Stream, DeviceLike, None]
 
 
 def _require_models(where: str) -> None:
     if not _lib.HAS_MODELS:
         raise NotImplementedByGaioError(f"{where}: the loaded libgaio ({_lib.library_path}) has no gaio_model_* "
                                         "functions; build a newer one")
+
+
+def _require_engines(where: str) -> None:
+    _require_models(where)
+    if not _lib.HAS_ENGINES:
+        raise NotImplementedByGaioError(f"{where}: the loaded libgaio ({_lib.library_path}) has no gaio_engine_* "
+                                        "functions; build a newer one")
+
+
+def _context(context: _ContextLike) -> Context:
+    """A Context, a Stream's context, or the default context of a device (default: the first)."""
+    if isinstance(context, Stream):
+        context = context.context
+    return context if isinstance(context, Context) else default_context(0 if context is None else context)
+
+
+def _numpy_dtype(code: int) -> Any:
+    import numpy as np
+
+    name = _NUMPY_NAMES.get(code)
+    return np.dtype(name) if name else code  # a code gaio does not name stays visible as an int
 
 
 def onnx_supported() -> bool:
@@ -95,15 +144,46 @@ class ModelSummaryInfo:
     producer: str
 
 
-def _info(io: ModelIo) -> TensorInfo:
-    import numpy as np
+@dataclass(frozen=True)
+class EngineInfo:
+    """What a built (or loaded) engine holds (gaio_engine_info)."""
+    batch: int            # the symbolic dimensions' value (0 when the model has none)
+    dtype: Any            # of the weights and intermediates: numpy float16 or float32
+    layout: str           # of 4-D intermediates and convolution weights: "nchw" or "nhwc"
+    weight_bytes: int     # on the device, once per engine
+    arena_bytes: int      # activations: one arena per execution context
+    nodes: int            # the model's nodes
+    steps: int            # the steps they became
+    folded_bn: int        # batch norms folded into convolutions
+    fused_add: int        # residual adds fused into convolutions
+    fused_act: int        # activations fused into convolutions
+    convs: int            # convolution steps
+    cuda_graph: bool      # contexts replay one CUDA graph per run
+    loaded: bool          # read by Engine.load, not built
+    build_seconds: float  # the build's (or the load's) wall time
 
+
+class EngineStep(NamedTuple):
+    """A step of an engine's plan: ``(name, ops, kernel)``."""
+    name: str    # the first node's name ("" when the file gave none)
+    ops: str     # the ONNX operators it runs: "Conv+BatchNormalization+Add+Relu"
+    kernel: str  # what runs a convolution (cuDNN's engine, "gaio depthwise", oneDNN's), else ""
+
+
+def _info(io: ModelIo) -> TensorInfo:
     n = io.ndim
-    name = _NUMPY_NAMES.get(io.dtype)
-    dtype = np.dtype(name) if name else io.dtype  # a code gaio does not name stays visible as an int
+    dtype = _numpy_dtype(io.dtype)
     shape = tuple(None if io.shape[i] < 0 else int(io.shape[i]) for i in range(n))
     dims = tuple((io.dim_names[i] or b"").decode(errors="replace") for i in range(n))
     return TensorInfo((io.name or b"").decode(errors="replace"), dtype, shape, dims)
+
+
+def _str(b: Optional[bytes]) -> str:
+    return (b or b"").decode(errors="replace")
+
+
+def _size(n: int) -> str:
+    return f"{n / 1048576:.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.1f} KiB"
 
 
 class Model:
@@ -114,7 +194,7 @@ class Model:
 
     __slots__ = ("_h", "inputs", "outputs", "summary", "source", "__weakref__")
 
-    def __init__(self, source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> None:
+    def __init__(self, source: _SourceLike) -> None:
         self._h = None
         _require_models("gaio.Model")
         h = c_void_p()
@@ -131,10 +211,24 @@ class Model:
         if st:
             raise_status(st)
         self._h = h.value
+        self._describe()
+
+    @classmethod
+    def _retained(cls, handle: int, source: str) -> "Model":
+        """A Model of a gaio_model handle that someone else owns (an engine's): takes a
+        reference of its own, so it stays valid after the owner goes."""
+        check(lib.gaio_model_retain(handle))
+        m = object.__new__(cls)
+        m._h = handle
+        m.source = source
+        m._describe()
+        return m
+
+    def _describe(self) -> None:
         s = ModelSummary()
         check(lib.gaio_model_summarize(self._h, byref(s)))
         self.summary = ModelSummaryInfo(s.ir_version, s.opset, s.inputs, s.outputs, s.nodes, s.initializers,
-                                        s.weight_bytes, (s.producer or b"").decode(errors="replace"))
+                                        s.weight_bytes, _str(s.producer))
         self.inputs = tuple(self._io(lib.gaio_model_input, i) for i in range(s.inputs))
         self.outputs = tuple(self._io(lib.gaio_model_output, i) for i in range(s.outputs))
 
@@ -144,7 +238,7 @@ class Model:
         return _info(io)
 
     def __del__(self) -> None:
-        if self._h:
+        if getattr(self, "_h", None):
             lib.gaio_model_release(self._h)
             self._h = None
 
@@ -160,17 +254,56 @@ class Model:
         for i in range(self.summary.nodes):
             name, op = c_char_p(), c_char_p()
             check(lib.gaio_model_node(self._h, i, byref(name), byref(op)))
-            out.append(((name.value or b"").decode(errors="replace"), (op.value or b"").decode(errors="replace")))
+            out.append((_str(name.value), _str(op.value)))
         return out
 
-    def exec(self, context: Union[Context, DeviceLike, None] = None, batch: Optional[int] = None,
-             precision: str = "auto", layout: str = "auto") -> "ModelExec":
-        """An execution context on ``context``'s device (a Context, or a device such as
-        ``"cuda:0"``; default: the first device's default context). ``batch`` sets the
-        symbolic dimensions (needed when the model has any). ``precision``: "auto" (f16
-        on a GPU, the model's own on the host), "model" or "f16". ``layout``: "auto",
-        "nchw" or "nhwc" (of intermediates and convolution weights). Blocks until the
-        weights are on the device."""
+    def build(self, context: _ContextLike = None, batch: Optional[int] = None, precision: str = "auto",
+              layout: str = "auto", shapes: Optional[Mapping] = None, tune: bool = True,
+              cuda_graph: bool = True) -> "Engine":
+        """Builds an :class:`Engine` of this model for ``context``'s device (a Context, a
+        Stream's context, or a device such as ``"cuda:0"``; default: the first device's
+        default context) and blocks until it is ready (seconds on a GPU; the GIL is
+        released meanwhile).
+
+        ``batch`` is the value of the symbolic dimensions (needed when the model has
+        any, unless ``shapes`` gives it); ``shapes`` maps input names to their whole
+        shape (``{"input": (4, 3, 224, 224)}``; fixed dimensions must match the model).
+        ``precision``: "auto" (f16 on a GPU, the model's own on the host), "model" or
+        "f16"; ``layout``: "auto" (NHWC), "nchw" or "nhwc", of intermediates and
+        convolution weights. ``tune=False`` takes cuDNN's first plan per convolution
+        untimed (a faster build); ``cuda_graph=False`` makes the execution contexts
+        enqueue the layers one by one instead of replaying a CUDA graph. Bad options
+        raise ``gaio.InvalidArgumentError``."""
+        return _build("Model.build", self, context, batch, precision, layout, shapes, tune, cuda_graph)
+
+    def build_async_future(self, context: _ContextLike = None, batch: Optional[int] = None,
+                           precision: str = "auto", layout: str = "auto", shapes: Optional[Mapping] = None,
+                           tune: bool = True, cuda_graph: bool = True) -> Tuple["Engine", Future]:
+        """Starts building an engine (options as :meth:`build`) on a gaio thread and
+        returns at once ``(engine, built)``: ``built`` is a :class:`gaio.Future` that
+        completes when the build ends (``await built``, ``built.result()``), failing with
+        the build's error. Until then, anything that reads the engine (``info``,
+        ``inputs``, ``exec()``, ``save``) waits for the build; dropping the engine while
+        it builds is safe. Bad options raise here, before the build starts."""
+        return _build("Model.build_async", self, context, batch, precision, layout, shapes, tune, cuda_graph,
+                      asynchronous=True)
+
+    async def build_async(self, context: _ContextLike = None, batch: Optional[int] = None, precision: str = "auto",
+                          layout: str = "auto", shapes: Optional[Mapping] = None, tune: bool = True,
+                          cuda_graph: bool = True) -> "Engine":
+        """``engine = await model.build_async(...)``: :meth:`build` on a gaio thread while
+        the event loop runs on; the build's completion reaches the loop through its
+        completion queue (no thread per build calls into Python). A failed build raises
+        the ``gaio.Error`` of its status with its message."""
+        engine, built = self.build_async_future(context, batch, precision, layout, shapes, tune, cuda_graph)
+        await built
+        return engine
+
+    def exec(self, context: _ContextLike = None, batch: Optional[int] = None, precision: str = "auto",
+             layout: str = "auto") -> "ModelExec":
+        """Shorthand for ``self.build(context, batch, precision, layout).exec()``: an
+        execution context of an engine of its own (which it holds: ``ex.engine``).
+        Blocks until the weights are on the device."""
         return ModelExec(self, context, batch, precision, layout)
 
     def __repr__(self) -> str:
@@ -179,43 +312,267 @@ class Model:
         return f"<gaio.Model {self.source} ({self.summary.nodes} nodes) ({ins}) -> ({outs})>"
 
 
-class ModelExec:
-    """A model planned for one device and batch (``Model.exec``). ``run`` enqueues
-    inferences; ``input_shapes`` / ``output_shapes`` are the resolved shapes."""
+def _as_int(where: str, what: str, v: Any) -> int:
+    if isinstance(v, bool):
+        raise InvalidArgumentError(f"{where}: {what} is {v!r}, not an int")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise InvalidArgumentError(f"{where}: {what} is {v!r}, not an int") from None
 
-    __slots__ = ("_h", "model", "context", "batch", "precision", "layout", "input_shapes", "output_shapes",
+
+def _options(where: str, batch: Optional[int], precision: str, layout: str, shapes: Optional[Mapping], tune: bool,
+             cuda_graph: bool) -> EngineOptions:
+    """gaio_engine_options of the Python arguments (the shapes' array and names kept
+    alive by the struct itself); what only C can check (an input's name, the dimensions
+    against the model) is left to it."""
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise InvalidArgumentError(f"{where}: precision {precision!r} is not one of {sorted(PRECISIONS)}")
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise InvalidArgumentError(f"{where}: layout {layout!r} is not one of {sorted(LAYOUTS)}")
+    b = 0 if batch is None else _as_int(where, "batch", batch)
+    flags = (0 if tune else _lib.ENGINE_NO_TUNE) | (0 if cuda_graph else _lib.ENGINE_NO_CUDA_GRAPH)
+    opts = EngineOptions(b, PRECISIONS[precision], LAYOUTS[layout], None, 0, flags)
+    if shapes is None:
+        return opts
+    if not isinstance(shapes, Mapping):
+        raise InvalidArgumentError(f"{where}: shapes is {type(shapes).__name__}; give a dict {{input name: shape}}")
+    if not shapes:
+        return opts
+    arr = (EngineShape * len(shapes))()
+    for i, (name, dims) in enumerate(shapes.items()):
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"{where}: shapes has the key {name!r}; keys are input names (str)")
+        if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
+            raise InvalidArgumentError(f"{where}: shapes[{name!r}] is {dims!r}, not a tuple of dimensions")
+        dims = tuple(_as_int(where, f"shapes[{name!r}]'s dimension", d) for d in dims)
+        if not 1 <= len(dims) <= _lib.MODEL_MAX_NDIM:
+            raise InvalidArgumentError(f"{where}: shapes[{name!r}] has {len(dims)} dimensions; gaio takes 1 to "
+                                       f"{_lib.MODEL_MAX_NDIM}")
+        arr[i].name = name.encode()
+        arr[i].ndim = len(dims)
+        for k, d in enumerate(dims):
+            arr[i].dims[k] = d
+    opts.shapes = arr  # the struct keeps arr (and with it the names) alive
+    opts.nshapes = len(shapes)
+    return opts
+
+
+def _build(where: str, model: Model, context: _ContextLike, batch: Optional[int], precision: str, layout: str,
+           shapes: Optional[Mapping], tune: bool, cuda_graph: bool, asynchronous: bool = False) -> Any:
+    _require_engines(where)
+    if not isinstance(model, Model):
+        raise InvalidArgumentError(f"{where}: model is {type(model).__name__}, not a gaio.Model")
+    opts = _options(where, batch, precision, layout, shapes, tune, cuda_graph)
+    ctx = _context(context)
+    h, fut = c_void_p(), c_void_p()
+    if asynchronous:
+        st = lib.gaio_engine_build_async(model._h, ctx.handle, byref(opts), byref(h), byref(fut))
+    else:
+        st = lib.gaio_engine_build(model._h, ctx.handle, byref(opts), byref(h))
+    if st:
+        raise_status(st)
+    e = Engine._adopt(h.value, model, ctx, model.source, precision, layout)
+    if not asynchronous:
+        return e
+    built = Future._adopt(fut.value)
+    e._built = built
+    return e, built
+
+
+class Engine:
+    """A model built for one context's device and options (``Model.build``,
+    ``await Model.build_async``) or read from a file (``Engine.load``): the plan, the
+    tuned convolution plans and the weights on the device. ``exec()`` makes execution
+    contexts, cheap and many: runs of different ones run at the same time.
+
+    ``model`` is the engine's :class:`Model` (for a loaded engine, the graph the file
+    holds, without weights of its own), ``context`` its :class:`gaio.Context`;
+    ``precision`` and ``layout`` the options it was built with ("f16" / "model" and
+    the layout for a loaded one; ``info`` has what they resolved to). ``info``,
+    ``steps``, ``inputs`` and ``outputs`` wait for a build still running."""
+
+    __slots__ = ("_h", "_built", "model", "context", "source", "precision", "layout", "_info", "_inputs", "_outputs",
                  "__weakref__")
 
-    def __init__(self, model: Model, context: Union[Context, DeviceLike, None] = None, batch: Optional[int] = None,
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Engine":  # made by gaio only
+        raise TypeError("gaio.Engine is made by Model.build(), Model.build_async() or Engine.load()")
+
+    @classmethod
+    def _adopt(cls, handle: int, model: Model, ctx: Context, source: str, precision: str, layout: str) -> "Engine":
+        e = object.__new__(cls)
+        e._h = handle
+        e._built = None
+        e.model, e.context, e.source = model, ctx, source
+        e.precision, e.layout = precision, layout
+        e._info = e._inputs = e._outputs = None
+        return e
+
+    @classmethod
+    def load(cls, source: _SourceLike, context: _ContextLike = None) -> "Engine":
+        """Reads an engine file written by :meth:`save` (a path, or its bytes) for
+        ``context`` (default: the first device's default context), whose device must
+        be the one it was built on. No ONNX model and no tuning needed. A missing file
+        raises ``gaio.NotFoundError``; a truncated, corrupted or foreign one
+        ``gaio.InvalidArgumentError`` ("... is not a gaio engine: ..."); one of another
+        device, gaio or cuDNN version ``gaio.NotSupportedError``."""
+        _require_engines("Engine.load")
+        ctx = _context(context)
+        h = c_void_p()
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            st = lib.gaio_engine_load_memory(data, len(data), ctx.handle, byref(h))
+            src = f"<engine of {len(data)} bytes>"
+        elif isinstance(source, (str, os.PathLike)):
+            st = lib.gaio_engine_load(os.fsencode(source), ctx.handle, byref(h))
+            src = os.fspath(source)
+        else:
+            raise InvalidArgumentError(f"Engine.load: source is {type(source).__name__}; give a path or the bytes "
+                                       "of an engine file")
+        if st:
+            raise_status(st)
+        e = cls._adopt(h.value, None, ctx, src, "auto", "auto")  # released by e if what follows fails
+        mh = c_void_p()
+        check(lib.gaio_engine_model(e._h, byref(mh)))
+        e.model = Model._retained(mh.value, src)
+        info = e.info
+        e.precision = "f16" if info.dtype == _numpy_dtype(4) else "model"
+        e.layout = info.layout
+        return e
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            lib.gaio_engine_release(h)  # safe while a build runs: the build finishes, then the engine goes
+
+    @property
+    def handle(self) -> int:
+        """The gaio_engine pointer, for C code."""
+        return self._h
+
+    @property
+    def info(self) -> EngineInfo:
+        """What the engine holds (gaio_engine_info); raises the build's error if it failed."""
+        if self._info is None:
+            i = _EngineInfo()
+            check(lib.gaio_engine_get_info(self._h, byref(i)))
+            self._info = EngineInfo(int(i.batch), _numpy_dtype(i.dtype), _LAYOUT_NAMES.get(i.layout, str(i.layout)),
+                                    int(i.weight_bytes), int(i.arena_bytes), i.nodes, i.steps, i.folded_bn,
+                                    i.fused_add, i.fused_act, i.convs, bool(i.cuda_graph), bool(i.loaded),
+                                    float(i.build_seconds))
+        return self._info
+
+    @property
+    def steps(self) -> list:
+        """The plan's steps in order: ``EngineStep(name, ops, kernel)`` tuples."""
+        out = []
+        st = _EngineStep()
+        for i in range(self.info.steps):
+            check(lib.gaio_engine_get_step(self._h, i, byref(st)))
+            out.append(EngineStep(_str(st.name), _str(st.ops), _str(st.kernel)))
+        return out
+
+    @property
+    def inputs(self) -> Tuple[TensorInfo, ...]:
+        """The graph's inputs with the engine's shapes (nothing symbolic)."""
+        if self._inputs is None:
+            self._inputs = tuple(self._io(lib.gaio_engine_input, i) for i in range(len(self.model.inputs)))
+        return self._inputs
+
+    @property
+    def outputs(self) -> Tuple[TensorInfo, ...]:
+        """The graph's outputs with the engine's shapes (nothing symbolic)."""
+        if self._outputs is None:
+            self._outputs = tuple(self._io(lib.gaio_engine_output, i) for i in range(len(self.model.outputs)))
+        return self._outputs
+
+    def _io(self, fn: Any, i: int) -> TensorInfo:
+        io = ModelIo()
+        check(fn(self._h, i, byref(io)))
+        return _info(io)
+
+    def exec(self) -> "ModelExec":
+        """A new execution context of this engine (its own activation arena, and CUDA
+        graph on a GPU); it holds the engine."""
+        return ModelExec(self)
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the engine to ``path`` (a temporary file beside it renamed over it: a
+        reader never sees half a file), for :meth:`Engine.load`."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidArgumentError(f"Engine.save: path is {type(path).__name__}, not a str or os.PathLike")
+        check(lib.gaio_engine_save(self._h, os.fsencode(path)))
+
+    def __repr__(self) -> str:
+        where = f"gaio.Engine of {self.source} on {self.context.device}"
+        if self._built is not None and not self._built.done():
+            return f"<{where} (building)>"
+        try:
+            i = self.info
+        except Exception as err:  # noqa: BLE001 - a failed build: repr says so
+            return f"<{where} (failed: {err})>"
+        return (f"<{where}: batch {i.batch} {i.dtype} {i.layout}, {i.steps} steps for {i.nodes} nodes, "
+                f"weights {_size(i.weight_bytes)}, arena {_size(i.arena_bytes)}"
+                f"{', CUDA graph' if i.cuda_graph else ''}{', loaded' if i.loaded else ''}>")
+
+
+class ModelExec:
+    """An execution context of an :class:`Engine` (``engine.exec()``, or the shorthand
+    ``Model.exec``). ``run`` enqueues inferences; ``input_shapes`` / ``output_shapes``
+    are the engine's resolved shapes; ``engine`` is the engine it holds."""
+
+    __slots__ = ("_h", "engine", "model", "context", "batch", "precision", "layout", "input_shapes", "output_shapes",
+                 "__weakref__")
+
+    def __init__(self, source: Union[Engine, Model], context: _ContextLike = None, batch: Optional[int] = None,
                  precision: str = "auto", layout: str = "auto") -> None:
+        """``ModelExec(engine)``, or ``ModelExec(model, context, batch, precision,
+        layout)``: an engine of the model built first (``Model.exec``)."""
         self._h = None
         _require_models("Model.exec")
-        if not isinstance(model, Model):
-            raise InvalidArgumentError(f"ModelExec: model is {type(model).__name__}, not a gaio.Model")
+        if isinstance(source, Model):
+            if not _lib.HAS_ENGINES:  # a libgaio from before engines
+                self._legacy(source, context, batch, precision, layout)
+                return
+            source = _build("Model.exec", source, context, batch, precision, layout, None, True, True)
+        elif not isinstance(source, Engine):
+            raise InvalidArgumentError(f"ModelExec: source is {type(source).__name__}, not a gaio.Engine or "
+                                       "gaio.Model")
+        h = c_void_p()
+        st = lib.gaio_engine_create_exec(source._h, byref(h))
+        if st:
+            raise_status(st)
+        self._h = h.value
+        self.engine, self.model, self.context = source, source.model, source.context
+        self.batch = source.info.batch or None
+        self.precision, self.layout = source.precision, source.layout
+        self.input_shapes = tuple(t.shape for t in source.inputs)
+        self.output_shapes = tuple(t.shape for t in source.outputs)
+
+    def _legacy(self, model: Model, context: _ContextLike, batch: Optional[int], precision: str,
+                layout: str) -> None:
         if precision not in PRECISIONS:
             raise InvalidArgumentError(f"Model.exec: precision {precision!r} is not one of {sorted(PRECISIONS)}")
         if layout not in LAYOUTS:
             raise InvalidArgumentError(f"Model.exec: layout {layout!r} is not one of {sorted(LAYOUTS)}")
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)):
-            raise InvalidArgumentError(f"Model.exec: batch is {batch!r}, not an int")
-        if isinstance(context, Stream):
-            context = context.context
-        ctx = context if isinstance(context, Context) else default_context(0 if context is None else context)
-        opts = ModelExecOptions(0 if batch is None else batch, PRECISIONS[precision], LAYOUTS[layout])
+        b = 0 if batch is None else _as_int("Model.exec", "batch", batch)
+        ctx = _context(context)
+        opts = ModelExecOptions(b, PRECISIONS[precision], LAYOUTS[layout])
         h = c_void_p()
         st = lib.gaio_model_exec_create_ex(model._h, ctx.handle, byref(opts), byref(h))
         if st:
             raise_status(st)
         self._h = h.value
-        self.model, self.context, self.batch = model, ctx, batch
+        self.engine, self.model, self.context, self.batch = None, model, ctx, batch
         self.precision, self.layout = precision, layout
         symbolic = any(None in t.shape for t in model.inputs + model.outputs)
-        b = batch if symbolic else None
-        self.input_shapes = tuple(t.resolved(b) for t in model.inputs)
-        self.output_shapes = tuple(t.resolved(b) for t in model.outputs)
+        rb = batch if symbolic else None
+        self.input_shapes = tuple(t.resolved(rb) for t in model.inputs)
+        self.output_shapes = tuple(t.resolved(rb) for t in model.outputs)
 
     def __del__(self) -> None:
-        if self._h:
+        if getattr(self, "_h", None):
             lib.gaio_model_exec_release(self._h)
             self._h = None
 

@@ -1,5 +1,7 @@
 """Shared fixtures: a printed random seed, the devices under test, and the `gpu`
-marker (tests that need a CUDA GPU skip themselves where gaio sees none)."""
+marker (tests that need a CUDA GPU skip themselves where gaio sees none; where the
+environment sets GAIO_REQUIRE_GPU=1, as scripts/gpu-check does, they fail instead,
+quoting why gaio's CUDA backend did not start)."""
 from __future__ import annotations
 
 import os
@@ -15,6 +17,12 @@ def _has_gpu() -> bool:
 
 
 HAS_GPU = _has_gpu()
+#: GAIO_REQUIRE_GPU set (to anything but "" or "0"): a missing GPU fails the gpu tests
+REQUIRE_GPU = os.environ.get("GAIO_REQUIRE_GPU", "") not in ("", "0")
+
+
+def _no_gpu_reason() -> str:
+    return "no CUDA GPU (CUDA backend: " + gaio.backend_status("cuda")[1] + ")"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -22,12 +30,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if HAS_GPU:
+    if HAS_GPU or REQUIRE_GPU:  # under GAIO_REQUIRE_GPU, pytest_runtest_setup fails them
         return
-    why = "SKIPPED: no CUDA GPU (" + gaio.backend_status("cuda")[1] + ")"
+    why = "SKIPPED: " + _no_gpu_reason()
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=why))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if REQUIRE_GPU and not HAS_GPU and "gpu" in item.keywords:
+        pytest.fail(f"GAIO_REQUIRE_GPU={os.environ['GAIO_REQUIRE_GPU']} is set but gaio sees {_no_gpu_reason()}",
+                    pytrace=False)
 
 
 @pytest.fixture

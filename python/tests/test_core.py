@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
+import ctypes
 import threading
 import time
 
@@ -9,6 +11,8 @@ import numpy as np
 import pytest
 
 import gaio
+from gaio._lib import lib as _libgaio
+from gaio.errors import check as _check
 
 
 def slow_work(stream: gaio.Stream, mib: int = 64, rounds: int = 8) -> gaio.Buffer:
@@ -21,6 +25,33 @@ def slow_work(stream: gaio.Stream, mib: int = 64, rounds: int = 8) -> gaio.Buffe
         gaio.copy(dst, src, stream)
         gaio.copy(src, dst, stream)
     return b
+
+
+# gaio_launch_host_func, which the package does not wrap: a host function holds a stream
+# for as long as a test needs (on the CPU backend it runs on a gaio worker thread).
+_HOST_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+_launch_host_func = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, _HOST_FN, ctypes.c_void_p)(
+    ("gaio_launch_host_func", _libgaio))
+_GAIO_ERR_TIMEOUT = 4
+
+
+@contextlib.contextmanager
+def held(stream: gaio.Stream):
+    """Holds `stream` at a host function until the block ends: nothing enqueued behind
+    it in the block can complete before then. Waits for the stream on the way out."""
+    gate = threading.Event()
+
+    def hold(status, user):
+        return 0 if gate.wait(30) else _GAIO_ERR_TIMEOUT  # a block that never ends fails the stream
+
+    fn = _HOST_FN(hold)  # referenced until the stream has run it
+    _check(_launch_host_func(stream.handle, fn, None))
+    try:
+        yield
+    finally:
+        gate.set()
+        stream.synchronize()
+        del fn
 
 
 def test_devices():
@@ -116,12 +147,6 @@ def test_event_orders_streams_and_times(dev, rng):
 
 def test_future_result_timeout_and_callbacks():
     s = gaio.Stream("cpu")
-    keep = slow_work(s)
-    f = s.fence()
-    with pytest.raises(gaio.TimeoutError, match="not complete after 0 s") as e:
-        f.result(timeout=0)
-    assert isinstance(e.value, builtins.TimeoutError)
-    assert not f.done() or True  # it may just have finished
     called = threading.Event()
     seen = []
 
@@ -129,7 +154,19 @@ def test_future_result_timeout_and_callbacks():
         seen.append((threading.current_thread().name, fut.done()))
         called.set()
 
-    f.add_done_callback(cb)
+    with held(s):  # the fence cannot complete inside this block
+        f = s.fence()
+        with pytest.raises(gaio.TimeoutError, match="not complete after 0 s") as e:
+            f.result(timeout=0)
+        assert isinstance(e.value, builtins.TimeoutError)
+        # a wait that timed out leaves the future pending, and a second one times out too
+        assert not f.done() and not s.query()
+        with pytest.raises(gaio.TimeoutError):
+            f.result(timeout=0.01)
+        assert not f.done()
+        # added while the future is pending: runs once it completes, not now
+        f.add_done_callback(cb)
+        assert not called.is_set() and seen == []
     f.result(timeout=30)
     assert f.done() and f.exception() is None
     assert called.wait(10)
@@ -142,7 +179,6 @@ def test_future_result_timeout_and_callbacks():
         f.add_done_callback(3)
     with pytest.raises(gaio.InvalidArgumentError, match="negative"):
         f.result(timeout=-1)
-    del keep
 
 
 def test_result_releases_the_gil():

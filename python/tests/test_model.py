@@ -231,3 +231,315 @@ def test_malformed_files(weights, tmp_path):
         gaio.Model(tmp_path / "missing.onnx")
     with pytest.raises(gaio.InvalidArgumentError):
         gaio.Model(12345)
+
+
+# ---- engines: build once, many execution contexts, save / load ------------------------
+
+
+def _tiny(weights) -> gaio.Model:
+    return gaio.Model(tiny_model(weights).SerializeToString())
+
+
+def big_image_model() -> gaio.Model:
+    """x [batch, 3, 4096, 4096] -> Conv 3x3 -> y: at batch 2**20 its activations are
+    petabytes, which no allocation gives (the build fails after it started)."""
+    w = np.ones((8, CIN, 3, 3), np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "W"], ["y"], name="conv0", kernel_shape=[3, 3], pads=[1, 1, 1, 1])], "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", CIN, 4096, 4096])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 4096, 4096])],
+        [numpy_helper.from_array(w, "W")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="gaio-test")
+    m.ir_version = 8
+    return gaio.Model(m.SerializeToString())
+
+
+@pytest.mark.parametrize("layout", ["auto", "nchw"])
+def test_build_matches_shorthand(weights, rng, layout):
+    m = _tiny(weights)
+    engine = m.build("cpu", batch=3, precision="model", layout=layout)
+    assert isinstance(engine, gaio.Engine) and engine.model is m
+    assert engine.context is gaio.default_context("cpu")
+    ex = engine.exec()
+    assert isinstance(ex, gaio.ModelExec) and ex.engine is engine and ex.model is m
+    short = m.exec("cpu", batch=3, precision="model", layout=layout)
+    assert isinstance(short.engine, gaio.Engine) and short.engine is not engine and short.engine.model is m
+    assert ex.input_shapes == short.input_shapes == ((3, CIN, H, W),)
+    assert ex.output_shapes == short.output_shapes == ((3, CLASSES),)
+    assert ex.batch == short.batch == 3 and ex.layout == short.layout == layout
+    x = rng.standard_normal((3, CIN, H, W)).astype(np.float32)
+    y, y_short = run_host(ex, x), run_host(short, x)
+    np.testing.assert_array_equal(y, y_short)
+    np.testing.assert_allclose(y, reference(x, weights), rtol=1e-4, atol=1e-4)
+    assert "gaio.Engine" in repr(engine) and "ModelExec" in repr(ex)
+
+
+def test_engine_info(weights):
+    m = _tiny(weights)
+    engine = m.build("cpu", batch=3)
+    info = engine.info
+    print(info)
+    assert isinstance(info, gaio.model.EngineInfo)
+    assert info.batch == 3
+    assert info.dtype == np.float32  # "auto" is the model's precision on the host
+    assert info.layout == "nhwc"     # "auto" is NHWC
+    assert info.weight_bytes > 0 and info.arena_bytes > 0
+    assert info.nodes == m.summary.nodes == 6
+    assert 0 < info.steps <= info.nodes
+    assert info.convs == 1 and info.fused_act == 1 and info.folded_bn == 0 and info.fused_add == 0
+    assert info.cuda_graph is False and info.loaded is False
+    assert info.build_seconds >= 0
+    with pytest.raises(Exception):  # frozen
+        info.batch = 4
+    assert engine.precision == "auto" and engine.layout == "auto"
+    other = m.build("cpu", batch=1, precision="model", layout="nchw", tune=False, cuda_graph=False)
+    assert other.info.layout == "nchw" and other.info.batch == 1 and other.info.dtype == np.float32
+    f16 = m.build("cpu", batch=1, precision="f16")
+    assert f16.info.dtype == np.float16
+    assert f16.info.weight_bytes < engine.info.weight_bytes
+
+
+def test_engine_steps(weights):
+    engine = _tiny(weights).build("cpu", batch=2)
+    steps = engine.steps
+    print(steps)
+    assert isinstance(steps, list) and len(steps) == engine.info.steps
+    assert all(isinstance(s, tuple) and len(s) == 3 and all(isinstance(f, str) for f in s) for s in steps)
+    name, ops, kernel = steps[0]
+    assert (name, ops) == ("conv0", "Conv+Relu")  # the Relu fused into the convolution
+    assert [s.ops for s in steps] == ["Conv+Relu", "GlobalAveragePool", "Flatten", "Gemm", "Softmax"]
+    assert all(s.kernel == "" for s in steps[1:])  # only convolutions name a kernel
+
+
+def test_engine_shapes(weights, rng):
+    m = _tiny(weights)
+    engine = m.build("cpu", shapes={"x": (5, CIN, H, W)})  # the batch from the input's shape
+    (x,), (y,) = engine.inputs, engine.outputs
+    assert x.name == "x" and x.shape == (5, CIN, H, W) and x.dim_names[0] == "batch" and x.dtype == np.float32
+    assert y.name == "y" and y.shape == (5, CLASSES) and y.dtype == np.float32
+    assert engine.info.batch == 5
+    ex = engine.exec()
+    assert ex.input_shapes == ((5, CIN, H, W),) and ex.output_shapes == ((5, CLASSES),) and ex.batch == 5
+    xs = rng.standard_normal((5, CIN, H, W)).astype(np.float32)
+    np.testing.assert_allclose(run_host(ex, xs), reference(xs, weights), rtol=1e-4, atol=1e-4)
+    # shapes given as a list and numpy ints work alike; shapes win over batch
+    e2 = m.build("cpu", batch=7, shapes={"x": [np.int64(2), CIN, H, W]})
+    assert e2.inputs[0].shape == (2, CIN, H, W)
+
+
+@pytest.mark.parametrize("layout", ["auto", "nchw"])
+def test_save_load_round_trip(weights, rng, tmp_path, layout):
+    m = _tiny(weights)
+    engine = m.build("cpu", batch=3, precision="model", layout=layout)
+    path = tmp_path / "tiny.engine"
+    engine.save(path)
+    assert path.stat().st_size > engine.info.weight_bytes
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.engine"]  # no temporary file left
+    loaded = gaio.Engine.load(path, gaio.default_context("cpu"))
+    print(loaded)
+    a, b = engine.info, loaded.info
+    assert a.loaded is False and b.loaded is True
+    for f in ("batch", "dtype", "layout", "weight_bytes", "arena_bytes", "nodes", "steps", "folded_bn", "fused_add",
+              "fused_act", "convs", "cuda_graph"):
+        assert getattr(a, f) == getattr(b, f), f
+    assert [s[:2] for s in loaded.steps] == [s[:2] for s in engine.steps]
+    assert loaded.inputs == engine.inputs and loaded.outputs == engine.outputs
+    assert loaded.precision == "model" and loaded.layout == a.layout
+    # its model: the graph the file holds, no ONNX file needed
+    lm = loaded.model
+    assert isinstance(lm, gaio.Model) and lm is not m
+    assert lm.inputs == m.inputs and lm.outputs == m.outputs and lm.nodes == m.nodes
+    x = rng.standard_normal((3, CIN, H, W)).astype(np.float32)
+    y = run_host(engine.exec(), x)
+    ex = loaded.exec()
+    assert ex.engine is loaded and ex.model is lm
+    assert ex.input_shapes == ((3, CIN, H, W),) and ex.output_shapes == ((3, CLASSES),)
+    np.testing.assert_array_equal(run_host(ex, x), y)  # bitwise
+    # from bytes too, on the default context
+    from_bytes = gaio.Engine.load(path.read_bytes())
+    np.testing.assert_array_equal(run_host(from_bytes.exec(), x), y)
+    # the loaded engine's Model holds a reference of its own
+    del loaded, ex
+    import gc
+    gc.collect()
+    assert lm.summary.nodes == 6 and [op for _, op in lm.nodes][0] == "Conv"
+    # saving a loaded engine again gives a file that loads
+    again = tmp_path / "again.engine"
+    from_bytes.save(str(again))
+    np.testing.assert_array_equal(run_host(gaio.Engine.load(again, "cpu").exec(), x), y)
+
+
+def test_load_refuses_bad_files(weights, tmp_path):
+    path = tmp_path / "tiny.engine"
+    _tiny(weights).build("cpu", batch=2).save(path)
+    data = path.read_bytes()
+    corrupt = bytearray(data)
+    corrupt[len(data) // 2] ^= 0x5A
+    cases = {"corrupt": bytes(corrupt), "truncated": data[: len(data) - 7], "junk": b"\x7fELF" + bytes(300),
+             "empty": b"", "longer": data + b"\x00"}
+    for name, content in cases.items():
+        p = tmp_path / f"{name}.engine"
+        p.write_bytes(content)
+        with pytest.raises(gaio.InvalidArgumentError, match="not a gaio engine") as info:
+            gaio.Engine.load(p, "cpu")
+        print(f"{name}: {info.value}")
+        if content:
+            with pytest.raises(gaio.InvalidArgumentError, match="not a gaio engine"):
+                gaio.Engine.load(content, "cpu")
+    with pytest.raises(gaio.NotFoundError) as info:
+        gaio.Engine.load(tmp_path / "missing.engine", "cpu")
+    assert info.value.status_name == "GAIO_ERR_NOT_FOUND" and "missing.engine" in str(info.value)
+    with pytest.raises(gaio.InvalidArgumentError):
+        gaio.Engine.load(12345, "cpu")
+    with pytest.raises(gaio.InvalidArgumentError):  # an ONNX file is not an engine
+        onnx_path = tmp_path / "tiny.onnx"
+        onnx.save(tiny_model(weights), str(onnx_path))
+        gaio.Engine.load(onnx_path, "cpu")
+    # the good file still loads
+    assert gaio.Engine.load(path, "cpu").info.loaded
+
+
+def test_build_async(weights, rng):
+    m = _tiny(weights)
+    x = rng.standard_normal((2, CIN, H, W)).astype(np.float32)
+
+    async def main():
+        engine = await m.build_async(gaio.default_context("cpu"), batch=2, precision="model")
+        assert isinstance(engine, gaio.Engine) and engine.model is m
+        # several at once, and the future form
+        e2, e3 = await asyncio.gather(m.build_async("cpu", batch=2, layout="nchw"),
+                                      m.build_async("cpu", shapes={"x": (2, CIN, H, W)}))
+        e4, built = m.build_async_future("cpu", batch=2)
+        assert isinstance(built, gaio.Future)
+        await built
+        assert built.done() and "building" not in repr(e4)
+        outs = []
+        s = gaio.Stream("cpu")
+        for e in (engine, e2, e3, e4):
+            ex = e.exec()
+            xt = gaio.tensor(x, device="cpu", stream=s)
+            (yt,) = ex.empty_outputs(s)
+            await ex.run(s, [xt], [yt])
+            outs.append(yt.numpy())
+        return engine, outs
+
+    engine, outs = asyncio.run(main())
+    assert engine.info.batch == 2 and engine.info.loaded is False
+    ref = reference(x, weights)
+    for y in outs:
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    # without an event loop: the future waited on, or not at all (every call waits for the build)
+    e, built = m.build_async_future("cpu", batch=2)
+    built.result(timeout=60)
+    np.testing.assert_allclose(run_host(e.exec(), x), ref, rtol=1e-4, atol=1e-4)
+    e, _ = m.build_async_future("cpu", batch=2)
+    np.testing.assert_allclose(run_host(e.exec(), x), ref, rtol=1e-4, atol=1e-4)
+    e, _ = m.build_async_future("cpu", batch=2)
+    del e  # dropped while it builds: the build finishes, then the engine goes
+
+
+def test_build_async_failure():
+    """A build that fails after it started: the await raises the status's gaio.Error
+    with the build's message, and so does everything that reads the engine."""
+    m = big_image_model()
+
+    async def main():
+        engine, built = m.build_async_future("cpu", batch=1 << 20)  # the arguments are fine: no raise here
+        with pytest.raises(gaio.Error) as info:
+            await built
+        return engine, info.value
+
+    engine, err = asyncio.run(main())
+    print(f"{type(err).__name__}: {err}")
+    assert type(err) is not gaio.Error and isinstance(err, (gaio.InvalidArgumentError, gaio.OutOfMemoryError))
+    assert str(err) and err.status == type(err).status
+    with pytest.raises(type(err), match="build failed"):
+        engine.info
+    with pytest.raises(type(err), match="build failed"):
+        engine.exec()
+    assert "failed" in repr(engine)
+
+    async def awaited():
+        return await m.build_async("cpu", batch=1 << 20)
+
+    with pytest.raises(type(err)):
+        asyncio.run(awaited())
+
+
+def test_bad_build_options(weights):
+    m = _tiny(weights)
+    with pytest.raises(gaio.InvalidArgumentError, match="precision"):
+        m.build("cpu", batch=1, precision="x")
+    with pytest.raises(gaio.InvalidArgumentError, match="layout"):
+        m.build("cpu", batch=1, layout="x")
+    with pytest.raises(gaio.InvalidArgumentError, match="no input 'nope'"):
+        m.build("cpu", shapes={"nope": (1, CIN, H, W)})
+    with pytest.raises(gaio.InvalidArgumentError, match="dimensions"):
+        m.build("cpu", shapes={"x": (1, CIN, H)})
+    with pytest.raises(gaio.InvalidArgumentError, match="dimension 2"):
+        m.build("cpu", shapes={"x": (1, CIN, H + 1, W)})  # a fixed dimension differs from the model's
+    with pytest.raises(gaio.InvalidArgumentError, match="shapes"):
+        m.build("cpu", shapes=[("x", (1, CIN, H, W))])
+    with pytest.raises(gaio.InvalidArgumentError, match="shapes"):
+        m.build("cpu", shapes={"x": 4})
+    with pytest.raises(gaio.InvalidArgumentError, match="shapes"):
+        m.build("cpu", shapes={"x": (1.5, CIN, H, W)})
+    with pytest.raises(gaio.InvalidArgumentError, match="shapes"):
+        m.build("cpu", shapes={"x": (1,) * 9})
+    with pytest.raises(gaio.InvalidArgumentError, match="batch"):
+        m.build("cpu", batch=True)
+    with pytest.raises(gaio.InvalidArgumentError, match="batch"):
+        m.build("cpu")  # symbolic batch, none given
+    with pytest.raises(gaio.InvalidArgumentError, match="batch"):
+        m.build("cpu", batch=0)
+    # the asynchronous build checks its arguments before it starts
+    with pytest.raises(gaio.InvalidArgumentError, match="precision"):
+        m.build_async_future("cpu", batch=1, precision="x")
+    with pytest.raises(gaio.InvalidArgumentError, match="no input 'nope'"):
+        m.build_async_future("cpu", shapes={"nope": (1, CIN, H, W)})
+    with pytest.raises(gaio.InvalidArgumentError, match="precision"):
+        asyncio.run(m.build_async("cpu", batch=1, precision="x"))
+    with pytest.raises(TypeError):
+        gaio.Engine(m)  # made by Model.build / build_async / Engine.load
+    with pytest.raises(gaio.InvalidArgumentError):
+        gaio.ModelExec(object())
+
+
+def test_engine_holds_its_model(weights, rng):
+    """An engine's execs run after the Model object is gone, and an exec after its
+    Engine object is gone."""
+    import gc
+    m = _tiny(weights)
+    engine = m.build("cpu", batch=2)
+    del m
+    gc.collect()
+    x = rng.standard_normal((2, CIN, H, W)).astype(np.float32)
+    ref = reference(x, weights)
+    np.testing.assert_allclose(run_host(engine.exec(), x), ref, rtol=1e-4, atol=1e-4)
+    ex = engine.exec()
+    del engine
+    gc.collect()
+    np.testing.assert_allclose(run_host(ex, x), ref, rtol=1e-4, atol=1e-4)
+    assert ex.engine.model.inputs[0].name == "x"
+
+
+def test_execs_of_one_engine_run_concurrently(weights, rng):
+    """Several execution contexts of one engine, each on its own stream, all in flight
+    at once: the outputs of one context run alone, bitwise."""
+    engine = _tiny(weights).build("cpu", batch=2)
+    n, rounds = 4, 3
+    xs = [rng.standard_normal((2, CIN, H, W)).astype(np.float32) for _ in range(n * rounds)]
+    solo = engine.exec()
+    expect = [run_host(solo, x) for x in xs]
+    execs = [engine.exec() for _ in range(n)]
+    streams = [gaio.Stream("cpu") for _ in range(n)]
+    futs, outs = [], []
+    for r in range(rounds):
+        for k in range(n):
+            s = streams[k]
+            (yt,) = execs[k].empty_outputs(s)
+            futs.append(execs[k].run(s, [gaio.tensor(xs[r * n + k], device="cpu", stream=s)], [yt]))
+            outs.append(yt)
+    gaio.wait_all(futs).result(timeout=60)
+    for y, e in zip(outs, expect):
+        np.testing.assert_array_equal(y.numpy(), e)

@@ -6,6 +6,9 @@ MobileNetV2 (random weights, seeded) exported with both of torch.onnx's exporter
 * fp16 (precision="f16"): top-1 agreement with torch fp32 >= 99% over 1,000 random
   inputs (10 batches of 100).
 * 4 streams, one exec each, running at once give the single-stream results.
+* Engines: an asynchronous build awaited in an asyncio loop that keeps running; several
+  execution contexts of one engine on their own streams at once give the outputs of one
+  alone, bitwise; an engine saved and loaded gives the built one's outputs, bitwise.
 
 The batch-norm statistics are calibrated on random batches before export (the
 weights stay random): with torchvision's identity running statistics, activations
@@ -14,7 +17,9 @@ end up far from any real network's range, which would test fp16 overflow rather 
 gaio. Skips cleanly without CUDA, torch or torchvision; prints every figure."""
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 
 import numpy as np
 import pytest
@@ -226,3 +231,160 @@ def test_one_exec_on_two_streams_is_ordered(torch, exports):
     worst = max(((y - e).abs().max() / e.abs().max()).item() for y, e in zip(ys, expect))
     print(f"resnet18: one exec alternating 2 streams: max relative difference {worst:.3g}")
     assert worst <= 1e-5
+
+
+# ---- engines: built once (asynchronously), many contexts, saved and loaded ---------------
+
+
+def _graphs_on() -> bool:
+    return os.environ.get("GAIO_MODEL_CUDA_GRAPH", "") != "0"
+
+
+def test_engine_build_async(torch, nets, exports):
+    """``await model.build_async(...)`` on a GPU: the event loop keeps running while
+    cuDNN's candidates are timed, the build's completion arrives through the loop's
+    completion queue, and the engine then runs in the loop like any."""
+    name = "resnet18"
+    m = _load(exports, name, "torchscript")
+    ctx = gaio.default_context("cuda")
+    g = torch.Generator(device="cuda").manual_seed(SEED + 6)
+    x = torch.randn(FP32_BATCH, 3, 224, 224, device="cuda", generator=g)
+
+    async def main():
+        ticks, stop = 0, False
+
+        async def ticker():
+            nonlocal ticks
+            while not stop:
+                await asyncio.sleep(0.005)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        t0 = time.perf_counter()
+        engine = await m.build_async(ctx, batch=FP32_BATCH, precision="model")
+        wall = time.perf_counter() - t0
+        stop = True
+        await task
+        s = gaio.Stream(ctx)
+        y = torch.empty(engine.outputs[0].shape, device="cuda", dtype=torch.float32)
+        ex = engine.exec()
+        await ex.run(s, [gaio.from_dlpack(x, stream=s)], [gaio.from_dlpack(y, stream=s)])
+        return engine, ex, ticks, wall, y
+
+    engine, ex, ticks, wall, y = asyncio.run(main())
+    info = engine.info
+    print(f"{name}: built asynchronously in {wall:.2f} s (engine: {info.build_seconds:.2f} s), the loop ticked "
+          f"{ticks} times meanwhile; {engine}")
+    for step in engine.steps:
+        print(f"  {step.name:40s} {step.ops:40s} {step.kernel}")
+    assert ticks >= min(10, int(wall / 0.05)), "the event loop was blocked during the build"
+    assert info.batch == FP32_BATCH and info.dtype == np.float32 and info.layout == "nhwc"
+    assert info.loaded is False and info.cuda_graph == _graphs_on()
+    assert info.weight_bytes > 40_000_000 and info.arena_bytes > 0  # ResNet-18: 11.7 M parameters in f32
+    assert info.convs >= 20 and 0 < info.steps < info.nodes
+    assert all(s.kernel for s in engine.steps if s.ops.startswith("Conv")), "a convolution step names no kernel"
+    assert engine.inputs[0].shape == (FP32_BATCH, 3, 224, 224) and engine.outputs[0].shape == (FP32_BATCH, 1000)
+    assert ex.input_shapes == ((FP32_BATCH, 3, 224, 224),) and ex.output_shapes == ((FP32_BATCH, 1000),)
+    with torch.no_grad():
+        ref = nets[name](x).float()
+    rel = ((y - ref).abs().max() / ref.abs().max()).item()
+    print(f"{name} fp32 from the asynchronous build: max relative error {rel:.3g} (limit 1e-3)")
+    assert rel <= 1e-3
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_engine_execs_concurrently(torch, exports, name):
+    """One engine, four execution contexts on four streams, all in flight at once,
+    several runs each: bitwise the outputs of one context run alone (the contexts share
+    the weights and plans, and have activations of their own)."""
+    m = _load(exports, name, "torchscript")
+    ctx = gaio.default_context("cuda")
+    n, batch, rounds = 4, 4, 3
+    g = torch.Generator(device="cuda").manual_seed(SEED + 7)
+    xs = [torch.randn(batch, 3, 224, 224, device="cuda", generator=g) for _ in range(n * rounds)]
+    torch.cuda.synchronize()
+    for precision in ("model", "f16"):
+        engine = m.build(ctx, batch=batch, precision=precision)
+        solo = engine.exec()
+        s0 = gaio.Stream(ctx)
+        expect = [_run(torch, solo, s0, x) for x in xs]
+        execs = [engine.exec() for _ in range(n)]
+        assert all(ex.engine is engine for ex in execs)
+        streams = [gaio.Stream(ctx) for _ in range(n)]
+        ys = [torch.empty_like(e) for e in expect]
+        torch.cuda.synchronize()
+        futs = []
+        for r in range(rounds):
+            for k in range(n):
+                i = r * n + k
+                xt = gaio.from_dlpack(xs[i], stream=streams[k])
+                yt = gaio.from_dlpack(ys[i], stream=streams[k])
+                futs.append(execs[k].run(streams[k], [xt], [yt]))
+        gaio.wait_all(futs).result(timeout=120)
+        worst = max(((y - e).abs().max() / e.abs().max()).item() for y, e in zip(ys, expect))
+        same = sum(torch.equal(y, e) for y, e in zip(ys, expect))
+        print(f"{name} {precision}: one engine ({engine.info.weight_bytes / 1e6:.1f} MB of weights, "
+              f"{engine.info.arena_bytes / 1e6:.1f} MB of activations a context), {n} contexts x {rounds} runs at "
+              f"once: {same}/{len(ys)} bitwise equal to one context alone, max relative difference {worst:.3g}")
+        assert same == len(ys)
+
+
+def test_engine_save_load(torch, exports, tmp_path):
+    """An engine saved and loaded (no ONNX model, no tuning) runs the built one's cuDNN
+    plans on the built one's weights: bitwise the same outputs, on another context of
+    the device too."""
+    name = "resnet18"
+    m = _load(exports, name, "torchscript")
+    ctx = gaio.default_context("cuda")
+    engine = m.build(ctx, batch=4)  # auto: f16, NHWC
+    info = engine.info
+    assert info.dtype == np.float16 and info.layout == "nhwc" and info.loaded is False
+    path = tmp_path / f"{name}.engine"
+    engine.save(path)
+    t0 = time.perf_counter()
+    loaded = gaio.Engine.load(path, ctx)
+    load_s = time.perf_counter() - t0
+    li = loaded.info
+    print(f"{name}: built in {info.build_seconds:.2f} s, {path.stat().st_size / 1e6:.1f} MB file loaded in "
+          f"{load_s:.3f} s; {loaded}")
+    assert li.loaded is True
+    for f in ("batch", "dtype", "layout", "weight_bytes", "arena_bytes", "nodes", "steps", "folded_bn", "fused_add",
+              "fused_act", "convs", "cuda_graph"):
+        assert getattr(li, f) == getattr(info, f), f
+    assert loaded.steps == engine.steps  # the same kernels: the plans were saved, not tuned again
+    assert loaded.inputs == engine.inputs and loaded.outputs == engine.outputs
+    assert loaded.model.inputs == m.inputs and loaded.model.nodes == m.nodes
+
+    g = torch.Generator(device="cuda").manual_seed(SEED + 8)
+    xs = [torch.randn(4, 3, 224, 224, device="cuda", generator=g) for _ in range(3)]
+    s = gaio.Stream(ctx)
+    built_ex, loaded_ex = engine.exec(), loaded.exec()
+    for x in xs:
+        a, b = _run(torch, built_ex, s, x), _run(torch, loaded_ex, s, x)
+        assert torch.isfinite(a).all()
+        assert torch.equal(a, b), f"loaded engine differs: max {(a - b).abs().max().item():.3g}"
+    # another context of the same device, from the file's bytes
+    other = gaio.Context("cuda:0")
+    again = gaio.Engine.load(path.read_bytes(), other)
+    assert again.context is other
+    s2 = gaio.Stream(other)
+    for x in xs:
+        assert torch.equal(_run(torch, again.exec(), s2, x), _run(torch, built_ex, s, x))
+
+
+def test_engine_files_stay_on_their_device(torch, exports, tmp_path):
+    """An engine file of the host does not load on a GPU, nor a GPU's on the host:
+    gaio.NotSupportedError naming the device."""
+    m = _load(exports, "resnet18", "torchscript")
+    host = m.build("cpu", batch=1, precision="model")
+    gpu = m.build(gaio.default_context("cuda"), batch=1, precision="model", tune=False)
+    assert gpu.info.cuda_graph == _graphs_on() and host.info.cuda_graph is False
+    host.save(tmp_path / "host.engine")
+    gpu.save(tmp_path / "gpu.engine")
+    with pytest.raises(gaio.NotSupportedError, match="built for") as info:
+        gaio.Engine.load(tmp_path / "host.engine", gaio.default_context("cuda"))
+    print(info.value)
+    with pytest.raises(gaio.NotSupportedError, match="built for") as info:
+        gaio.Engine.load(tmp_path / "gpu.engine", gaio.default_context("cpu"))
+    print(info.value)
+    gaio.Engine.load(tmp_path / "gpu.engine", gaio.default_context("cuda"))  # its own device: fine

@@ -36,13 +36,22 @@ import pytest
 
 import gaio
 
+#: GAIO_REQUIRE_ONNX=1 (ctest's python_tests and python_model_node_onnxruntime, in a build
+#: with ONNX; GAIO_REQUIRE_ONNXRUNTIME=1 implies it): no onnx, or a libgaio without ONNX
+#: support, fails this module instead of skipping it, so that it cannot pass having run nothing.
+REQUIRE_ONNX = "1" in (os.environ.get("GAIO_REQUIRE_ONNX"), os.environ.get("GAIO_REQUIRE_ONNXRUNTIME"))
+
 try:
     import onnx
     import onnx.backend.test.case.node as onnx_node_cases
     from onnx import numpy_helper
 except ImportError as e:  # no onnx, or one without its test-case generators
+    if REQUIRE_ONNX:
+        raise ImportError(f"GAIO_REQUIRE_ONNX: onnx's node test generators do not import ({e})") from e
     pytest.skip(f"SKIPPED: onnx's node test generators do not import ({e})", allow_module_level=True)
 if not gaio.model.onnx_supported():
+    if REQUIRE_ONNX:
+        raise RuntimeError("GAIO_REQUIRE_ONNX: libgaio was built without ONNX support")
     pytest.skip("SKIPPED: libgaio built without ONNX support", allow_module_level=True)
 
 try:

@@ -282,10 +282,20 @@ void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg) {
  * stops every later ticket from being written). */
 static void check_fault(cuda_stream *cs) {
     if (atomic_load(&cs->dev->fault) != GAIO_OK) return;
+    /* Not a capturing stream: a query would end its capture in failure. The lock keeps
+     * a capture from starting while the query runs; a busy lock skips this pass. */
+    if (pthread_mutex_trylock(&cs->lock) != 0) return;
+    if (cs->capturing) {
+        pthread_mutex_unlock(&cs->lock);
+        return;
+    }
     cuda_scope sc;
-    if (gaio__cuda_enter("gaio completion engine", cs->dev, &sc) != GAIO_OK) return;
-    CUresult r = gaio__cu()->cuStreamQuery(cs->cu);
-    gaio__cuda_exit(&sc);
+    CUresult r = CUDA_SUCCESS;
+    if (gaio__cuda_enter("gaio completion engine", cs->dev, &sc) == GAIO_OK) {
+        r = gaio__cu()->cuStreamQuery(cs->cu);
+        gaio__cuda_exit(&sc);
+    }
+    pthread_mutex_unlock(&cs->lock);
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_NOT_READY) return;
     gaio_status st = gaio__cu_fail("the GPU", "a kernel or copy", r);
     gaio__cuda_device_fault(cs->dev, st == GAIO_ERR_DEVICE ? st : GAIO_ERR_DEVICE, gaio_last_error());

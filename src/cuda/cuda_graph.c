@@ -5,10 +5,17 @@
  * The capture is RELAXED: other threads of the process keep calling the driver as
  * they like (GLOBAL mode would fail their cuMemAlloc while we capture), and so may
  * this one (a cuDNN workspace growing is an allocation outside the graph). */
+#include <pthread.h>
+
 #include "core/error.h"
 #include "core/native.h"
 #include "core/object.h"
 #include "cuda/cuda_internal.h"
+
+static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+void gaio__cuda_exclusive_begin(void) { pthread_rwlock_wrlock(&capture_lock); }
+void gaio__cuda_exclusive_end(void) { pthread_rwlock_unlock(&capture_lock); }
 
 gaio_status gaio__cuda_capture_begin(const char *fn, gaio_stream *stream) {
     cuda_stream *cs = stream->be_data;
@@ -16,10 +23,20 @@ gaio_status gaio__cuda_capture_begin(const char *fn, gaio_stream *stream) {
     cuda_scope sc;
     gaio_status st = gaio__cuda_enter(fn, cs->dev, &sc);
     if (st != GAIO_OK) return st;
+    pthread_rwlock_rdlock(&capture_lock); /* held until the capture's end */
+    pthread_mutex_lock(&cs->lock);
     CUresult r = gaio__cu()->cuStreamBeginCapture(cs->cu, CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (r == CUDA_SUCCESS) {
+        cs->capturing = true;
+        cs->capture_status = GAIO_OK;
+        cs->capture_msg[0] = 0;
+    }
+    pthread_mutex_unlock(&cs->lock);
     gaio__cuda_exit(&sc);
-    if (r != CUDA_SUCCESS) return gaio__cu_fail(fn, "cuStreamBeginCapture", r);
-    cs->capturing = true;
+    if (r != CUDA_SUCCESS) {
+        pthread_rwlock_unlock(&capture_lock);
+        return gaio__cu_fail(fn, "cuStreamBeginCapture", r);
+    }
     return GAIO_OK;
 }
 
@@ -33,9 +50,14 @@ gaio_status gaio__cuda_capture_end(const char *fn, gaio_stream *stream, void **g
     if (st != GAIO_OK) return st; /* still capturing: the caller may try again */
     CUgraph g = NULL;
     CUgraphExec x = NULL;
+    pthread_mutex_lock(&cs->lock);
     CUresult r = cu->cuStreamEndCapture(cs->cu, &g);
     cs->capturing = false;
-    if (r != CUDA_SUCCESS) {
+    pthread_mutex_unlock(&cs->lock);
+    pthread_rwlock_unlock(&capture_lock);
+    if (cs->capture_status != GAIO_OK) {
+        st = gaio__fail(cs->capture_status, fn, "an op failed while the stream was captured: %s", cs->capture_msg);
+    } else if (r != CUDA_SUCCESS) {
         st = gaio__cu_fail(fn, "cuStreamEndCapture", r);
     } else if ((r = cu->cuGraphInstantiateWithFlags(&x, g, 0)) != CUDA_SUCCESS) {
         st = gaio__cu_fail(fn, "cuGraphInstantiateWithFlags", r);

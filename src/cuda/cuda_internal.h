@@ -73,8 +73,15 @@ typedef struct cuda_stream {
     cuda_pending *held_head, *held_tail;
     /* Between gaio__cuda_capture_begin and _end (one thread, a private stream): ops go
      * into the driver's stream capture and retire at once, with no ticket; the graph's
-     * owner keeps what they use alive for as long as it replays them. */
+     * owner keeps what they use alive for as long as it replays them. Changed under
+     * `lock`: the completion engine, which reads it under the lock too, must not query
+     * a capturing stream or write a ticket into it (either ends the capture in failure,
+     * and the query's error is no device fault). */
     bool capturing;
+    /* The first failure of a native function called into the capture (it ran, so its
+     * op counts as enqueued): the capture's end reports it. */
+    gaio_status capture_status;
+    char capture_msg[GAIO_MSG_MAX];
     bool doomed; /* an op already issued fails the stream: later ops skip their device work */
     gaio_status doom_status; /* the failure it will record: what later native functions are told */
 
@@ -133,6 +140,13 @@ gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *o
 gaio_status gaio__cuda_submit(gaio_op *op);
 /* Stream capture (cuda_graph.c): the backend table's capture_begin, capture_end,
  * graph_launch and graph_free. */
+/* Stream captures and work that would break them (cuDNN's plan tuning, whose engines
+ * may synchronize the whole device) exclude each other process-wide: captures share
+ * the lock among themselves from their begin to their end; the other work takes it
+ * alone. A thread that is capturing must not ask for it alone. */
+void gaio__cuda_exclusive_begin(void);
+void gaio__cuda_exclusive_end(void);
+
 gaio_status gaio__cuda_capture_begin(const char *fn, gaio_stream *stream);
 gaio_status gaio__cuda_capture_end(const char *fn, gaio_stream *stream, void **graph);
 gaio_status gaio__cuda_graph_launch(const char *fn, gaio_stream *stream, void *graph, gaio_buffer *const *held,

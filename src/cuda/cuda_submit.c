@@ -410,7 +410,8 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
     }
     if (now - cs->flush_since < GAIO_CUDA_FLUSH_NS) return;
     if (pthread_mutex_trylock(&cs->lock) != 0) return;
-    if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed) &&
+    /* A capturing stream's ticket would land in the graph: its ops retired already. */
+    if (!cs->capturing && atomic_load_explicit(&cs->unflushed, memory_order_relaxed) &&
         atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK) {
         cuda_scope sc;
         if (gaio__cuda_enter("gaio completion engine", cs->dev, &sc) == GAIO_OK) {
@@ -432,7 +433,9 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
 /* A capturing stream's op: its device work goes into the capture, and it retires at
  * once (nothing will run until the graph is launched, so there is no ticket to wait
  * for). Points and host work cannot be captured: refused, which ends the capture in
- * failure when its owner ends it. */
+ * failure when its owner ends it. A native function that fails has still run (and
+ * consumed its user data, as it does on a stream): its op is enqueued and retires, and
+ * the failure goes to the capture, as it would fail a stream, reported at its end. */
 static gaio_status submit_captured(cuda_stream *cs, gaio_op *op) {
     const char *fn = gaio__submitting_fn;
     if (op->kind == GAIO_OP_RECORD || op->kind == GAIO_OP_WAIT || gaio__cuda_is_host_op(op))
@@ -444,11 +447,10 @@ static gaio_status submit_captured(cuda_stream *cs, gaio_op *op) {
     pthread_mutex_lock(&cs->lock);
     if (op->kind == GAIO_OP_NATIVE) {
         char msg[GAIO_MSG_MAX];
-        st = gaio__op_call_native(op, cs->cu, GAIO_OK, msg);
-        if (st != GAIO_OK) {
-            char why[GAIO_MSG_MAX]; /* the function's own words */
-            snprintf(why, sizeof why, "%s", gaio_last_error());
-            st = gaio__fail(st, fn, "%s (%s)", msg, why);
+        gaio_status r = gaio__op_call_native(op, cs->cu, GAIO_OK, msg);
+        if (r != GAIO_OK && cs->capture_status == GAIO_OK) {
+            cs->capture_status = r;
+            snprintf(cs->capture_msg, sizeof cs->capture_msg, "%.200s (%.300s)", msg, gaio_last_error());
         }
     } else {
         const char *call = "";

@@ -258,7 +258,8 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
 
 static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                         const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
-                        const gaio_conv2d_params *params, gaio_conv2d_info *info, bool submit) {
+                        const gaio_conv2d_params *params, gaio_conv2d_info *info, bool submit, int tune,
+                        gaio__conv_plan **keep) {
     conv_checked c;
     gaio_status st = conv_check(fn, stream, x, w, bias, residual, y, params, &c);
     if (st != GAIO_OK) return st;
@@ -275,10 +276,9 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
         return GAIO_OK;
     }
     if (cuda) {
-        if ((st = gaio__conv_cuda_plan(fn, stream, &c.a, submit ? 1 : TUNE_CANDIDATES, &plan, info)) != GAIO_OK) return st;
+        if ((st = gaio__conv_cuda_plan(fn, stream, &c.a, submit ? 1 : tune, &plan, info)) != GAIO_OK) return st;
         f = gaio__conv_plan_fusion(plan);
-    } else {
-        if ((st = gaio__onednn_load(fn, NULL)) != GAIO_OK) return st;
+    } else { /* oneDNN, or gaio's own convolution where it is missing: never refused */
         if (!submit) { /* the primitive made now, off the submission path */
             char impl[64] = "";
             if ((st = gaio__conv_cpu_prepare(&c.a, impl, sizeof impl)) != GAIO_OK) return st;
@@ -290,7 +290,8 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
         }
     }
     if (!submit) {
-        if (plan) gaio__conv_plan_release(plan);
+        if (keep) *keep = plan;
+        else if (plan) gaio__conv_plan_release(plan);
         return GAIO_OK;
     }
     /* The residual as the convolution's beta over y: y must hold it first. */
@@ -321,12 +322,22 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
 
 gaio_status gaio_conv2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w, const gaio_tensor *bias,
                         const gaio_tensor *residual, const gaio_tensor *y, const gaio_conv2d_params *params) {
-    return conv(__func__, stream, x, w, bias, residual, y, params, NULL, true);
+    return conv(__func__, stream, x, w, bias, residual, y, params, NULL, true, 1, NULL);
 }
 
 gaio_status gaio_conv2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                                 const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                 const gaio_conv2d_params *params, gaio_conv2d_info *info) {
     if (info) memset(info, 0, sizeof *info);
-    return conv(__func__, stream, x, w, bias, residual, y, params, info, false);
+    return conv(__func__, stream, x, w, bias, residual, y, params, info, false, TUNE_CANDIDATES, NULL);
+}
+
+gaio_status gaio__conv2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                      const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                      const gaio_conv2d_params *params, gaio_conv2d_info *info,
+                                      bool tune, gaio__conv_plan **keep) {
+    *keep = NULL;
+    if (info) memset(info, 0, sizeof *info);
+    return conv("gaio_conv2d_prepare", stream, x, w, bias, residual, y, params, info, false,
+                tune ? TUNE_CANDIDATES : 1, keep);
 }

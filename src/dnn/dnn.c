@@ -51,6 +51,18 @@ gaio_status gaio__conv_cuda_run(void *native_stream, const gaio__conv_plan *p, c
     (void)native_stream, (void)p, (void)a, (void)stream;
     return no_cuda("gaio_conv2d");
 }
+gaio_status gaio__conv_plan_export(const char *fn, gaio_context *ctx, const gaio__conv_plan *p, void **data,
+                                   size_t *size) {
+    (void)ctx, (void)p;
+    *data = NULL, *size = 0;
+    return no_cuda(fn);
+}
+gaio_status gaio__conv_plan_import(const char *fn, gaio_context *ctx, const void *data, size_t size,
+                                   gaio__conv_plan **out) {
+    (void)ctx, (void)data, (void)size;
+    *out = NULL;
+    return no_cuda(fn);
+}
 static gaio_status plan_cache(const char *fn, gaio_context *ctx, const char *path, size_t *count) {
     if (count) *count = 0;
     if (!ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "ctx is NULL");

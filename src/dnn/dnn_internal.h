@@ -107,8 +107,10 @@ typedef struct gaio__conv_args {
 } gaio__conv_args;
 
 /* The host convolution (src/dnn/cpu/conv_cpu.c): runs on the calling worker thread
- * through oneDNN. gaio__onednn_load opens oneDNN once (at submission, so that a
- * missing library fails the call); *description (may be NULL) says what loaded. */
+ * through oneDNN where it loads, else through gaio's own im2col + GEMM
+ * (src/dnn/cpu/conv_gemm.c). gaio__onednn_load opens oneDNN once (GAIO_ERR_DRIVER when
+ * it is missing or GAIO_DNN_NO_ONEDNN is set); *description (may be NULL) says what
+ * loaded. */
 gaio_status gaio__conv_cpu(const gaio__conv_args *a);
 gaio_status gaio__onednn_load(const char *fn, const char **description);
 
@@ -129,6 +131,22 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
                                  gaio__conv_plan **plan, gaio_conv2d_info *info);
 gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p);
 void gaio__conv_plan_release(gaio__conv_plan *p);
+/* gaio_conv2d_prepare (tune: time cuDNN's candidates; else the heuristics' first) that
+ * also hands the caller the CUDA plan it made or found (a reference, for an engine to
+ * keep; NULL on the host and for gaio's own kernels). */
+gaio_status gaio__conv2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                      const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                      const gaio_conv2d_params *params, gaio_conv2d_info *info, bool tune,
+                                      gaio__conv_plan **keep);
+/* A plan as bytes (malloc'd into *data): its key, what gaio knows of it, the cuDNN
+ * version, GPU model and cuDNN's own serialization (src/dnn/cuda/plan_file.c). */
+gaio_status gaio__conv_plan_export(const char *fn, gaio_context *ctx, const gaio__conv_plan *p, void **data,
+                                   size_t *size);
+/* The plan of such bytes, finalized for ctx's device and added to its cache (or the
+ * cached one of its key): a reference in *out. Bytes of another cuDNN version or GPU
+ * model are GAIO_ERR_NOT_SUPPORTED saying which; malformed ones GAIO_ERR_INVALID_ARG. */
+gaio_status gaio__conv_plan_import(const char *fn, gaio_context *ctx, const void *data, size_t size,
+                                   gaio__conv_plan **out);
 /* Enqueues the plan on the native stream, from inside the op's native function. */
 gaio_status gaio__conv_cuda_run(void *native_stream, const gaio__conv_plan *p, const gaio__conv_args *a,
                                 gaio_stream *stream);

@@ -1,11 +1,12 @@
-/* The executor: each step of the plan (plan.h) runs as its DNN op (dnn.h) on the
- * caller's stream. Weights are converted (f16, NHWC on the GPU) and uploaded once, into
- * one buffer; activations share one arena by lifetime (lifetime.h). Shape-only nodes
- * (Identity, Flatten, Reshape, Squeeze, Unsqueeze) are views of their input's memory.
+/* Execution contexts of an engine (engine_internal.h): each step of the plan runs as
+ * its DNN op (dnn.h) on the caller's stream, over the engine's weights and the
+ * context's own activation arena. Shape-only nodes (Identity, Flatten, Reshape,
+ * Squeeze, Unsqueeze) are views of their input's memory.
  *
- * On CUDA the steps are captured once, at creation, into a CUDA graph on a private
- * stream (core/graph.h): a run is then the inputs' copies in, one graph launch and the
- * outputs' copies out. GAIO_MODEL_CUDA_GRAPH=0 runs the steps one by one instead. */
+ * On CUDA the steps are captured once, when the context is made, into a CUDA graph on
+ * a private stream (core/graph.h): a run is then the inputs' copies in, one graph
+ * launch and the outputs' copies out. Contexts share nothing they write, so runs of
+ * different contexts need no ordering between them. */
 #include <float.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,298 +15,84 @@
 
 #include "core/error.h"
 #include "core/graph.h"
-#include "cpu/half.h"
-#include "dnn/dnn_internal.h"
 #include "core/op.h"
+#include "cpu/half.h"
 #include "gaio/buffer.h"
 #include "gaio/context.h"
-#include "gaio/device.h"
 #include "gaio/event.h"
 #include "gaio/future.h"
-#include "gaio/memory.h"
 #include "gaio/stream.h"
-#include "model/lifetime.h"
-#include "model/model_internal.h"
-#include "model/plan.h"
-
-#define MAXD GAIO_MODEL_MAX_NDIM
-#define ALIGN 256 /* offsets in the weights and arena buffers: cuDNN plans are keyed by alignment */
-
-/* Where a value lives on the device. */
-typedef enum xmem {
-    XM_NONE = 0,   /* a caller's input, or a view of another value (root) */
-    XM_WEIGHT = 1, /* in e->weights at off */
-    XM_ARENA = 2   /* in e->arena at off: intermediates, staged inputs, copied views */
-} xmem;
-
-typedef struct xvalue {
-    int32_t ndim;
-    int64_t dims[MAXD];   /* the batch resolved */
-    gaio_dtype dtype;
-    xmem mem;
-    size_t off;
-    int32_t root;         /* the value whose memory this is (itself unless a view) */
-    bool nhwc;            /* 4-D and stored channels innermost */
-    bool staged;          /* a graph input copied in at each run (another precision or layout, or a graph) */
-    int32_t input;        /* the graph input index this value is, or -1 */
-} xvalue;
+#include "model/engine_internal.h"
 
 struct gaio_model_exec {
-    gaio_model *model;
-    gaio_context *ctx;
-    int64_t batch;
-    xplan plan;
-    int32_t nv;             /* the graph's values, then the planner's constants */
-    xvalue *v;
-    bool *copy;             /* per step: a view that needs a row-major copy of an NHWC input */
-    gaio_buffer *weights, *arena;
-    size_t weight_bytes, arena_bytes;
+    gaio_engine *engine;    /* a reference */
+    gaio_buffer *arena;
     gaio_stream *capture;   /* the graph's private stream: its library scratch is the graph's */
-    gaio__devgraph *graph;     /* NULL: steps run one by one */
-    pthread_mutex_t lock;   /* runs of one exec are serialised */
+    gaio__devgraph *graph;  /* NULL: steps run one by one */
+    pthread_mutex_t lock;   /* runs of one context are serialised */
     gaio_event *last;       /* recorded at the end of each run */
     gaio_stream *last_stream; /* not a reference: compared only */
 };
 
-static bool is_view(model_op op) {
-    return op == OP_IDENTITY || op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE;
+
+static gaio_status capture(const char *fn, gaio_model_exec *x);
+
+static void exec_free(gaio_model_exec *x) {
+    if (x->arena) gaio_buffer_release(x->arena);
+    gaio__devgraph_free(x->graph);
+    if (x->capture) gaio_stream_release(x->capture);
+    if (x->last) gaio_event_release(x->last);
+    pthread_mutex_destroy(&x->lock);
+    gaio_engine_release(x->engine);
+    free(x);
 }
 
-static gaio_dtype dtype_of(int32_t elem) { return elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32; }
-
-static size_t count_of(const xvalue *x) {
-    size_t n = 1;
-    for (int32_t i = 0; i < x->ndim; i++) n *= (size_t)x->dims[i];
-    return n;
-}
-
-static void exec_free(gaio_model_exec *e) {
-    if (e->weights) gaio_buffer_release(e->weights);
-    if (e->arena) gaio_buffer_release(e->arena);
-    gaio__devgraph_free(e->graph);
-    if (e->capture) gaio_stream_release(e->capture);
-    free(e->v);
-    free(e->copy);
-    gaio__plan_free(&e->plan);
-    if (e->last) gaio_event_release(e->last);
-    pthread_mutex_destroy(&e->lock);
-    gaio_model_release(e->model);
-    gaio_context_release(e->ctx);
-    free(e);
-}
-
-/* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
-static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
-    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
-                          "arithmetic at load time only", n->name, n->op_type);
-    for (int32_t j = 0; j < n->nin; j++) {
-        int32_t v = n->in[j];
-        if (v < 0) continue;
-        const mvalue *val = &g->values[v];
-        bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN) &&
-                         j == 1;
-        bool clip_arg = n->op == OP_CLIP && j > 0;
-        if (shape_arg || clip_arg) {
-            if (!val->data)
-                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): input %d is computed at run time", n->name,
-                                  n->op_type, (int)j);
-            continue;
-        }
-        if (val->elem != MT_F32 && val->elem != MT_F16)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time: gaio's ops "
-                              "take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem));
+static gaio_status create_exec(const char *fn, gaio_engine *e, gaio_model_exec **out) {
+    if (!out) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "out is NULL");
+    *out = NULL;
+    if (!e) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "e is NULL");
+    gaio_status st = gaio__engine_ready(fn, e);
+    if (st != GAIO_OK) return st;
+    gaio_model_exec *x = calloc(1, sizeof *x);
+    if (!x) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    pthread_mutex_init(&x->lock, NULL);
+    gaio_engine_retain(e);
+    x->engine = e;
+    st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &x->arena);
+    if (st == GAIO_OK) st = gaio_event_create(e->ctx, 0, &x->last);
+    if (st == GAIO_OK && e->cuda_graph) st = capture(fn, x);
+    if (st != GAIO_OK) {
+        exec_free(x);
+        return st;
     }
-    if (n->op == OP_GEMM && n->nin > 2 && n->in[2] >= 0) { /* C as gaio_gemm takes it: a row (beta 1) or [M, N] */
-        const mvalue *c = &g->values[n->in[2]], *y = &g->values[n->out[0]];
-        int64_t rows = y->ndim == 2 ? y->dims[0] : 0, cols = y->ndim == 2 ? y->dims[1] : 0;
-        bool row = (c->ndim == 1 && c->dims[0] == cols) || (c->ndim == 2 && c->dims[0] == 1 && c->dims[1] == cols);
-        bool full = c->ndim == 2 && c->dims[0] == rows && c->dims[1] == cols;
-        if (!(row && n->a.beta == 1.0f) && !full)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Gemm): C of rank %d (broadcast other than "
-                              "a row of N, or a row with beta %g != 1) is not supported", n->name, (int)c->ndim,
-                              (double)n->a.beta);
-    }
-    if (n->op == OP_MATMUL) {
-        const mvalue *a = &g->values[n->in[0]], *b = &g->values[n->in[1]];
-        if ((a->ndim > 3 || b->ndim > 3) && b->ndim != 2)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank %d and %d "
-                              "(gaio takes rank <= 3, or any rank times a matrix)", n->name, (int)a->ndim,
-                              (int)b->ndim);
-    }
+    *out = x;
     return GAIO_OK;
 }
 
-/* gaio_tensor has 1 to GAIO_TENSOR_MAX_NDIM dimensions: a graph input or output the
- * caller could not describe is refused now, not at every run. (Leading 1s beyond that
- * are dropped, as the executor does.) */
-static gaio_status io_check(const char *fn, const mgraph *g, int32_t v, const char *what) {
-    const mvalue *x = &g->values[v];
-    int32_t nd = x->ndim, skip = 0;
-    while (nd - skip > GAIO_TENSOR_MAX_NDIM && x->dims[skip] == 1) skip++;
-    if (nd == 0)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph %s '%s' is a scalar (0-D): gaio tensors have 1 to %d "
-                          "dimensions", what, x->name, GAIO_TENSOR_MAX_NDIM);
-    if (nd - skip > GAIO_TENSOR_MAX_NDIM)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph %s '%s' has %d dimensions: gaio tensors have 1 to %d",
-                          what, x->name, (int)nd, GAIO_TENSOR_MAX_NDIM);
+gaio_status gaio_engine_create_exec(gaio_engine *e, gaio_model_exec **out) { return create_exec(__func__, e, out); }
+
+gaio_status gaio_model_exec_engine(gaio_model_exec *x, gaio_engine **out) {
+    GAIO_REQUIRE_PTR(out);
+    *out = NULL;
+    GAIO_REQUIRE_PTR(x);
+    *out = x->engine;
     return GAIO_OK;
 }
-
-/* Host data of `elem` as x's dtype and, for a 4-D value stored NHWC, in that order
- * ([K, C, R, S] row major -> K, R, S, C in memory), into dst. */
-static void convert(const void *data, int32_t elem, const xvalue *x, unsigned char *dst) {
-    size_t n = count_of(x);
-    int64_t c = x->ndim == 4 ? x->dims[1] : 1, hw = x->ndim == 4 ? x->dims[2] * x->dims[3] : 1;
-    for (size_t i = 0; i < n; i++) {
-        float f = elem == MT_F16 ? h2f(((const uint16_t *)data)[i]) : ((const float *)data)[i];
-        size_t j = i;
-        if (x->nhwc) { /* i = ((k * C + ci) * HW + p) -> ((k * HW + p) * C + ci) */
-            size_t k = i / (size_t)(c * hw), ci = i / (size_t)hw % (size_t)c, p = i % (size_t)hw;
-            j = (k * (size_t)hw + p) * (size_t)c + ci;
-        }
-        if (x->dtype == GAIO_DTYPE_F16)
-            ((uint16_t *)dst)[j] = f2h(f);
-        else
-            ((float *)dst)[j] = f;
-    }
-}
-
-static size_t bytes_of(const xvalue *x) { return count_of(x) * gaio_dtype_size(x->dtype); }
-static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
-
-static bool on_gpu(gaio_context *ctx) {
-    int dev = 0;
-    gaio_device_props p;
-    return gaio_context_device(ctx, &dev) == GAIO_OK && gaio_device_get_props(dev, &p) == GAIO_OK &&
-           p.kind == GAIO_DEVICE_CUDA;
-}
-
-/* A view of an NHWC value whose memory order differs from row major (channels and
- * pixels both > 1) needs a row-major copy first. */
-static bool needs_copy(const xvalue *in) {
-    return in->nhwc && in->dims[1] > 1 && in->dims[2] * in->dims[3] > 1;
-}
-
-static gaio_status prepare_convs(gaio_model_exec *e, gaio_stream *s);
-static gaio_status place_weights(const char *fn, gaio_model_exec *e, bool nhwc);
-static gaio_status upload_weights(gaio_model_exec *e, gaio_stream *s);
-static gaio_status place_arena(const char *fn, gaio_model_exec *e);
-static gaio_status capture(const char *fn, gaio_model_exec *e);
 
 gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
                                       gaio_model_exec **out) {
-    const char *fn = __func__;
     GAIO_REQUIRE_PTR(out);
     *out = NULL;
-    GAIO_REQUIRE_PTR(m);
-    GAIO_REQUIRE_PTR(ctx);
     GAIO_REQUIRE_PTR(options);
-    const mgraph *g = &m->g;
-    int64_t batch = options->batch;
-    if (options->precision < GAIO_MODEL_PRECISION_AUTO || options->precision > GAIO_MODEL_PRECISION_F16)
-        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->precision %d is not a gaio_model_precision",
-                          (int)options->precision);
-    if (options->layout < GAIO_MODEL_LAYOUT_AUTO || options->layout > GAIO_MODEL_LAYOUT_NHWC)
-        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->layout %d is not a gaio_model_layout", (int)options->layout);
-    bool symbolic = false;
-    for (int32_t i = 0; i < g->nvalues; i++)
-        for (int32_t d = 0; d < g->values[i].ndim; d++) symbolic |= g->values[i].dims[d] < 0;
-    if (symbolic && (batch < 1 || batch > (1 << 20)))
-        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "batch is %lld: the model has a symbolic batch, which must be 1 to "
-                          "1048576", (long long)batch);
-    for (int32_t i = 0; i < g->nnodes; i++) {
-        gaio_status st = node_check(fn, g, &g->nodes[i]);
-        if (st != GAIO_OK) return st;
-    }
-    for (int32_t i = 0; i < g->ninputs + g->noutputs; i++) {
-        gaio_status st = io_check(fn, g, i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs],
-                                  i < g->ninputs ? "input" : "output");
-        if (st != GAIO_OK) return st;
-    }
-    bool gpu = on_gpu(ctx);
-    bool f16 = options->precision == GAIO_MODEL_PRECISION_F16 || (options->precision == GAIO_MODEL_PRECISION_AUTO && gpu);
-    bool nhwc = options->layout != GAIO_MODEL_LAYOUT_NCHW;
-    gaio_model_exec *e = calloc(1, sizeof *e);
-    if (!e) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
-    pthread_mutex_init(&e->lock, NULL);
-    gaio_model_retain(m);
-    gaio_context_retain(ctx);
-    e->model = m, e->ctx = ctx, e->batch = symbolic ? batch : 0;
-    gaio_stream *s = NULL;
-    gaio_status st = gaio__plan_make(fn, g, &e->plan);
-    e->nv = g->nvalues + e->plan.nextra;
-    if (st == GAIO_OK && !(e->v = calloc((size_t)e->nv + 1, sizeof *e->v)))
-        st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
-    if (st == GAIO_OK && !(e->copy = calloc((size_t)e->plan.nsteps + 1, sizeof *e->copy)))
-        st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
-    if (st == GAIO_OK) st = gaio_stream_create(ctx, 0, 0, &s);
-    if (st == GAIO_OK) st = gaio_event_create(ctx, 0, &e->last);
-    for (int32_t i = 0; i < e->nv && st == GAIO_OK; i++) {
-        xvalue *x = &e->v[i];
-        int32_t elem, ndim;
-        const int64_t *dims;
-        if (i < g->nvalues) {
-            elem = g->values[i].elem, ndim = g->values[i].ndim < 0 ? 0 : g->values[i].ndim, dims = g->values[i].dims;
-        } else {
-            const xconst *c = &e->plan.extra[i - g->nvalues];
-            elem = c->elem, ndim = c->ndim, dims = c->dims;
-        }
-        x->ndim = ndim;
-        for (int32_t d = 0; d < ndim; d++) x->dims[d] = dims[d] < 0 ? batch : dims[d];
-        x->dtype = f16 ? GAIO_DTYPE_F16 : dtype_of(elem);
-        x->root = i;
-        x->input = -1;
-    }
-    for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) e->v[g->inputs[i]].input = i;
-    bool graph = gpu && gaio__devgraph_supported(s) && !(getenv("GAIO_MODEL_CUDA_GRAPH") &&
-                                                       !strcmp(getenv("GAIO_MODEL_CUDA_GRAPH"), "0"));
-    if (st == GAIO_OK) st = place_weights(fn, e, nhwc);
-    if (st == GAIO_OK) st = upload_weights(e, s);
-    /* Graph inputs in another precision or layout than the caller's are copied in; so
-     * are all of them under a graph, whose kernels read fixed addresses. */
-    for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
-        xvalue *x = &e->v[g->inputs[i]];
-        x->nhwc = nhwc && x->ndim == 4;
-        if (x->dtype == dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc && !graph) continue;
-        x->staged = true;
-        x->mem = XM_ARENA;
-    }
-    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
-        const xstep *sp = &e->plan.steps[i];
-        const mnode *n = sp->n;
-        xvalue *x = &e->v[sp->out];
-        if (is_view(n->op)) {
-            const xvalue *in = &e->v[n->in[0]];
-            if (!needs_copy(in)) {
-                x->root = in->root;
-                /* Same memory; NHWC only where the shape is unchanged. */
-                x->nhwc = in->nhwc && x->ndim == 4 && !memcmp(x->dims, in->dims, sizeof x->dims);
-                continue;
-            }
-            e->copy[i] = true; /* into x's own row-major memory, then viewed */
-        } else {
-            x->nhwc = nhwc && x->ndim == 4;
-        }
-        x->mem = XM_ARENA;
-    }
-    if (st == GAIO_OK) st = place_arena(fn, e);
-    if (st == GAIO_OK) st = prepare_convs(e, s);
-    if (st == GAIO_OK) st = gaio_stream_synchronize(s);
-    if (st == GAIO_OK && graph) st = capture(fn, e);
-    if (s) gaio_stream_release(s);
-    if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
-        fprintf(stderr, "gaio: plan: %d steps for %d nodes; %d batch norms folded, %d adds and %d activations fused; "
-                "%s %s; weights %.1f MiB, activations %.1f MiB%s\n", (int)e->plan.nsteps, (int)g->nnodes,
-                (int)e->plan.folded_bn, (int)e->plan.fused_add, (int)e->plan.fused_act,
-                f16 ? "f16" : "model's precision", nhwc ? "NHWC" : "NCHW", e->weight_bytes / 1048576.0,
-                e->arena_bytes / 1048576.0, e->graph ? "; one CUDA graph" : "");
-    if (st != GAIO_OK) {
-        exec_free(e);
-        return st;
-    }
-    *out = e;
-    return GAIO_OK;
+    gaio_engine_options o;
+    memset(&o, 0, sizeof o);
+    o.batch = options->batch, o.precision = options->precision, o.layout = options->layout;
+    gaio_engine *e = NULL;
+    gaio_status st = gaio__engine_build(__func__, m, ctx, &o, &e);
+    if (st != GAIO_OK) return st;
+    st = create_exec(__func__, e, out);
+    gaio_engine_release(e); /* the context holds it */
+    return st;
 }
 
 gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t batch, gaio_model_exec **out) {
@@ -313,21 +100,23 @@ gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t bat
     return gaio_model_exec_create_ex(m, ctx, &o, out);
 }
 
-gaio_status gaio_model_exec_release(gaio_model_exec *e) {
-    if (!e) return GAIO_OK;
+gaio_status gaio_model_exec_release(gaio_model_exec *x) {
+    if (!x) return GAIO_OK;
     /* A graph launch in flight uses the private stream's library scratch and the graph
      * itself, which no op holds (the weights and arena it holds): wait for the last run.
      * (Not freed from a completion callback instead: releasing a stream there would wait
      * on the completion thread from that thread.) */
-    if (e->graph && e->last_stream) (void)gaio_event_synchronize(e->last);
-    exec_free(e);
+    pthread_mutex_lock(&x->lock);
+    bool ran = x->last_stream != NULL;
+    pthread_mutex_unlock(&x->lock);
+    if (x->graph && ran) (void)gaio_event_synchronize(x->last);
+    exec_free(x);
     return GAIO_OK;
 }
 
-/* ---- running ---- */
-
 typedef struct run_state {
-    gaio_model_exec *e;
+    const gaio_engine *e;
+    gaio_buffer *arena;
     int32_t step;
     gaio_stream *s;
     const gaio_tensor *inputs; /* by graph input index; NULL while planning */
@@ -344,7 +133,7 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
         const gaio_tensor *in = &r->inputs[rx->input];
         t.buffer = in->buffer, t.offset = in->offset;
     } else if (rx->mem != XM_NONE) {
-        t.buffer = rx->mem == XM_WEIGHT ? r->e->weights : r->e->arena, t.offset = rx->off;
+        t.buffer = rx->mem == XM_WEIGHT ? r->e->weights : r->arena, t.offset = rx->off;
     }
     t.dtype = x->dtype;
     t.layout = x->nhwc ? GAIO_TENSOR_NHWC : GAIO_TENSOR_ROW_MAJOR;
@@ -382,17 +171,25 @@ static void conv_of(const run_state *r, const xstep *sp, conv_call *c) {
 /* Plans every convolution now, off the run path (gaio_conv2d_prepare times cuDNN's
  * candidates and keeps the fastest), except one that reads a caller's input directly:
  * its plan depends on that buffer's alignment, and is made at its first run. */
-static gaio_status prepare_convs(gaio_model_exec *e, gaio_stream *s) {
-    run_state r = {e, 0, s, NULL};
+gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buffer *arena) {
+    run_state r = {e, arena, 0, s, NULL};
     gaio_status st = GAIO_OK;
+    bool tune = !(e->flags & GAIO_ENGINE_NO_TUNE);
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
         if (sp->n->op != OP_CONV) continue;
         const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
-        if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) continue;
+        if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) {
+            snprintf(e->kernel[i], sizeof e->kernel[i], "(planned at the first run)");
+            continue;
+        }
         conv_call c;
         conv_of(&r, sp, &c);
-        st = gaio_conv2d_prepare(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p, NULL);
+        gaio_conv2d_info info;
+        if (e->conv_plans[i]) gaio__conv_plan_release(e->conv_plans[i]);
+        st = gaio__conv2d_prepare_keep(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
+                                       &info, tune, &e->conv_plans[i]);
+        if (st == GAIO_OK) snprintf(e->kernel[i], sizeof e->kernel[i], "%s", info.engine);
     }
     return st;
 }
@@ -418,7 +215,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         /* The NHWC input in row-major order into the output's buffer, which the output
          * then views with its own shape. */
         gaio_tensor flat = x;
-        flat.buffer = r->e->arena, flat.offset = r->e->v[sp->out].off, flat.layout = GAIO_TENSOR_ROW_MAJOR;
+        flat.buffer = r->arena, flat.offset = r->e->v[sp->out].off, flat.layout = GAIO_TENSOR_ROW_MAJOR;
         return gaio_cast(s, &x, &flat);
     }
     case OP_CONV: {
@@ -566,12 +363,13 @@ static gaio_status check_io(const char *fn, const char *what, int32_t i, const g
     return GAIO_OK;
 }
 
-gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_tensor *inputs, int32_t ninputs,
+gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_tensor *inputs, int32_t ninputs,
                            const gaio_tensor *outputs, int32_t noutputs, gaio_future **done) {
     const char *fn = __func__;
     if (done) *done = NULL;
-    GAIO_REQUIRE_PTR(e);
+    GAIO_REQUIRE_PTR(x);
     GAIO_REQUIRE_PTR(stream);
+    const gaio_engine *e = x->engine;
     const mgraph *g = &e->model->g;
     if (ninputs != g->ninputs || noutputs != g->noutputs)
         return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%d inputs and %d outputs given: the model has %d and %d",
@@ -580,29 +378,28 @@ gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_t
     gaio_context *sctx = NULL;
     gaio_status st = gaio_stream_context(stream, &sctx);
     if (st != GAIO_OK) return st;
-    if (sctx != e->ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "stream is not of the exec's context");
+    if (sctx != e->ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "stream is not of the engine's context");
     for (int32_t i = 0; i < ninputs; i++)
-        if ((st = check_io(fn, "inputs", i, &inputs[i], &e->v[g->inputs[i]], dtype_of(g->values[g->inputs[i]].elem),
-                           stream)) !=
-            GAIO_OK)
+        if ((st = check_io(fn, "inputs", i, &inputs[i], &e->v[g->inputs[i]],
+                           gaio__engine_dtype_of(g->values[g->inputs[i]].elem), stream)) != GAIO_OK)
             return st;
     for (int32_t i = 0; i < noutputs; i++)
         if ((st = check_io(fn, "outputs", i, &outputs[i], &e->v[g->outputs[i]],
-                           dtype_of(g->values[g->outputs[i]].elem), stream)) != GAIO_OK)
+                           gaio__engine_dtype_of(g->values[g->outputs[i]].elem), stream)) != GAIO_OK)
             return st;
-    run_state r = {e, 0, stream, inputs};
-    pthread_mutex_lock(&e->lock);
+    run_state r = {e, x->arena, 0, stream, inputs};
+    pthread_mutex_lock(&x->lock);
     /* The previous run, on another stream, may still use the intermediates. */
-    if (e->last_stream && e->last_stream != stream) st = gaio_stream_wait_event(stream, e->last);
+    if (x->last_stream && x->last_stream != stream) st = gaio_stream_wait_event(stream, x->last);
     /* Inputs kept in another precision or layout: copied in first. */
     for (int32_t i = 0; i < ninputs && st == GAIO_OK; i++) {
         if (!e->v[g->inputs[i]].staged) continue;
         gaio_tensor to = tensor(&r, g->inputs[i]);
         st = gaio_cast(stream, &inputs[i], &to);
     }
-    if (st == GAIO_OK && e->graph) {
-        gaio_buffer *held[2] = {e->weights, e->arena};
-        st = gaio__devgraph_launch(fn, stream, e->graph, held, 2);
+    if (st == GAIO_OK && x->graph) {
+        gaio_buffer *held[2] = {e->weights, x->arena};
+        st = gaio__devgraph_launch(fn, stream, x->graph, held, 2);
     } else if (st == GAIO_OK) {
         st = run_steps(fn, &r);
     }
@@ -610,125 +407,11 @@ gaio_status gaio_model_run(gaio_model_exec *e, gaio_stream *stream, const gaio_t
         gaio_tensor from = tensor(&r, g->outputs[i]);
         st = gaio_cast(stream, &from, &outputs[i]);
     }
-    if (st == GAIO_OK) st = gaio_event_record(e->last, stream);
-    if (st == GAIO_OK) e->last_stream = stream;
-    pthread_mutex_unlock(&e->lock);
+    if (st == GAIO_OK) st = gaio_event_record(x->last, stream);
+    if (st == GAIO_OK) x->last_stream = stream;
+    pthread_mutex_unlock(&x->lock);
     if (st == GAIO_OK && done) st = gaio_future_fence(stream, done);
     return st;
-}
-
-/* ---- memory and the graph ---- */
-
-/* The value a step reads at input slot j (its inputs, then the planner's weight, bias
- * and residual: a convolution's own weight and bias inputs are seen through those, as
- * batch-norm folding may have replaced them), or -1. */
-static int32_t step_value(const xstep *sp, int32_t j) {
-    const mnode *n = sp->n;
-    if (j < n->nin) {
-        if (n->op == OP_CONV && (j == 1 || j == 2)) return -1; /* sp->w, sp->b instead (maybe folded) */
-        return n->in[j];
-    }
-    return j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : sp->res;
-}
-
-static const void *const_data(const gaio_model_exec *e, int32_t v, int32_t *elem) {
-    const mgraph *g = &e->model->g;
-    if (v < g->nvalues) {
-        *elem = g->values[v].elem;
-        return g->values[v].data;
-    }
-    *elem = e->plan.extra[v - g->nvalues].elem;
-    return e->plan.extra[v - g->nvalues].data;
-}
-
-/* Weights (the float constants the steps read) get their dtype, layout and offset:
- * convolution weights in the activations' layout, batch-norm parameters in f32. */
-static gaio_status place_weights(const char *fn, gaio_model_exec *e, bool nhwc) {
-    size_t at = 0;
-    for (int32_t i = 0; i < e->plan.nsteps; i++) {
-        const xstep *sp = &e->plan.steps[i];
-        const mnode *n = sp->n;
-        for (int32_t j = 0; j < n->nin + 3; j++) {
-            int32_t v = step_value(sp, j), elem = MT_F32;
-            if (v < 0 || e->v[v].mem != XM_NONE) continue;
-            const void *data = const_data(e, v, &elem);
-            if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
-            xvalue *x = &e->v[v];
-            if (n->op == OP_CONV && v == sp->w) x->nhwc = nhwc && x->ndim == 4;
-            if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
-            x->mem = XM_WEIGHT;
-            x->off = at;
-            size_t b = round_up(bytes_of(x));
-            if (b > SIZE_MAX - at) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the weights overflow size_t");
-            at += b;
-        }
-    }
-    e->weight_bytes = at;
-    return GAIO_OK;
-}
-
-/* All weights, converted on the host into one pinned staging buffer, go up in one copy. */
-static gaio_status upload_weights(gaio_model_exec *e, gaio_stream *s) {
-    size_t bytes = e->weight_bytes ? e->weight_bytes : 1;
-    gaio_buffer *stage = NULL;
-    gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, bytes, &stage);
-    if (st == GAIO_OK) st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, bytes, &e->weights);
-    void *p = NULL;
-    if (st == GAIO_OK) st = gaio_buffer_host_ptr(stage, &p);
-    if (st == GAIO_OK) {
-        for (int32_t v = 0; v < e->nv; v++) {
-            if (e->v[v].mem != XM_WEIGHT) continue;
-            int32_t elem = MT_F32;
-            const void *data = const_data(e, v, &elem);
-            convert(data, elem, &e->v[v], (unsigned char *)p + e->v[v].off);
-        }
-        st = gaio_memcpy_async(s, e->weights, 0, stage, 0, bytes);
-    }
-    if (stage) gaio_buffer_release(stage); /* the copy holds it until it has run */
-    return st;
-}
-
-/* Activations by lifetime: a value is live from the step writing it (staged inputs:
- * from before the first) to the last step reading it or a view of it (outputs: to the
- * end, where they are copied out). */
-static gaio_status place_arena(const char *fn, gaio_model_exec *e) {
-    const mgraph *g = &e->model->g;
-    int32_t nsteps = e->plan.nsteps;
-    mlive *live = calloc((size_t)e->nv + 1, sizeof *live);
-    if (!live) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
-    for (int32_t v = 0; v < e->nv; v++) {
-        const xvalue *x = &e->v[v];
-        if (x->mem != XM_ARENA) continue;
-        live[v].bytes = bytes_of(x) ? bytes_of(x) : 1;
-        live[v].first = live[v].last = x->staged ? -1 : nsteps;
-    }
-    for (int32_t i = 0; i < nsteps; i++) {
-        const xstep *sp = &e->plan.steps[i];
-        int32_t out = e->v[sp->out].root;
-        if (e->v[out].mem == XM_ARENA && live[out].first > i) live[out].first = i;
-        for (int32_t j = 0; j < sp->n->nin + 3; j++) {
-            int32_t v = step_value(sp, j);
-            if (v < 0) continue;
-            int32_t root = e->v[v].root;
-            if (e->v[root].mem == XM_ARENA && live[root].last < i) live[root].last = i;
-        }
-    }
-    for (int32_t i = 0; i < g->noutputs; i++) {
-        int32_t root = e->v[g->outputs[i]].root;
-        if (e->v[root].mem == XM_ARENA) live[root].last = nsteps;
-    }
-    for (int32_t v = 0; v < e->nv; v++)
-        if (live[v].bytes && live[v].last < live[v].first) live[v].last = live[v].first; /* written, never read */
-    size_t total = 0;
-    if (gaio__place_by_lifetime(live, e->nv, ALIGN, &total) != 0) {
-        free(live);
-        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
-    }
-    for (int32_t v = 0; v < e->nv; v++)
-        if (e->v[v].mem == XM_ARENA) e->v[v].off = live[v].offset;
-    free(live);
-    e->arena_bytes = total;
-    return gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, total ? total : 1, &e->arena);
 }
 
 static gaio_status run_steps(const char *fn, run_state *r) {
@@ -749,22 +432,26 @@ static gaio_status run_steps(const char *fn, run_state *r) {
 /* The steps, run once on a private stream (loading kernels, sizing library scratch),
  * then captured there. A model whose steps cannot be captured (a library call that
  * refuses) runs step by step instead: GAIO_MODEL_TRACE says why. */
-static gaio_status capture(const char *fn, gaio_model_exec *e) {
-    gaio_status st = gaio_stream_create(e->ctx, 0, 0, &e->capture);
+static gaio_status capture(const char *fn, gaio_model_exec *x) {
+    const gaio_engine *e = x->engine;
+    gaio_status st = gaio_stream_create(e->ctx, 0, 0, &x->capture);
     if (st != GAIO_OK) return st;
-    run_state r = {e, 0, e->capture, NULL};
+    run_state r = {e, x->arena, 0, x->capture, NULL};
     st = run_steps(fn, &r);
-    if (st == GAIO_OK) st = gaio_stream_synchronize(e->capture);
+    if (st == GAIO_OK) st = gaio_stream_synchronize(x->capture);
     if (st != GAIO_OK) return st;
-    st = gaio__devgraph_capture_begin(fn, e->capture);
-    if (st == GAIO_OK) {
+    /* Twice: another library's device-wide synchronization (foreign code may make one)
+     * ends a capture in failure through no fault of the steps. */
+    for (int attempt = 0; attempt < 2 && !x->graph; attempt++) {
+        st = gaio__devgraph_capture_begin(fn, x->capture);
+        if (st != GAIO_OK) break;
         gaio_status ran = run_steps(fn, &r);
         char why[GAIO_MSG_MAX];
         snprintf(why, sizeof why, "%s", gaio_last_error());
-        st = gaio__devgraph_capture_end(fn, e->capture, &e->graph);
+        st = gaio__devgraph_capture_end(fn, x->capture, &x->graph);
         if (ran != GAIO_OK) {
-            gaio__devgraph_free(e->graph);
-            e->graph = NULL;
+            gaio__devgraph_free(x->graph);
+            x->graph = NULL;
             st = gaio__fail(ran, fn, "%s", why);
         }
     }

@@ -61,3 +61,69 @@ gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const ga
     if (out) *out = NULL;
     return NO_ONNX;
 }
+gaio_status gaio_engine_build(gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                              gaio_engine **out) {
+    (void)m, (void)ctx, (void)options;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_build_async(gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                                    gaio_engine **out, gaio_future **built) {
+    (void)m, (void)ctx, (void)options;
+    if (out) *out = NULL;
+    if (built) *built = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_retain(gaio_engine *e) {
+    (void)e;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_release(gaio_engine *e) {
+    (void)e;
+    return GAIO_OK;
+}
+gaio_status gaio_engine_get_info(gaio_engine *e, gaio_engine_info *out) {
+    (void)e, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_model(gaio_engine *e, gaio_model **out) {
+    (void)e;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_input(gaio_engine *e, int32_t i, gaio_model_io *out) {
+    (void)e, (void)i, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_output(gaio_engine *e, int32_t i, gaio_model_io *out) {
+    (void)e, (void)i, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_get_step(gaio_engine *e, int32_t i, gaio_engine_step *out) {
+    (void)e, (void)i, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_save(gaio_engine *e, const char *path) {
+    (void)e, (void)path;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_load(const char *path, gaio_context *ctx, gaio_engine **out) {
+    (void)path, (void)ctx;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_load_memory(const void *data, size_t size, gaio_context *ctx, gaio_engine **out) {
+    (void)data, (void)size, (void)ctx;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_engine_create_exec(gaio_engine *e, gaio_model_exec **out) {
+    (void)e;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}
+gaio_status gaio_model_exec_engine(gaio_model_exec *x, gaio_engine **out) {
+    (void)x;
+    if (out) *out = NULL;
+    return NO_ONNX;
+}

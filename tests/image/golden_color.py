@@ -22,6 +22,8 @@ import time
 import numpy as np
 import cv2
 
+from golden_cv46 import require_cv46
+
 # gaio_color
 SWAP_RB, RGB2GRAY, BGR2GRAY, GRAY2RGB, RGB2RGBA, RGBA2RGB, RGB2BGRA, RGBA2BGR, YUV2RGB, YUV2BGR = range(1, 11)
 # gaio_yuv
@@ -110,6 +112,7 @@ def yuv_formula(Y, U, V, yuv):
 
 def main():
     out = sys.argv[1]
+    require_cv46(cv2, out, "golden_color")  # else: OUTDIR/SKIP, exit 0
     os.makedirs(out, exist_ok=True)
     seed = seed_from_env()
     print("seed %d (set GAIO_TEST_SEED to replay)" % seed)

@@ -8,7 +8,9 @@ scale + offset)), which is np.clip(np.rint(...)); normalize is (v * scale - mean
 std; reformat is a transpose. OpenCV is a second opinion where its Python binding
 can say the same thing: cv2.addWeighted(src, scale, 0, 0, offset, dtype) computes
 convertTo's result for every depth but f16, cv2.split / cv2.merge reformat. Those
-checks run here (the script fails if OpenCV disagrees) and are skipped without cv2.
+checks run here (the script fails if OpenCV disagrees) and are skipped without cv2 or
+with an OpenCV other than 4.6 (golden_cv46.py: the semantics gaio follows); the numpy
+data is written either way.
 
 Writes OUTDIR/<id>.src.npy, OUTDIR/<id>.dst.npy and OUTDIR/cases.txt, one case a line:
   convert   ID SRC_DTYPE DST_DTYPE LAYOUT BATCH W H C SCALE OFFSET
@@ -22,9 +24,15 @@ import time
 
 import numpy as np
 
+from golden_cv46 import is_reference
+
 try:
     import cv2
 except ImportError:  # the numpy reference stands on its own
+    cv2 = None
+CV_NOTE = "no cv2: numpy only"
+if cv2 is not None and not is_reference(cv2.__version__):
+    CV_NOTE = "OpenCV %s is not 4.6: numpy only, no second opinion from it" % cv2.__version__
     cv2 = None
 
 DT = {"u8": np.uint8, "u16": np.uint16, "s16": np.int16, "f16": np.float16, "f32": np.float32}
@@ -201,7 +209,7 @@ def main():
     with open(os.path.join(out, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("%d cases in %s (%s)" % (len(lines), out,
-          "%d checked against OpenCV %s" % (cv_checked, cv2.__version__) if cv2 is not None else "no cv2: numpy only"))
+          "%d checked against OpenCV %s" % (cv_checked, cv2.__version__) if cv2 is not None else CV_NOTE))
 
 
 if __name__ == "__main__":

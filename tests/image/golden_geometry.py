@@ -17,7 +17,10 @@ import time
 import cv2
 import numpy as np
 
+from golden_cv46 import require_cv46
+
 OUT = sys.argv[1]
+require_cv46(cv2, OUT, "golden_geometry")  # else: OUTDIR/SKIP, exit 0
 os.makedirs(OUT, exist_ok=True)
 env = os.environ.get("GAIO_TEST_SEED")
 SEED = int(env, 0) if env else (time.time_ns() & 0xFFFFFFFF) or 1

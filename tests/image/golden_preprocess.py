@@ -21,6 +21,8 @@ import time
 import cv2
 import numpy as np
 
+from golden_cv46 import require_cv46
+
 # OpenCV's own resize code: wheels built with Intel IPP hand float LINEAR downscales
 # to IPP, whose weights differ from OpenCV's by up to ~1e-5 of the value range.
 try:
@@ -29,6 +31,7 @@ except AttributeError:
     pass
 
 out = sys.argv[1]
+require_cv46(cv2, out, "golden_preprocess")  # else: OUTDIR/SKIP, exit 0
 os.makedirs(out, exist_ok=True)
 seed = int(os.environ.get("GAIO_TEST_SEED", "0"), 0) or (int(time.time() * 1000) & 0xFFFFFFFF)
 seed &= 0xFFFFFFFF

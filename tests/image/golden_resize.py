@@ -18,6 +18,8 @@ import time
 import numpy as np
 import cv2
 
+from golden_cv46 import require_cv46
+
 INTERPS = [cv2.INTER_NEAREST, cv2.INTER_NEAREST_EXACT, cv2.INTER_LINEAR, cv2.INTER_CUBIC, cv2.INTER_AREA]
 NAMES = ["nearest", "exact", "linear", "cubic", "area"]
 
@@ -49,6 +51,7 @@ def fix_exact(img, got, w, h):
 
 def main():
     out = sys.argv[1]
+    require_cv46(cv2, out, "golden_resize")  # else: OUTDIR/SKIP, exit 0
     os.makedirs(out, exist_ok=True)
     env = os.environ.get("GAIO_TEST_SEED")
     seed = int(env, 0) if env else (int(time.time() * 1000) ^ os.getpid()) & 0xFFFFFFFF

@@ -18,7 +18,11 @@
  *                 with the status, names the function, and its message names `needle`
  *   memory        tmalloc: malloc that exits on failure
  *
- * Golden files live in the directory named by GAIO_GOLDEN_DIR (set by ctest). */
+ * Golden files live in the directory named by GAIO_GOLDEN_DIR (set by ctest). Where the
+ * OpenCV of the machine is not 4.6 (the semantics gaio follows), golden_*.py write no
+ * data there but a file SKIP saying so: golden_available() then prints "golden
+ * comparisons SKIPPED: <why>" and the test's other checks still run; a test that has no
+ * other checks calls golden_require(), which exits 77 (a skip) instead. */
 #ifndef GAIO_TEST_IMAGE_TEST_H
 #define GAIO_TEST_IMAGE_TEST_H
 
@@ -42,6 +46,39 @@ static inline const char *golden_dir(void) {
         exit(1);
     }
     return d;
+}
+
+/* Why GAIO_GOLDEN_DIR holds no golden data: the text of the SKIP file golden_*.py wrote
+ * in its place (this OpenCV is not 4.6), or NULL when there is none (the data is there). */
+static inline const char *golden_skip_reason(void) {
+    static char why[1536]; /* room for the path in the message below */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/SKIP", golden_dir());
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t n = fread(why, 1, sizeof why - 1, f);
+    fclose(f);
+    while (n && (why[n - 1] == '\n' || why[n - 1] == '\r' || why[n - 1] == ' ')) n--;
+    why[n] = 0;
+    if (!n) snprintf(why, sizeof why, "%s says so without a reason", path);
+    return why;
+}
+
+/* Whether the golden comparisons of `what` can run: 0 (after a line "golden comparisons
+ * SKIPPED: ...", naming the OpenCV) when GAIO_GOLDEN_DIR holds golden_*.py's SKIP. */
+static inline int golden_available(const char *what) {
+    const char *why = golden_skip_reason();
+    if (!why) return 1;
+    printf("%s: golden comparisons SKIPPED: %s\n", what, why);
+    fflush(stdout);
+    return 0;
+}
+
+/* For a test that checks nothing but golden data: skips the whole test (exit 77) when
+ * there is none. */
+static inline void golden_require(const char *what) {
+    const char *why = golden_skip_reason();
+    if (why) test_skip("%s compares with golden data only, and there is none: %s", what, why);
 }
 
 /* Loads GAIO_GOLDEN_DIR/name; exits with a message on any problem. */

@@ -156,6 +156,7 @@ static void run_case(gaio_stream *s, const ccase *c, geom g, const void *src_dat
 /* ---- OpenCV's results ------------------------------------------------------------ */
 
 static void golden(gaio_stream *s) {
+    if (!golden_available("test_color")) return; /* no OpenCV 4.6 here: the other checks still run */
     char path[1024];
     snprintf(path, sizeof path, "%s/manifest.txt", golden_dir());
     FILE *f = fopen(path, "r");

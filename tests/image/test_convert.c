@@ -198,6 +198,7 @@ static void golden_case(gaio_stream *s, const gcase *k, tgeom g) {
 }
 
 static void golden(gaio_stream *s) {
+    if (!golden_available("test_convert")) return; /* no OpenCV 4.6 here: the other checks still run */
     char path[1024];
     snprintf(path, sizeof path, "%s/cases.txt", golden_dir());
     FILE *f = fopen(path, "r");

@@ -110,6 +110,7 @@ static gaio_status run_golden_op(gaio_stream *s, const gcase *c, const gaio_imag
 }
 
 static void test_golden(gaio_stream *s) {
+    if (!golden_available("test_geometry")) return; /* no OpenCV 4.6 here: the other checks still run */
     char path[1024];
     snprintf(path, sizeof path, "%s/manifest.txt", golden_dir());
     FILE *f = fopen(path, "r");

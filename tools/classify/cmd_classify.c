@@ -10,7 +10,12 @@
  *   the host prints each image's top K once its batch's future completes.
  * While batch b runs on the GPU, batch b+1 is decoded and enqueued on another stream:
  * the exec orders its runs, everything else overlaps. On the host device (--device 0)
- * the same pipeline runs on gaio's CPU backend with libjpeg-turbo / libpng decoding. */
+ * the same pipeline runs on gaio's CPU backend with libjpeg-turbo / libpng decoding.
+ *
+ * The engine (gaio_engine_build: the plan, tuned cuDNN plans, the weights in their final
+ * form; seconds on a GPU) is cached on disk by engine_cache.c, keyed by the model file's
+ * bytes, the options, the device and the library versions: later runs load it
+ * (gaio_engine_load) and make their execution context at once. */
 #include "cmd_classify.h"
 
 #include <errno.h>
@@ -23,6 +28,7 @@
 #include <unistd.h>
 
 #include "decode_pool.h"
+#include "engine_cache.h"
 #include "gaio/gaio.h"
 #include "labels.h"
 #include "nvjpeg_decode.h"
@@ -57,14 +63,15 @@ typedef struct slot {
 } slot;
 
 typedef struct job {
-    const char *model_path, *labels_path;
+    const char *model_path, *labels_path, *cache_dir;
     int top, batch, device, threads;
-    bool quiet, no_gpu_decode;
+    bool quiet, no_gpu_decode, no_cache;
     const char **images;
     long nimages;
     gaio_context *ctx;
     bool gpu;
     gaio_model *model;
+    gaio_engine *engine;
     gaio_model_exec *exec;
     gaio_dtype in_dtype, out_dtype;
     int64_t in_h, in_w, classes;
@@ -104,10 +111,12 @@ static int failed(job *j, gaio_status st, const char *call) {
     return 1;
 }
 
-void gaio_cmd_classify_usage(FILE *out) {
+void gaio_cmd_classify_usage(FILE *out) { gaio_cmd_classify_usage_lead(out, "  "); }
+
+void gaio_cmd_classify_usage_lead(FILE *out, const char *lead) {
     fprintf(out,
-            "  classify   MODEL.onnx IMAGE... [--labels FILE] [--top K] [--batch N] [--device N]\n"
-            "             [--threads N] [--host-decode] [-q]\n"
+            "%sclassify   MODEL.onnx IMAGE... [--labels FILE] [--top K] [--batch N] [--device N]\n"
+            "             [--threads N] [--host-decode] [--cache DIR | --no-cache] [-q]\n"
             "             classify PNG / JPEG images with an ONNX classifier (input [N,3,H,W],\n"
             "             ImageNet normalization, center crop 0.875): JPEGs decoded on the GPU\n"
             "             by nvJPEG (the hardware decoder where there is one), the rest by host\n"
@@ -115,7 +124,13 @@ void gaio_cmd_classify_usage(FILE *out) {
             "             --batch: images per inference (default 32, or the model's fixed\n"
             "             batch); --device: 0 = host, 1.. = GPUs (default: the first GPU);\n"
             "             --threads: host decode threads (default: online cores);\n"
-            "             --host-decode: no nvJPEG; -q: only the summary line\n");
+            "             --host-decode: no nvJPEG; -q: only the summary line.\n"
+            "             The model's engine (plan, tuned convolutions, weights) is cached in\n"
+            "             --cache DIR (default $XDG_CACHE_HOME/gaio or ~/.cache/gaio), keyed by\n"
+            "             the model file's bytes, batch, device and versions: later runs load it\n"
+            "             instead of building it (stderr says which); --no-cache: build, keep\n"
+            "             nothing\n",
+            lead);
 }
 
 static bool parse_int(const char *s, int lo, int hi, int *out) {
@@ -131,18 +146,26 @@ static int parse(job *j, int argc, char **argv) {
     j->top = 5, j->batch = 0, j->device = -1, j->threads = 0, j->hardware = -1;
     j->images = calloc((size_t)argc, sizeof *j->images);
     if (!j->images) return usage_error("out of memory");
+    for (int i = 1; i < argc; i++) /* --help wins wherever it is */
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            gaio_cmd_classify_usage_lead(stdout, "usage: gaio ");
+            return -1;
+        }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+        if (!strcmp(a, "--no-cache")) {
+            j->no_cache = true;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             j->quiet = true;
         } else if (!strcmp(a, "--host-decode")) {
             j->no_gpu_decode = true;
         } else if (!strcmp(a, "--labels") || !strcmp(a, "--top") || !strcmp(a, "--batch") || !strcmp(a, "--device") ||
-                   !strcmp(a, "--threads")) {
+                   !strcmp(a, "--threads") || !strcmp(a, "--cache")) {
             if (!v || (v[0] == '-' && v[1] == '-')) return usage_error("%s needs a value", a);
             i++;
             if (!strcmp(a, "--labels")) j->labels_path = v;
+            else if (!strcmp(a, "--cache")) j->cache_dir = v;
             else if (!strcmp(a, "--top") && !parse_int(v, 1, 1000, &j->top))
                 return usage_error("--top '%s' is not a number from 1 to 1000", v);
             else if (!strcmp(a, "--batch") && !parse_int(v, 1, MAX_BATCH, &j->batch))
@@ -159,6 +182,8 @@ static int parse(job *j, int argc, char **argv) {
             j->images[j->nimages++] = a;
         }
     }
+    if (j->cache_dir && j->no_cache) return usage_error("--cache and --no-cache: give one");
+    if (j->cache_dir && !*j->cache_dir) return usage_error("--cache needs a directory");
     if (!j->model_path) return usage_error("no model given");
     if (!j->nimages) return usage_error("no images given");
     if (!j->threads) {
@@ -185,6 +210,27 @@ static int pick_device(job *j) {
     if ((st = gaio_device_get_props(j->device, &p)) != GAIO_OK) return failed(j, st, "gaio_device_get_props");
     j->gpu = p.kind == GAIO_DEVICE_CUDA;
     if ((st = gaio_context_create(j->device, NULL, &j->ctx)) != GAIO_OK) return failed(j, st, "gaio_context_create");
+    return 0;
+}
+
+/* The engine of the model for the batch, from the cache or built (and cached), and an
+ * execution context of it. */
+static int open_engine(job *j) {
+    char dir[1024];
+    const char *cache = NULL;
+    if (!j->no_cache) {
+        if (j->cache_dir) cache = j->cache_dir;
+        else if (engine_cache_default_dir(dir, sizeof dir)) cache = dir;
+        else fprintf(stderr, "gaio classify: no engine cache: neither XDG_CACHE_HOME nor HOME is set (--cache DIR)\n");
+    }
+    gaio_engine_options eo;
+    memset(&eo, 0, sizeof eo);
+    eo.batch = j->batch; /* AUTO precision and layout */
+    engine_cache_result res;
+    gaio_status st = engine_cache_get(cache, j->model_path, j->model, j->ctx, j->device, &eo, &j->engine, &res);
+    if (st != GAIO_OK) return failed(j, st, "gaio_engine_build");
+    fprintf(stderr, "gaio classify: %s%s\n", res.note, j->no_cache ? " (--no-cache)" : "");
+    if ((st = gaio_engine_create_exec(j->engine, &j->exec)) != GAIO_OK) return failed(j, st, "gaio_engine_create_exec");
     return 0;
 }
 
@@ -230,9 +276,7 @@ static int open_model(job *j) {
             return 1;
         }
     }
-    if ((st = gaio_model_exec_create(j->model, j->ctx, j->batch, &j->exec)) != GAIO_OK)
-        return failed(j, st, "gaio_model_exec_create");
-    return 0;
+    return open_engine(j);
 }
 
 /* ---- nvJPEG, on the slots' streams (the native functions run with the context current) ---- */
@@ -508,6 +552,10 @@ int gaio_cmd_classify(int argc, char **argv) {
     memset(&j, 0, sizeof j);
     double t0 = now_s();
     int rc = parse(&j, argc, argv);
+    if (rc < 0) {
+        free(j.images);
+        return 0; /* --help */
+    }
     if (!rc) rc = pick_device(&j);
     if (!rc) rc = open_model(&j);
     if (!rc) rc = open_slots(&j);
@@ -539,6 +587,7 @@ int gaio_cmd_classify(int argc, char **argv) {
     }
     close_slots(&j);
     if (j.exec) gaio_model_exec_release(j.exec);
+    if (j.engine) gaio_engine_release(j.engine);
     if (j.model) gaio_model_release(j.model);
     if (j.ctx) gaio_context_release(j.ctx);
     labels_free(&j.names);

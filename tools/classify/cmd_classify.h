@@ -8,6 +8,9 @@
  * or a gaio call failed (the other images are still classified where possible), 2 for
  * a usage error. stdout: one line per image, then a summary line. */
 int gaio_cmd_classify(int argc, char **argv);
+/* The command's part of `gaio help` ("  classify ..."); _lead: with another lead
+ * ("usage: gaio " for `gaio classify --help`). */
 void gaio_cmd_classify_usage(FILE *out);
+void gaio_cmd_classify_usage_lead(FILE *out, const char *lead);
 
 #endif

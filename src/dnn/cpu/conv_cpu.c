@@ -3,6 +3,11 @@
  * calling gaio worker. oneDNN spreads the work over its own OpenMP threads (Debian's
  * build), not over gaio's pool: the worker that runs the op is the team's master.
  *
+ * Where oneDNN is not there (libdnnl.so.2 missing, a build without its headers, or
+ * GAIO_DNN_NO_ONEDNN=1), or has no implementation for a problem, gaio's own convolution
+ * runs instead (conv_gemm.c: im2col + OpenBLAS sgemm, a GEMM loop without OpenBLAS, the
+ * depthwise host kernel for depthwise problems).
+ *
  * Primitives are made once per problem (shapes, strides, params, post-ops) and kept in
  * a process-wide LRU cache of CACHE_ENTRIES; an entry is refcounted, so one evicted
  * while another thread runs it is destroyed by the last user. Scratchpads are the
@@ -24,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnn/cpu/conv_gemm.h"
 #include "dnn/cpu/onednn.h"
 #include "dnn/dnn_internal.h"
 
@@ -609,9 +615,8 @@ out:;
     return status;
 }
 
-gaio_status gaio__conv_cpu(const gaio__conv_args *a) {
-    gaio_status status = gaio__onednn_load(FN, NULL);
-    if (status != GAIO_OK) return status;
+static gaio_status onednn_conv(const gaio__conv_args *a) {
+    gaio_status status = GAIO_OK;
     if (a->dtype != GAIO_DTYPE_F32 && a->dtype != GAIO_DTYPE_F16)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, FN, "the host convolution takes f32 or f16");
     if (a->n == 0 || a->k == 0 || a->p == 0 || a->q == 0) return GAIO_OK; /* y is empty */
@@ -659,10 +664,8 @@ gaio_status gaio__conv_cpu(const gaio__conv_args *a) {
     return status;
 }
 
-gaio_status gaio__conv_cpu_prepare(const gaio__conv_args *a, char *impl, size_t size) {
-    if (impl && size) impl[0] = 0;
-    gaio_status status = gaio__onednn_load(FN, NULL);
-    if (status != GAIO_OK) return status;
+static gaio_status onednn_prepare(const gaio__conv_args *a, char *impl, size_t size) {
+    gaio_status status = GAIO_OK;
     if (a->n == 0 || a->k == 0 || a->p == 0 || a->q == 0) return GAIO_OK;
     conv_key key;
     key_fill(a, &key);
@@ -675,17 +678,34 @@ gaio_status gaio__conv_cpu_prepare(const gaio__conv_args *a, char *impl, size_t 
     return GAIO_OK;
 }
 
-#else
-
+/* oneDNN when it is there; gaio's own convolution when it is not, or when oneDNN has
+ * no implementation for the problem (dnnl_unimplemented: GAIO_ERR_NOT_SUPPORTED). */
 gaio_status gaio__conv_cpu(const gaio__conv_args *a) {
-    (void)a;
-    return gaio__onednn_load("gaio_conv2d", NULL);
+    if (gaio__onednn_ready()) {
+        gaio_status status = onednn_conv(a);
+        if (status != GAIO_ERR_NOT_SUPPORTED) return status;
+    }
+    return gaio__conv_gemm(a);
 }
 
 gaio_status gaio__conv_cpu_prepare(const gaio__conv_args *a, char *impl, size_t size) {
-    (void)a;
     if (impl && size) impl[0] = 0;
-    return gaio__onednn_load("gaio_conv2d", NULL);
+    if (gaio__onednn_ready()) {
+        gaio_status status = onednn_prepare(a, impl, size);
+        if (status != GAIO_ERR_NOT_SUPPORTED) return status;
+    }
+    gaio__conv_gemm_engine(a, impl, size);
+    return GAIO_OK;
+}
+
+#else
+
+gaio_status gaio__conv_cpu(const gaio__conv_args *a) { return gaio__conv_gemm(a); }
+
+gaio_status gaio__conv_cpu_prepare(const gaio__conv_args *a, char *impl, size_t size) {
+    if (impl && size) impl[0] = 0;
+    gaio__conv_gemm_engine(a, impl, size);
+    return GAIO_OK;
 }
 
 #endif

@@ -5,14 +5,35 @@
  *
  * Debian's oneDNN runs its parallel work on OpenMP threads: a convolution that a gaio
  * worker submits is spread over oneDNN's own OpenMP team (as many threads as cores, the
- * calling worker among them), not over gaio's worker pool. */
+ * calling worker among them), not over gaio's worker pool.
+ *
+ * GAIO_DNN_NO_ONEDNN=1 (any value but empty or "0") makes gaio act as if oneDNN were not
+ * installed: gaio__onednn_load fails as a missing library does, gaio__onednn_ready says
+ * false and the host convolution takes its own path (conv_gemm.c). It is read on every
+ * call, not once, so that a test can run the same process with and without oneDNN; while
+ * it is set, libdnnl is not opened at all. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dnn/cpu/onednn.h"
+
+#define NO_ONEDNN_ENV "GAIO_DNN_NO_ONEDNN"
+
+/* The value of GAIO_DNN_NO_ONEDNN when it switches oneDNN off, else NULL. */
+static const char *switched_off(void) {
+    const char *e = getenv(NO_ONEDNN_ENV);
+    return e && *e && strcmp(e, "0") != 0 ? e : NULL;
+}
+
+static gaio_status off_fail(const char *fn, const char *value, const char **description) {
+    if (description) *description = NULL;
+    return gaio__fail(GAIO_ERR_DRIVER, fn ? fn : "gaio_dnn",
+                      "oneDNN is switched off by " NO_ONEDNN_ENV "=%s (gaio acts as if it were not installed)", value);
+}
 
 #ifdef GAIO_HAVE_ONEDNN_H
 
@@ -116,6 +137,8 @@ static void load_once(void) {
 }
 
 gaio_status gaio__onednn_load(const char *fn, const char **description) {
+    const char *off = switched_off();
+    if (off) return off_fail(fn, off, description);
     pthread_once(&dnnl_once, load_once);
     if (dnnl.status != GAIO_OK) {
         if (description) *description = NULL;
@@ -125,12 +148,22 @@ gaio_status gaio__onednn_load(const char *fn, const char **description) {
     return GAIO_OK;
 }
 
+bool gaio__onednn_ready(void) {
+    if (switched_off()) return false;
+    pthread_once(&dnnl_once, load_once);
+    return dnnl.status == GAIO_OK;
+}
+
 #else
 
 gaio_status gaio__onednn_load(const char *fn, const char **description) {
+    const char *off = switched_off();
+    if (off) return off_fail(fn, off, description);
     if (description) *description = NULL;
     return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn ? fn : "gaio_dnn",
                       "this libgaio was built without oneDNN's headers (libdnnl-dev)");
 }
+
+bool gaio__onednn_ready(void) { return false; }
 
 #endif

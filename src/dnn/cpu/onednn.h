@@ -1,17 +1,25 @@
 /* oneDNN as the host convolution sees it (src/dnn/cpu/onednn.c): every dnnl_* entry
  * point it uses, resolved with dlopen/dlsym from libdnnl.so.2, so that libgaio links no
  * oneDNN. The types come from oneDNN's own headers (libdnnl-dev) when the build has
- * them (GAIO_HAVE_ONEDNN_H); without them gaio__onednn_load and gaio__conv_cpu only
- * say GAIO_ERR_NOT_SUPPORTED. */
+ * them (GAIO_HAVE_ONEDNN_H); without them gaio__onednn_load says GAIO_ERR_NOT_SUPPORTED
+ * and the host convolution always takes gaio's own path (conv_gemm.h), as it does when
+ * libdnnl.so.2 is missing or GAIO_DNN_NO_ONEDNN=1 switches oneDNN off. */
 #ifndef GAIO_DNN_CPU_ONEDNN_H
 #define GAIO_DNN_CPU_ONEDNN_H
 
+#include <stdbool.h>
+
 #include "dnn/dnn_internal.h"
 
-/* Makes (or finds in the cache) the primitive of the host convolution a, without
- * running it, and writes oneDNN's implementation ("oneDNN brg:avx2 ...") to impl (may
- * be NULL): for gaio_conv2d_prepare. */
+/* For gaio_conv2d_prepare on the host: makes (or finds in the cache) oneDNN's primitive
+ * of the convolution a, without running it, and writes its implementation ("oneDNN
+ * brg:avx2 ...") to impl (may be NULL); where oneDNN is not there (or has no
+ * implementation), names gaio's own path instead ("gaio im2col + OpenBLAS sgemm"). */
 gaio_status gaio__conv_cpu_prepare(const gaio__conv_args *a, char *impl, size_t size);
+
+/* Whether the host convolution may use oneDNN: loaded (gaio__onednn_load would succeed)
+ * and not switched off by GAIO_DNN_NO_ONEDNN. Sets no error. */
+bool gaio__onednn_ready(void);
 
 #ifdef GAIO_HAVE_ONEDNN_H
 #include <oneapi/dnnl/dnnl.h>

@@ -26,6 +26,11 @@ gaio_status gaio__conv_cache_handle(const char *fn, conv_cache *c, const gaio_cu
  * the caller's in both). */
 int gaio__conv_cache_add(conv_cache *c, const conv_key *k, const conv_built *b);
 
+/* Adds b (a loaded plan) unless its key is cached, and returns the cached plan of the
+ * key with a reference for the caller in *out: 0, or -1 out of memory (b->plan stays
+ * the caller's then). When the key was cached, b->plan is destroyed here. */
+int gaio__conv_cache_put(conv_cache *c, const conv_key *k, const conv_built *b, gaio__conv_plan **out);
+
 /* Up to max plans, each with a reference (release each with gaio__conv_plan_release). */
 size_t gaio__conv_cache_snapshot(conv_cache *c, gaio__conv_plan **out, size_t max);
 const conv_key *gaio__conv_plan_key(const gaio__conv_plan *p);

@@ -8,6 +8,7 @@
  * deprecated), and the handle that runs one only gives the stream. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,27 @@ int gaio__conv_cache_add(conv_cache *c, const conv_key *k, const conv_built *b) 
     return 1;
 }
 
+int gaio__conv_cache_put(conv_cache *c, const conv_key *k, const conv_built *b, gaio__conv_plan **out) {
+    *out = NULL;
+    gaio__conv_plan *p = calloc(1, sizeof *p);
+    if (!p) return -1;
+    atomic_init(&p->refs, 2); /* the cache's and the caller's */
+    p->key = *k;
+    p->b = *b;
+    pthread_mutex_lock(&c->lock);
+    gaio__conv_plan *old = find_locked(c, k);
+    if (!old) insert_locked(c, p);
+    pthread_mutex_unlock(&c->lock);
+    if (old) { /* keep the one in use */
+        free(p);
+        const gaio_cudnn_table *t = gaio__cudnn("gaio_engine_load");
+        if (t) t->cudnnBackendDestroyDescriptor(b->plan);
+        p = old;
+    }
+    *out = p;
+    return 0;
+}
+
 static void fill_info(gaio_conv2d_info *info, const gaio__conv_plan *p, bool from_cache) {
     if (!info) return;
     const gaio__conv_fusion *f = &p->b.fusion;
@@ -163,7 +185,11 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
         return GAIO_OK;
     }
     /* One build at a time per context (its handle is not shared between threads);
-     * lookups of other shapes go on meanwhile. */
+     * lookups of other shapes go on meanwhile. Tuning runs cuDNN's candidates, some of
+     * which synchronize the device: no stream capture may be under way meanwhile (taken
+     * before build_lock, which a capturing thread may wait for). */
+    bool exclusive = tune > 1;
+    if (exclusive) gaio__cuda_exclusive_begin();
     pthread_mutex_lock(&c->build_lock);
     pthread_mutex_lock(&c->lock);
     p = find_locked(c, &k); /* another thread may have built it while we waited */
@@ -195,6 +221,7 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
         }
     }
     pthread_mutex_unlock(&c->build_lock);
+    if (exclusive) gaio__cuda_exclusive_end();
     if (st != GAIO_OK) return st;
     fill_info(info, p, cached);
     *plan = p;

@@ -5,6 +5,7 @@
  * On scratch tensors of the key's shapes, on a private stream with the building
  * handle, so that nothing of the user's is touched or ordered after it. The scratch is
  * zeroed: values do not change a convolution's time. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,23 @@ static size_t span(const int64_t *dims, const int64_t *strides, size_t esize) {
     int64_t last = 0;
     for (int i = 0; i < 4; i++) last += (dims[i] - 1) * strides[i];
     return (size_t)(last + 1) * esize;
+}
+
+/* Whether plan b can be captured into a CUDA graph: run once into a trial capture of
+ * stream. Engines that spread work over cuDNN's internal streams synchronize the
+ * device, which no capture survives, and which would also block the submitting thread
+ * and break other threads' captures at run time. The caller holds gaio's capture lock
+ * alone, so no capture of anyone else's is under way. */
+static bool capturable(const gaio_cudnn_table *t, cudnnHandle_t h, const conv_built *b, void *const ptrs[5],
+                       void *workspace, CUstream stream) {
+    const gaio_cu_table *cu = gaio__cu();
+    if (cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS) return false;
+    const char *call = NULL;
+    cudnnStatus_t cr = gaio__conv_execute(t, h, b, ptrs, workspace, &call);
+    CUgraph g = NULL;
+    CUresult r = cu->cuStreamEndCapture(stream, &g);
+    if (g) cu->cuGraphDestroy(g);
+    return cr == CUDNN_STATUS_SUCCESS && r == CUDA_SUCCESS && g != NULL;
 }
 
 gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t h, const conv_key *k,
@@ -40,17 +58,17 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
     CUevent ev[2] = {NULL, NULL};
     gaio_status st = GAIO_OK;
     CUresult r = CUDA_SUCCESS;
-    const char *call = "cuMemAlloc (scratch tensors to time plans on)";
+    /* Everything on a private non-blocking stream: the legacy stream would join (and
+     * so break) other threads' stream captures. */
+    const char *call = "cuStreamCreateWithPriority";
+    r = cu->cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, 0);
     for (int i = 0; i < 6 && r == CUDA_SUCCESS; i++) {
         size_t bytes = i < 5 ? sizes[i] : ws;
         if (!bytes) continue;
+        call = "cuMemAlloc (scratch tensors to time plans on)";
         r = cu->cuMemAlloc(&mem[i], bytes);
         /* The alignment the plans were built for holds: allocations are 256-byte aligned. */
-        if (r == CUDA_SUCCESS) r = cu->cuMemsetD8Async(mem[i], 0, bytes, NULL);
-    }
-    if (r == CUDA_SUCCESS) {
-        call = "cuStreamCreateWithPriority";
-        r = cu->cuStreamCreateWithPriority(&stream, CU_STREAM_NON_BLOCKING, 0);
+        if (r == CUDA_SUCCESS) r = cu->cuMemsetD8Async(mem[i], 0, bytes, stream);
     }
     if (r == CUDA_SUCCESS) {
         call = "cuEventCreate";
@@ -58,8 +76,8 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
         if (r == CUDA_SUCCESS) r = cu->cuEventCreate(&ev[1], CU_EVENT_DEFAULT);
     }
     if (r == CUDA_SUCCESS) {
-        call = "cuCtxSynchronize (scratch zeroed)";
-        r = cu->cuStreamSynchronize(NULL);
+        call = "cuStreamSynchronize (scratch zeroed)";
+        r = cu->cuStreamSynchronize(stream);
     }
     if (r != CUDA_SUCCESS) st = gaio__cu_fail(fn, call, r);
     if (st == GAIO_OK) {
@@ -71,13 +89,16 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
     if (!k->has_bias) ptrs[3] = NULL;
     if (!k->has_res) ptrs[4] = NULL;
     float best_ms = 0;
+    bool timed = false, best_graph = false; /* a candidate that cannot run is never the best */
     for (int i = 0; i < n && st == GAIO_OK; i++) {
         const char *ccall = NULL;
         cudnnStatus_t cr = CUDNN_STATUS_SUCCESS;
         for (int j = 0; j < WARMUP && cr == CUDNN_STATUS_SUCCESS; j++)
             cr = gaio__conv_execute(t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], &ccall);
-        if (cr == CUDNN_STATUS_SUCCESS && (r = cu->cuEventRecord(ev[0], stream)) != CUDA_SUCCESS)
-            return gaio__cu_fail(fn, "cuEventRecord", r);
+        if (cr == CUDNN_STATUS_SUCCESS && (r = cu->cuEventRecord(ev[0], stream)) != CUDA_SUCCESS) {
+            st = gaio__cu_fail(fn, "cuEventRecord", r);
+            break;
+        }
         for (int j = 0; j < RUNS && cr == CUDNN_STATUS_SUCCESS; j++)
             cr = gaio__conv_execute(t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], &ccall);
         if (cr != CUDNN_STATUS_SUCCESS) continue; /* a candidate that cannot run is not the fastest */
@@ -89,8 +110,13 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
             st = gaio__cu_fail(fn, "timing cuDNN plans (cuEventRecord / cuStreamSynchronize / cuEventElapsedTime)", r);
             break;
         }
-        if (getenv("GAIO_DNN_TRACE")) fprintf(stderr, "gaio: conv plan %d: %s: %.4f ms\n", i, cands[i].engine, ms / RUNS);
-        if (i == 0 || ms < best_ms) best_ms = ms, *best = i;
+        bool graph = capturable(t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], stream);
+        if (getenv("GAIO_DNN_TRACE"))
+            fprintf(stderr, "gaio: conv plan %d: %s: %.4f ms%s\n", i, cands[i].engine, ms / RUNS,
+                    graph ? "" : " (breaks a stream capture)");
+        /* A capturable plan beats any other: a model's layers replay as one CUDA graph. */
+        if (!timed || (graph && !best_graph) || (graph == best_graph && ms < best_ms))
+            best_ms = ms, *best = i, timed = true, best_graph = graph;
     }
     if (stream) {
         cu->cuStreamSynchronize(stream);

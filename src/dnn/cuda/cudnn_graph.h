@@ -54,7 +54,8 @@ cudnnStatus_t gaio__conv_execute(const gaio_cudnn_table *t, cudnnHandle_t h, con
                                  void *const ptrs[5], void *workspace, const char **call);
 
 /* Times each of n candidate plans of k on scratch tensors (src/dnn/cuda/conv_tune.c)
- * and sets *best to the fastest. */
+ * and sets *best to the fastest of those a stream capture takes (any, if none does).
+ * The caller holds the capture lock alone (gaio__cuda_exclusive_begin). */
 gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t h, const conv_key *k,
                             const conv_built *cands, int n, int *best);
 

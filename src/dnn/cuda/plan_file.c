@@ -244,3 +244,85 @@ gaio_status gaio_dnn_plan_cache_load(gaio_context *ctx, const char *path, size_t
     if (count) *count = loaded;
     return st;
 }
+
+/* ---- one plan as bytes, for an engine file (dnn_internal.h) ---- */
+
+/* The bytes: the header of a plan-cache file with a count of 1, one entry, cuDNN's JSON. */
+gaio_status gaio__conv_plan_export(const char *fn, gaio_context *ctx, const gaio__conv_plan *p, void **data,
+                                   size_t *size) {
+    *data = NULL, *size = 0;
+    const gaio_cudnn_table *t = gaio__cudnn(fn);
+    if (!t) return GAIO_ERR_DRIVER;
+    const conv_built *b = gaio__conv_plan_built(p);
+    int64_t n = 0;
+    cudnnStatus_t r = t->cudnnBackendGetAttribute(b->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                                  CUDNN_TYPE_CHAR, 0, &n, NULL);
+    if (r == CUDNN_STATUS_SUCCESS && (n <= 0 || (uint64_t)n > MAX_JSON)) r = CUDNN_STATUS_NOT_SUPPORTED;
+    if (r != CUDNN_STATUS_SUCCESS) return gaio__cudnn_fail(fn, t, "cudnnBackendGetAttribute (plan serialization)", r);
+    size_t total = sizeof(file_header) + sizeof(file_entry) + (size_t)n;
+    unsigned char *out = malloc(total);
+    if (!out) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for a plan's serialization");
+    r = t->cudnnBackendGetAttribute(b->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, n, &n,
+                                    out + sizeof(file_header) + sizeof(file_entry));
+    if (r != CUDNN_STATUS_SUCCESS) {
+        free(out);
+        return gaio__cudnn_fail(fn, t, "cudnnBackendGetAttribute (plan serialization)", r);
+    }
+    file_header h;
+    describe_device(t, ctx->be_data, &h);
+    h.count = 1;
+    file_entry e;
+    memset(&e, 0, sizeof e);
+    e.key = *gaio__conv_plan_key(p);
+    e.bias_in = b->fusion.bias, e.act_in = b->fusion.act, e.residual_from_y = b->fusion.residual_from_y;
+    e.cuda_graph_native = b->cuda_graph_native;
+    e.workspace = b->workspace;
+    memcpy(e.engine, b->engine, sizeof e.engine);
+    e.json_size = (uint64_t)n;
+    memcpy(out, &h, sizeof h);
+    memcpy(out + sizeof h, &e, sizeof e);
+    *data = out;
+    *size = sizeof h + sizeof e + (size_t)n;
+    return GAIO_OK;
+}
+
+gaio_status gaio__conv_plan_import(const char *fn, gaio_context *ctx, const void *data, size_t size,
+                                   gaio__conv_plan **out) {
+    *out = NULL;
+    const gaio_cudnn_table *t = NULL;
+    conv_cache *c = NULL;
+    gaio_status st = prologue(fn, ctx, "(engine)", NULL, &t, &c);
+    if (st != GAIO_OK) return st;
+    file_header h, mine;
+    file_entry e;
+    if (size < sizeof h + sizeof e) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "a cuDNN plan's record is truncated");
+    memcpy(&h, data, sizeof h);
+    memcpy(&e, (const unsigned char *)data + sizeof h, sizeof e);
+    h.device[sizeof h.device - 1] = 0;
+    if (memcmp(h.magic, MAGIC, 8) || h.format != FORMAT || h.key_size != sizeof(conv_key) || h.count != 1 ||
+        e.json_size != size - sizeof h - sizeof e || e.json_size == 0 || e.json_size > MAX_JSON)
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "a cuDNN plan's record is malformed");
+    describe_device(t, ctx->be_data, &mine);
+    if (h.cudnn_version != mine.cudnn_version || strcmp(h.device, mine.device) || h.cc_major != mine.cc_major ||
+        h.cc_minor != mine.cc_minor)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
+                          "its cuDNN plans were made by cuDNN %llu on %s (sm_%d%d); this is cuDNN %llu on %s (sm_%d%d)",
+                          (unsigned long long)h.cudnn_version, h.device, h.cc_major, h.cc_minor,
+                          (unsigned long long)mine.cudnn_version, mine.device, mine.cc_major, mine.cc_minor);
+    conv_built b;
+    pthread_mutex_lock(&c->build_lock);
+    cuda_scope sc;
+    st = gaio__cuda_enter(fn, ctx->be_data, &sc);
+    if (st == GAIO_OK) {
+        st = gaio__conv_cache_handle(fn, c, t);
+        if (st == GAIO_OK) st = load_plan(fn, t, c, &e, (const char *)data + sizeof h + sizeof e, &b);
+        gaio__cuda_exit(&sc);
+    }
+    pthread_mutex_unlock(&c->build_lock);
+    if (st != GAIO_OK) return st;
+    if (gaio__conv_cache_put(c, &e.key, &b, out) != 0) {
+        t->cudnnBackendDestroyDescriptor(b.plan);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for a loaded plan");
+    }
+    return GAIO_OK;
+}

@@ -1,0 +1,713 @@
+/* The engine builder: a model planned for one context's device (engine_internal.h).
+ *
+ * A build checks that the executor runs every node, plans the graph (plan.h), gives
+ * every value its dtype, layout and place (weights in one device buffer, activations in
+ * an arena placed by lifetime, views over their input's memory), converts and uploads
+ * the weights once, and plans every convolution (cuDNN's candidates timed) over a
+ * scratch arena. Execution contexts (exec.c) then only allocate their arena and, on
+ * CUDA, capture their graph. gaio_engine_build_async runs the same on a thread of its
+ * own. */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/object.h"
+#include "cpu/half.h"
+#include "gaio/buffer.h"
+#include "gaio/context.h"
+#include "gaio/device.h"
+#include "gaio/future.h"
+#include "gaio/memory.h"
+#include "gaio/stream.h"
+#include "model/engine_internal.h"
+#include "model/lifetime.h"
+
+#define MAXD GAIO_MODEL_MAX_NDIM
+#define ALIGN GAIO_ENGINE_ALIGN
+
+static bool is_view(model_op op) {
+    return op == OP_IDENTITY || op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE;
+}
+
+gaio_dtype gaio__engine_dtype_of(int32_t elem) { return elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32; }
+
+size_t gaio__xvalue_count(const xvalue *x) {
+    size_t n = 1;
+    for (int32_t i = 0; i < x->ndim; i++) n *= (size_t)x->dims[i];
+    return n;
+}
+
+size_t gaio__xvalue_bytes(const xvalue *x) { return gaio__xvalue_count(x) * gaio_dtype_size(x->dtype); }
+
+static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- lifetime ---- */
+
+gaio_engine *gaio__engine_new(gaio_model *m, gaio_context *ctx) {
+    gaio_engine *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    gaio__ref_init(&e->ref);
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    gaio_model_retain(m);
+    gaio_context_retain(ctx);
+    e->model = m, e->ctx = ctx;
+    int dev = 0;
+    gaio_device_props p;
+    e->gpu = gaio_context_device(ctx, &dev) == GAIO_OK && gaio_device_get_props(dev, &p) == GAIO_OK &&
+             p.kind == GAIO_DEVICE_CUDA;
+    return e;
+}
+
+void gaio__engine_free(gaio_engine *e) {
+    if (e->weights) gaio_buffer_release(e->weights);
+    for (int32_t i = 0; e->conv_plans && i < e->plan.nsteps; i++)
+        if (e->conv_plans[i]) gaio__conv_plan_release(e->conv_plans[i]);
+    free(e->conv_plans);
+    free(e->kernel);
+    free(e->v);
+    free(e->copy);
+    gaio__plan_free(&e->plan);
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->lock);
+    gaio_model_release(e->model);
+    gaio_context_release(e->ctx);
+    free(e);
+}
+
+gaio_status gaio_engine_retain(gaio_engine *e) {
+    GAIO_REQUIRE_PTR(e);
+    gaio__ref_inc(&e->ref);
+    return GAIO_OK;
+}
+
+gaio_status gaio_engine_release(gaio_engine *e) {
+    if (e && gaio__ref_dec(&e->ref)) gaio__engine_free(e);
+    return GAIO_OK;
+}
+
+gaio_status gaio__engine_ready(const char *fn, gaio_engine *e) {
+    pthread_mutex_lock(&e->lock);
+    while (e->building) pthread_cond_wait(&e->cond, &e->lock);
+    gaio_status st = e->build_status;
+    pthread_mutex_unlock(&e->lock);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "the engine's build failed: %s", e->build_msg);
+    return GAIO_OK;
+}
+
+/* ---- what the executor runs ---- */
+
+/* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
+static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
+    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
+                          "arithmetic at load time only", n->name, n->op_type);
+    for (int32_t j = 0; j < n->nin; j++) {
+        int32_t v = n->in[j];
+        if (v < 0) continue;
+        const mvalue *val = &g->values[v];
+        bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN) &&
+                         j == 1;
+        bool clip_arg = n->op == OP_CLIP && j > 0;
+        if (shape_arg || clip_arg) {
+            if (!val->data)
+                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): input %d is computed at run time", n->name,
+                                  n->op_type, (int)j);
+            continue;
+        }
+        if (val->elem != MT_F32 && val->elem != MT_F16)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time: gaio's ops "
+                              "take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem));
+    }
+    if (n->op == OP_GEMM && n->nin > 2 && n->in[2] >= 0) { /* C as gaio_gemm takes it: a row (beta 1) or [M, N] */
+        const mvalue *c = &g->values[n->in[2]], *y = &g->values[n->out[0]];
+        int64_t rows = y->ndim == 2 ? y->dims[0] : 0, cols = y->ndim == 2 ? y->dims[1] : 0;
+        bool row = (c->ndim == 1 && c->dims[0] == cols) || (c->ndim == 2 && c->dims[0] == 1 && c->dims[1] == cols);
+        bool full = c->ndim == 2 && c->dims[0] == rows && c->dims[1] == cols;
+        if (!(row && n->a.beta == 1.0f) && !full)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Gemm): C of rank %d (broadcast other than "
+                              "a row of N, or a row with beta %g != 1) is not supported", n->name, (int)c->ndim,
+                              (double)n->a.beta);
+    }
+    if (n->op == OP_MATMUL) {
+        const mvalue *a = &g->values[n->in[0]], *b = &g->values[n->in[1]];
+        if ((a->ndim > 3 || b->ndim > 3) && b->ndim != 2)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank %d and %d "
+                              "(gaio takes rank <= 3, or any rank times a matrix)", n->name, (int)a->ndim,
+                              (int)b->ndim);
+    }
+    return GAIO_OK;
+}
+
+/* gaio_tensor has 1 to GAIO_TENSOR_MAX_NDIM dimensions: a graph input or output the
+ * caller could not describe is refused now, not at every run. (Leading 1s beyond that
+ * are dropped, as the executor does.) */
+static gaio_status io_check(const char *fn, const mgraph *g, int32_t v, const char *what) {
+    const mvalue *x = &g->values[v];
+    int32_t nd = x->ndim, skip = 0;
+    while (nd - skip > GAIO_TENSOR_MAX_NDIM && x->dims[skip] == 1) skip++;
+    if (nd == 0)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph %s '%s' is a scalar (0-D): gaio tensors have 1 to %d "
+                          "dimensions", what, x->name, GAIO_TENSOR_MAX_NDIM);
+    if (nd - skip > GAIO_TENSOR_MAX_NDIM)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph %s '%s' has %d dimensions: gaio tensors have 1 to %d",
+                          what, x->name, (int)nd, GAIO_TENSOR_MAX_NDIM);
+    return GAIO_OK;
+}
+
+gaio_status gaio__engine_check_graph(const char *fn, const mgraph *g) {
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        gaio_status st = node_check(fn, g, &g->nodes[i]);
+        if (st != GAIO_OK) return st;
+    }
+    for (int32_t i = 0; i < g->ninputs + g->noutputs; i++) {
+        gaio_status st = io_check(fn, g, i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs],
+                                  i < g->ninputs ? "input" : "output");
+        if (st != GAIO_OK) return st;
+    }
+    return GAIO_OK;
+}
+
+/* ---- options ---- */
+
+static bool has_symbolic(const mgraph *g) {
+    for (int32_t i = 0; i < g->nvalues; i++)
+        for (int32_t d = 0; d < g->values[i].ndim; d++)
+            if (g->values[i].dims[d] < 0) return true;
+    return false;
+}
+
+/* The options checked and the value of the symbolic dimensions found: from the given
+ * shapes where they name one, else options->batch. gaio's graphs have one symbolic
+ * dimension value (the loader infers shapes with a symbolic batch), so every shape
+ * must agree on it. */
+static gaio_status resolve_options(const char *fn, const mgraph *g, const gaio_engine_options *o, int64_t *batch) {
+    if (o->precision < GAIO_MODEL_PRECISION_AUTO || o->precision > GAIO_MODEL_PRECISION_F16)
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->precision %d is not a gaio_model_precision",
+                          (int)o->precision);
+    if (o->layout < GAIO_MODEL_LAYOUT_AUTO || o->layout > GAIO_MODEL_LAYOUT_NHWC)
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->layout %d is not a gaio_model_layout", (int)o->layout);
+    if (o->flags & ~(uint32_t)(GAIO_ENGINE_NO_TUNE | GAIO_ENGINE_NO_CUDA_GRAPH))
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->flags 0x%x has bits gaio does not define", o->flags);
+    if (o->nshapes < 0 || (o->nshapes > 0 && !o->shapes))
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->nshapes is %d with shapes %s", (int)o->nshapes,
+                          o->shapes ? "given" : "NULL");
+    int64_t b = -1;
+    for (int32_t i = 0; i < o->nshapes; i++) {
+        const gaio_engine_shape *s = &o->shapes[i];
+        if (!s->name) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes[%d].name is NULL", (int)i);
+        int32_t in = -1;
+        for (int32_t k = 0; k < g->ninputs && in < 0; k++)
+            if (!strcmp(g->values[g->inputs[k]].name, s->name)) in = k;
+        if (in < 0) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes[%d]: the model has no input '%s'",
+                                      (int)i, s->name);
+        for (int32_t k = 0; k < i; k++)
+            if (!strcmp(o->shapes[k].name, s->name))
+                return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes names input '%s' twice", s->name);
+        const mvalue *v = &g->values[g->inputs[in]];
+        if (s->ndim != v->ndim)
+            return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes[%d]: input '%s' has %d dimensions, not %d",
+                              (int)i, s->name, (int)v->ndim, (int)s->ndim);
+        for (int32_t d = 0; d < v->ndim; d++) {
+            if (v->dims[d] >= 0) {
+                if (s->dims[d] != v->dims[d])
+                    return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes[%d]: dimension %d of input '%s' is "
+                                      "%lld in the model, not %lld", (int)i, (int)d, s->name, (long long)v->dims[d],
+                                      (long long)s->dims[d]);
+                continue;
+            }
+            if (s->dims[d] < 1 || s->dims[d] > (1 << 20))
+                return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes[%d]: dimension %d of input '%s' ('%s') "
+                                  "is %lld: 1 to 1048576", (int)i, (int)d, s->name, v->dim_names[d],
+                                  (long long)s->dims[d]);
+            if (b >= 0 && s->dims[d] != b)
+                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "options->shapes give the symbolic dimensions the values "
+                                  "%lld and %lld: gaio plans one value for all of them (dynamic shapes are not "
+                                  "built yet)", (long long)b, (long long)s->dims[d]);
+            b = s->dims[d];
+        }
+    }
+    *batch = 0;
+    if (!has_symbolic(g)) return GAIO_OK;
+    if (b < 0) b = o->batch;
+    if (b < 1 || b > (1 << 20))
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "batch is %lld: the model has a symbolic batch, which must be 1 to "
+                          "1048576", (long long)b);
+    *batch = b;
+    return GAIO_OK;
+}
+
+/* ---- weights ---- */
+
+/* The value a step reads at input slot j (its inputs, then the planner's weight, bias
+ * and residual: a convolution's own weight and bias inputs are seen through those, as
+ * batch-norm folding may have replaced them), or -1. */
+int32_t gaio__step_value(const xstep *sp, int32_t j) {
+    const mnode *n = sp->n;
+    if (j < n->nin) {
+        if (n->op == OP_CONV && (j == 1 || j == 2)) return -1; /* sp->w, sp->b instead (maybe folded) */
+        return n->in[j];
+    }
+    return j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : sp->res;
+}
+
+static const void *const_data(const gaio_engine *e, int32_t v, int32_t *elem) {
+    const mgraph *g = &e->model->g;
+    if (v < g->nvalues) {
+        *elem = g->values[v].elem;
+        return g->values[v].data;
+    }
+    *elem = e->plan.extra[v - g->nvalues].elem;
+    return e->plan.extra[v - g->nvalues].data;
+}
+
+/* Host data of `elem` as x's dtype and, for a 4-D value stored NHWC, in that order
+ * ([K, C, R, S] row major -> K, R, S, C in memory), into dst. */
+static void convert(const void *data, int32_t elem, const xvalue *x, unsigned char *dst) {
+    size_t n = gaio__xvalue_count(x);
+    int64_t c = x->ndim == 4 ? x->dims[1] : 1, hw = x->ndim == 4 ? x->dims[2] * x->dims[3] : 1;
+    for (size_t i = 0; i < n; i++) {
+        float f = elem == MT_F16 ? h2f(((const uint16_t *)data)[i]) : ((const float *)data)[i];
+        size_t j = i;
+        if (x->nhwc) { /* i = ((k * C + ci) * HW + p) -> ((k * HW + p) * C + ci) */
+            size_t k = i / (size_t)(c * hw), ci = i / (size_t)hw % (size_t)c, p = i % (size_t)hw;
+            j = (k * (size_t)hw + p) * (size_t)c + ci;
+        }
+        if (x->dtype == GAIO_DTYPE_F16)
+            ((uint16_t *)dst)[j] = f2h(f);
+        else
+            ((float *)dst)[j] = f;
+    }
+}
+
+/* Weights (the float constants the steps read) get their dtype, layout and offset:
+ * convolution weights in the activations' layout, batch-norm parameters in f32. */
+static gaio_status place_weights(const char *fn, gaio_engine *e) {
+    size_t at = 0;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        const mnode *n = sp->n;
+        for (int32_t j = 0; j < n->nin + 3; j++) {
+            int32_t v = gaio__step_value(sp, j), elem = MT_F32;
+            if (v < 0 || e->v[v].mem != XM_NONE) continue;
+            const void *data = const_data(e, v, &elem);
+            if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
+            xvalue *x = &e->v[v];
+            if (n->op == OP_CONV && v == sp->w) x->nhwc = e->nhwc && x->ndim == 4;
+            if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
+            x->mem = XM_WEIGHT;
+            x->off = at;
+            size_t b = round_up(gaio__xvalue_bytes(x));
+            if (b > SIZE_MAX - at) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the weights overflow size_t");
+            at += b;
+        }
+    }
+    e->weight_bytes = at;
+    return GAIO_OK;
+}
+
+gaio_status gaio__engine_upload(const char *fn, gaio_engine *e, const void *host, size_t bytes) {
+    size_t n = bytes ? bytes : 1;
+    gaio_buffer *stage = NULL;
+    gaio_stream *s = NULL;
+    void *p = NULL;
+    gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_PINNED, n, &stage);
+    if (st == GAIO_OK) st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, n, &e->weights);
+    if (st == GAIO_OK) st = gaio_buffer_host_ptr(stage, &p);
+    if (st == GAIO_OK) {
+        if (bytes) memcpy(p, host, bytes);
+        st = gaio_stream_create(e->ctx, 0, 0, &s);
+    }
+    if (st == GAIO_OK) st = gaio_memcpy_async(s, e->weights, 0, stage, 0, n);
+    if (st == GAIO_OK) st = gaio_stream_synchronize(s);
+    if (s) gaio_stream_release(s);
+    if (stage) gaio_buffer_release(stage);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "uploading the weights: %s", gaio_last_error());
+    return GAIO_OK;
+}
+
+/* All weights converted on the host into one buffer, then one copy up. */
+static gaio_status upload_weights(const char *fn, gaio_engine *e) {
+    unsigned char *host = calloc(1, e->weight_bytes ? e->weight_bytes : 1);
+    if (!host) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for %zu bytes of weights", e->weight_bytes);
+    for (int32_t v = 0; v < e->nv; v++) {
+        if (e->v[v].mem != XM_WEIGHT) continue;
+        int32_t elem = MT_F32;
+        const void *data = const_data(e, v, &elem);
+        convert(data, elem, &e->v[v], host + e->v[v].off);
+    }
+    gaio_status st = gaio__engine_upload(fn, e, host, e->weight_bytes);
+    free(host);
+    return st;
+}
+
+/* ---- activations ---- */
+
+/* A view of an NHWC value whose memory order differs from row major (channels and
+ * pixels both > 1) needs a row-major copy first. */
+static bool needs_copy(const xvalue *in) { return in->nhwc && in->dims[1] > 1 && in->dims[2] * in->dims[3] > 1; }
+
+/* Activations by lifetime: a value is live from the step writing it (staged inputs:
+ * from before the first) to the last step reading it or a view of it (outputs: to the
+ * end, where they are copied out). */
+gaio_status gaio__engine_place_arena(const char *fn, gaio_engine *e) {
+    const mgraph *g = &e->model->g;
+    int32_t nsteps = e->plan.nsteps;
+    mlive *live = calloc((size_t)e->nv + 1, sizeof *live);
+    if (!live) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    for (int32_t v = 0; v < e->nv; v++) {
+        const xvalue *x = &e->v[v];
+        if (x->mem != XM_ARENA) continue;
+        live[v].bytes = gaio__xvalue_bytes(x) ? gaio__xvalue_bytes(x) : 1;
+        live[v].first = live[v].last = x->staged ? -1 : nsteps;
+    }
+    for (int32_t i = 0; i < nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        int32_t out = e->v[sp->out].root;
+        if (e->v[out].mem == XM_ARENA && live[out].first > i) live[out].first = i;
+        for (int32_t j = 0; j < sp->n->nin + 3; j++) {
+            int32_t v = gaio__step_value(sp, j);
+            if (v < 0) continue;
+            int32_t root = e->v[v].root;
+            if (e->v[root].mem == XM_ARENA && live[root].last < i) live[root].last = i;
+        }
+    }
+    for (int32_t i = 0; i < g->noutputs; i++) {
+        int32_t root = e->v[g->outputs[i]].root;
+        if (e->v[root].mem == XM_ARENA) live[root].last = nsteps;
+    }
+    for (int32_t v = 0; v < e->nv; v++)
+        if (live[v].bytes && live[v].last < live[v].first) live[v].last = live[v].first; /* written, never read */
+    size_t total = 0;
+    if (gaio__place_by_lifetime(live, e->nv, ALIGN, &total) != 0) {
+        free(live);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    for (int32_t v = 0; v < e->nv; v++)
+        if (e->v[v].mem == XM_ARENA) e->v[v].off = live[v].offset;
+    free(live);
+    e->arena_bytes = total;
+    return GAIO_OK;
+}
+
+/* Every value's dtype, layout and place. */
+static gaio_status place_values(const char *fn, gaio_engine *e) {
+    const mgraph *g = &e->model->g;
+    for (int32_t i = 0; i < e->nv; i++) {
+        xvalue *x = &e->v[i];
+        int32_t elem, ndim;
+        const int64_t *dims;
+        if (i < g->nvalues) {
+            elem = g->values[i].elem, ndim = g->values[i].ndim < 0 ? 0 : g->values[i].ndim, dims = g->values[i].dims;
+        } else {
+            const xconst *c = &e->plan.extra[i - g->nvalues];
+            elem = c->elem, ndim = c->ndim, dims = c->dims;
+        }
+        x->ndim = ndim;
+        for (int32_t d = 0; d < ndim; d++) x->dims[d] = dims[d] < 0 ? e->batch : dims[d];
+        x->dtype = e->f16 ? GAIO_DTYPE_F16 : gaio__engine_dtype_of(elem);
+        x->root = i;
+        x->input = -1;
+    }
+    for (int32_t i = 0; i < g->ninputs; i++) e->v[g->inputs[i]].input = i;
+    gaio_status st = place_weights(fn, e);
+    /* Graph inputs in another precision or layout than the caller's are copied in; so
+     * are all of them under a graph, whose kernels read fixed addresses. */
+    for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
+        xvalue *x = &e->v[g->inputs[i]];
+        x->nhwc = e->nhwc && x->ndim == 4;
+        if (x->dtype == gaio__engine_dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc && !e->cuda_graph) continue;
+        x->staged = true;
+        x->mem = XM_ARENA;
+    }
+    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        const mnode *n = sp->n;
+        xvalue *x = &e->v[sp->out];
+        if (is_view(n->op)) {
+            const xvalue *in = &e->v[n->in[0]];
+            if (!needs_copy(in)) {
+                x->root = in->root;
+                /* Same memory; NHWC only where the shape is unchanged. */
+                x->nhwc = in->nhwc && x->ndim == 4 && !memcmp(x->dims, in->dims, sizeof x->dims);
+                continue;
+            }
+            e->copy[i] = true; /* into x's own row-major memory, then viewed */
+        } else {
+            x->nhwc = e->nhwc && x->ndim == 4;
+        }
+        x->mem = XM_ARENA;
+    }
+    if (st == GAIO_OK) st = gaio__engine_place_arena(fn, e);
+    return st;
+}
+
+/* The tables sized by the plan: values, view copies, kept plans, kernel texts. */
+static gaio_status alloc_tables(const char *fn, gaio_engine *e) {
+    size_t steps = (size_t)e->plan.nsteps + 1;
+    e->v = calloc((size_t)e->nv + 1, sizeof *e->v);
+    e->copy = calloc(steps, sizeof *e->copy);
+    e->conv_plans = calloc(steps, sizeof *e->conv_plans);
+    e->kernel = calloc(steps, sizeof *e->kernel);
+    if (!e->v || !e->copy || !e->conv_plans || !e->kernel)
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    return GAIO_OK;
+}
+
+/* The convolutions planned over a scratch arena of the contexts' size: cuDNN's plans
+ * depend on the tensors' shapes, strides and alignment, which every context shares. */
+static gaio_status prepare(const char *fn, gaio_engine *e) {
+    gaio_buffer *arena = NULL;
+    gaio_stream *s = NULL;
+    gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &arena);
+    if (st == GAIO_OK) st = gaio_stream_create(e->ctx, 0, 0, &s);
+    if (st == GAIO_OK) st = gaio__engine_prepare_convs(e, s, arena);
+    if (st == GAIO_OK) st = gaio_stream_synchronize(s);
+    if (s) gaio_stream_release(s);
+    if (arena) gaio_buffer_release(arena);
+    (void)fn;
+    return st;
+}
+
+static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_options *o, int64_t batch) {
+    double t0 = now_s();
+    const mgraph *g = &e->model->g;
+    e->batch = batch;
+    e->flags = o->flags;
+    e->f16 = o->precision == GAIO_MODEL_PRECISION_F16 || (o->precision == GAIO_MODEL_PRECISION_AUTO && e->gpu);
+    e->nhwc = o->layout != GAIO_MODEL_LAYOUT_NCHW;
+    const char *env = getenv("GAIO_MODEL_CUDA_GRAPH");
+    e->cuda_graph = e->gpu && !(o->flags & GAIO_ENGINE_NO_CUDA_GRAPH) && !(env && !strcmp(env, "0"));
+    gaio_status st = gaio__plan_make(fn, g, &e->plan);
+    e->nv = g->nvalues + e->plan.nextra;
+    if (st == GAIO_OK) st = alloc_tables(fn, e);
+    if (st == GAIO_OK) st = place_values(fn, e);
+    if (st == GAIO_OK) st = upload_weights(fn, e);
+    if (st == GAIO_OK) st = prepare(fn, e);
+    e->build_seconds = now_s() - t0;
+    if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
+        fprintf(stderr, "gaio: engine: %d steps for %d nodes; %d batch norms folded, %d adds and %d activations "
+                "fused; %s %s; weights %.1f MiB, activations %.1f MiB a context%s; built in %.2f s\n",
+                (int)e->plan.nsteps, (int)g->nnodes, (int)e->plan.folded_bn, (int)e->plan.fused_add,
+                (int)e->plan.fused_act, e->f16 ? "f16" : "model's precision", e->nhwc ? "NHWC" : "NCHW",
+                e->weight_bytes / 1048576.0, e->arena_bytes / 1048576.0, e->cuda_graph ? "; CUDA graphs" : "",
+                e->build_seconds);
+    return st;
+}
+
+/* Checks everything a build takes; *batch the symbolic dimensions' value. */
+static gaio_status build_check(const char *fn, gaio_model *m, gaio_context *ctx, const gaio_engine_options *o,
+                               int64_t *batch) {
+    if (!m) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "m is NULL");
+    if (!ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "ctx is NULL");
+    if (!o) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options is NULL");
+    gaio_status st = resolve_options(fn, &m->g, o, batch);
+    if (st == GAIO_OK) st = gaio__engine_check_graph(fn, &m->g);
+    return st;
+}
+
+gaio_status gaio_engine_build(gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                              gaio_engine **out) {
+    return gaio__engine_build(__func__, m, ctx, options, out);
+}
+
+gaio_status gaio__engine_build(const char *fn, gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                               gaio_engine **out) {
+    if (!out) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "out is NULL");
+    *out = NULL;
+    int64_t batch = 0;
+    gaio_status st = build_check(fn, m, ctx, options, &batch);
+    if (st != GAIO_OK) return st;
+    gaio_engine *e = gaio__engine_new(m, ctx);
+    if (!e) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    if ((st = build(fn, e, options, batch)) != GAIO_OK) {
+        gaio__engine_free(e);
+        return st;
+    }
+    *out = e;
+    return GAIO_OK;
+}
+
+/* ---- the asynchronous build ---- */
+
+typedef struct async_build {
+    gaio_engine *e;         /* a reference */
+    gaio_future *built;     /* a reference: completed when the build ends */
+    gaio_engine_options o;  /* shapes copied below */
+    gaio_engine_shape *shapes;
+    int64_t batch;
+} async_build;
+
+static void *build_thread(void *arg) {
+    async_build *a = arg;
+    gaio_engine *e = a->e;
+    gaio_status st = build("gaio_engine_build_async", e, &a->o, a->batch);
+    pthread_mutex_lock(&e->lock);
+    e->build_status = st;
+    if (st != GAIO_OK) snprintf(e->build_msg, sizeof e->build_msg, "%s", gaio_last_error());
+    e->building = false;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+    gaio__future_complete(a->built, st, st == GAIO_OK ? NULL : e->build_msg);
+    gaio__future_unref(a->built);
+    gaio_engine_release(e);
+    for (int32_t i = 0; i < a->o.nshapes; i++) free((char *)a->shapes[i].name);
+    free(a->shapes);
+    free(a);
+    return NULL;
+}
+
+gaio_status gaio_engine_build_async(gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                                    gaio_engine **out, gaio_future **built) {
+    const char *fn = __func__;
+    GAIO_REQUIRE_PTR(out);
+    *out = NULL;
+    GAIO_REQUIRE_PTR(built);
+    *built = NULL;
+    int64_t batch = 0;
+    gaio_status st = build_check(fn, m, ctx, options, &batch);
+    if (st != GAIO_OK) return st;
+    async_build *a = calloc(1, sizeof *a);
+    gaio_engine *e = a ? gaio__engine_new(m, ctx) : NULL;
+    gaio_future *f = e ? gaio__future_new() : NULL;
+    if (a && options->nshapes > 0) a->shapes = calloc((size_t)options->nshapes, sizeof *a->shapes);
+    bool ok = a && e && f && (options->nshapes == 0 || a->shapes);
+    for (int32_t i = 0; ok && i < options->nshapes; i++) {
+        a->shapes[i] = options->shapes[i];
+        a->shapes[i].name = strdup(options->shapes[i].name);
+        ok = a->shapes[i].name != NULL;
+        a->o.nshapes = i + 1; /* names to free */
+    }
+    if (ok) {
+        int32_t named = a->o.nshapes;
+        a->o = *options;
+        a->o.shapes = a->shapes;
+        a->o.nshapes = named;
+        a->e = e, a->built = f, a->batch = batch;
+        e->building = true;
+        gaio__ref_inc(&e->ref);  /* the thread's */
+        gaio__future_ref(f);     /* the thread's */
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t th;
+        int r = pthread_create(&th, &attr, build_thread, a);
+        pthread_attr_destroy(&attr);
+        if (r == 0) {
+            *out = e;
+            *built = f;
+            return GAIO_OK;
+        }
+        e->building = false;
+        gaio__ref_dec(&e->ref);
+        gaio__future_unref(f);
+        st = gaio__fail(GAIO_ERR_SYSTEM, fn, "pthread_create (the build's thread): %s", strerror(r));
+    } else {
+        st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    if (a) {
+        for (int32_t i = 0; i < a->o.nshapes; i++) free((char *)a->shapes[i].name);
+        free(a->shapes);
+        free(a);
+    }
+    if (f) {
+        gaio__future_complete(f, st, gaio_last_error());
+        gaio__future_unref(f);
+    }
+    if (e) gaio__engine_free(e);
+    return st;
+}
+
+/* ---- inspection ---- */
+
+gaio_status gaio_engine_get_info(gaio_engine *e, gaio_engine_info *out) {
+    GAIO_REQUIRE_PTR(out);
+    memset(out, 0, sizeof *out);
+    GAIO_REQUIRE_PTR(e);
+    gaio_status st = gaio__engine_ready(__func__, e);
+    if (st != GAIO_OK) return st;
+    out->batch = e->batch;
+    out->dtype = e->f16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32;
+    out->layout = e->nhwc ? GAIO_MODEL_LAYOUT_NHWC : GAIO_MODEL_LAYOUT_NCHW;
+    out->weight_bytes = e->weight_bytes, out->arena_bytes = e->arena_bytes;
+    out->nodes = e->model->g.nnodes, out->steps = e->plan.nsteps;
+    out->folded_bn = e->plan.folded_bn, out->fused_add = e->plan.fused_add, out->fused_act = e->plan.fused_act;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) out->convs += e->plan.steps[i].n->op == OP_CONV;
+    out->cuda_graph = e->cuda_graph;
+    out->loaded = e->loaded;
+    out->build_seconds = e->build_seconds;
+    return GAIO_OK;
+}
+
+gaio_status gaio_engine_model(gaio_engine *e, gaio_model **out) {
+    GAIO_REQUIRE_PTR(out);
+    *out = NULL;
+    GAIO_REQUIRE_PTR(e);
+    gaio_status st = gaio__engine_ready(__func__, e);
+    if (st == GAIO_OK) *out = e->model;
+    return st;
+}
+
+static gaio_status engine_io(const char *fn, gaio_engine *e, int32_t i, bool input, gaio_model_io *out) {
+    if (!out) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!e) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "e is NULL");
+    gaio_status st = gaio__engine_ready(fn, e);
+    if (st != GAIO_OK) return st;
+    st = input ? gaio_model_input(e->model, i, out) : gaio_model_output(e->model, i, out);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
+    const xvalue *x = &e->v[input ? e->model->g.inputs[i] : e->model->g.outputs[i]];
+    for (int32_t d = 0; d < out->ndim && d < x->ndim; d++) out->shape[d] = x->dims[d];
+    return GAIO_OK;
+}
+
+gaio_status gaio_engine_input(gaio_engine *e, int32_t i, gaio_model_io *out) {
+    return engine_io(__func__, e, i, true, out);
+}
+
+gaio_status gaio_engine_output(gaio_engine *e, int32_t i, gaio_model_io *out) {
+    return engine_io(__func__, e, i, false, out);
+}
+
+/* The ONNX operators of a step: its node, then the ones the planner fused into it, in
+ * the graph's order (found by following the step's chain of single readers). */
+static void step_ops(const gaio_engine *e, const xstep *sp, char *out, size_t size) {
+    const mgraph *g = &e->model->g;
+    snprintf(out, size, "%s", sp->n->op_type);
+    if (sp->n->op != OP_CONV) return;
+    int32_t cur = sp->n->out[0];
+    for (int hops = 0; cur != sp->out && hops < 8; hops++) {
+        const mnode *next = NULL;
+        for (int32_t i = 0; i < g->nnodes && !next; i++)
+            for (int32_t j = 0; j < g->nodes[i].nin && !next; j++)
+                if (g->nodes[i].in[j] == cur && g->nodes[i].nout > 0) next = &g->nodes[i];
+        if (!next) break;
+        size_t len = strlen(out);
+        snprintf(out + len, size - len, "+%s", next->op_type);
+        cur = next->out[0];
+    }
+}
+
+gaio_status gaio_engine_get_step(gaio_engine *e, int32_t i, gaio_engine_step *out) {
+    GAIO_REQUIRE_PTR(out);
+    memset(out, 0, sizeof *out);
+    GAIO_REQUIRE_PTR(e);
+    gaio_status st = gaio__engine_ready(__func__, e);
+    if (st != GAIO_OK) return st;
+    if (i < 0 || i >= e->plan.nsteps)
+        return GAIO_FAIL(GAIO_ERR_INVALID_ARG, "step %d does not exist: the engine has %d", (int)i, (int)e->plan.nsteps);
+    const xstep *sp = &e->plan.steps[i];
+    out->name = sp->n->name;
+    step_ops(e, sp, out->ops, sizeof out->ops);
+    snprintf(out->kernel, sizeof out->kernel, "%s", e->kernel[i]);
+    return GAIO_OK;
+}

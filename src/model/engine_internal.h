@@ -1,0 +1,114 @@
+/* gaio_engine behind the handle, as the builder (engine.c), the execution contexts
+ * (exec.c) and the engine file (engine_file.c) share it.
+ *
+ * An engine is everything a build decided for one context's device: the plan's steps,
+ * where every value lives (xvalue: a weight at an offset of the weights buffer, an
+ * activation at an offset of each execution context's arena, or a caller's tensor),
+ * the weights on the device, and the convolution plans it keeps alive. It is
+ * immutable once built: execution contexts read it from any thread. */
+#ifndef GAIO_MODEL_ENGINE_INTERNAL_H
+#define GAIO_MODEL_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "core/ref.h"
+#include "dnn/dnn_internal.h"
+#include "gaio/model.h"
+#include "model/model_internal.h"
+#include "model/plan.h"
+
+#define GAIO_ENGINE_ALIGN 256 /* offsets in the weights and arena buffers: cuDNN plans are keyed by alignment */
+
+/* Where a value lives on the device. */
+typedef enum xmem {
+    XM_NONE = 0,   /* a caller's input, or a view of another value (root) */
+    XM_WEIGHT = 1, /* in the engine's weights at off */
+    XM_ARENA = 2   /* in the context's arena at off: intermediates, staged inputs, copied views */
+} xmem;
+
+typedef struct xvalue {
+    int32_t ndim;
+    int64_t dims[GAIO_MODEL_MAX_NDIM]; /* the batch resolved */
+    gaio_dtype dtype;
+    xmem mem;
+    size_t off;
+    int32_t root;  /* the value whose memory this is (itself unless a view) */
+    bool nhwc;     /* 4-D and stored channels innermost */
+    bool staged;   /* a graph input copied in at each run (another precision or layout, or a graph) */
+    int32_t input; /* the graph input index this value is, or -1 */
+} xvalue;
+
+#define GAIO_ENGINE_KERNEL_TEXT 96
+
+struct gaio_engine {
+    gaio_ref ref;
+    gaio_model *model;  /* the graph; a loaded engine's is rebuilt from the file */
+    gaio_context *ctx;
+    bool gpu;           /* ctx is a CUDA context */
+    /* What the build resolved of its options. */
+    int64_t batch;      /* 0 when the model has no symbolic dimension */
+    bool f16, nhwc;
+    bool cuda_graph;    /* contexts capture the steps into a CUDA graph */
+    uint32_t flags;
+    /* The plan. */
+    xplan plan;
+    int32_t nv;         /* the graph's values, then the planner's constants */
+    xvalue *v;
+    bool *copy;         /* per step: a view that needs a row-major copy of an NHWC input */
+    gaio_buffer *weights;
+    size_t weight_bytes, arena_bytes;
+    gaio__conv_plan **conv_plans;              /* per step: the plan a CUDA convolution runs (a reference), or NULL */
+    char (*kernel)[GAIO_ENGINE_KERNEL_TEXT];   /* per step: what runs a convolution, for gaio_engine_get_step */
+    double build_seconds;
+    bool loaded;
+    /* A build in progress (gaio_engine_build_async): calls wait on cond until it ends. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool building;
+    gaio_status build_status;
+    char build_msg[GAIO_MSG_MAX];
+};
+
+/* The engine once any build has ended: GAIO_OK, or the build's failure (message set
+ * for fn). */
+gaio_status gaio__engine_ready(const char *fn, gaio_engine *e);
+
+/* gaio_engine_build, its failures naming fn. */
+gaio_status gaio__engine_build(const char *fn, gaio_model *m, gaio_context *ctx, const gaio_engine_options *options,
+                               gaio_engine **out);
+
+/* An engine with nothing planned yet, holding m and ctx (NULL out of memory). */
+gaio_engine *gaio__engine_new(gaio_model *m, gaio_context *ctx);
+/* Frees what the engine holds (called on the last release, or on a failed build/load). */
+void gaio__engine_free(gaio_engine *e);
+
+/* The dtype of an ONNX element type the executor runs (F16 or F32). */
+gaio_dtype gaio__engine_dtype_of(int32_t elem);
+size_t gaio__xvalue_count(const xvalue *x);
+size_t gaio__xvalue_bytes(const xvalue *x);
+
+/* The value a step reads at input slot j (0 .. n->nin + 2), or -1: see engine.c. */
+int32_t gaio__step_value(const xstep *sp, int32_t j);
+
+/* Places the activations by lifetime into e->arena_bytes (offsets in e->v). */
+gaio_status gaio__engine_place_arena(const char *fn, gaio_engine *e);
+
+/* Uploads `bytes` of host weights (already in final form) into a new e->weights,
+ * blocking until they are on the device. */
+gaio_status gaio__engine_upload(const char *fn, gaio_engine *e, const void *host, size_t bytes);
+
+/* ---- execution (exec.c): what the builder needs of it ---- */
+
+/* Runs gaio_conv2d_prepare for every convolution step over the given arena (a caller's
+ * input read directly is skipped: its plan depends on that buffer's alignment), keeping
+ * each CUDA plan in e->conv_plans and what runs it in e->kernel. */
+gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buffer *arena);
+
+/* ---- the engine file (engine_file.c) ---- */
+
+/* Whether the executor runs every node of g with these options; GAIO_ERR_NOT_SUPPORTED
+ * naming the node otherwise. */
+gaio_status gaio__engine_check_graph(const char *fn, const mgraph *g);
+
+#endif
