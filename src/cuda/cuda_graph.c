@@ -13,9 +13,25 @@
 #include "cuda/cuda_internal.h"
 
 static pthread_rwlock_t capture_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* This thread's captures under way, and exclusive sections it entered while it had one
+ * (those cannot wait for its own capture: they go ahead, as a thread's own calls would). */
+static _Thread_local int tl_capturing, tl_skipped;
 
-void gaio__cuda_exclusive_begin(void) { pthread_rwlock_wrlock(&capture_lock); }
-void gaio__cuda_exclusive_end(void) { pthread_rwlock_unlock(&capture_lock); }
+void gaio__cuda_exclusive_begin(void) {
+    if (tl_capturing) {
+        tl_skipped++;
+        return;
+    }
+    pthread_rwlock_wrlock(&capture_lock);
+}
+
+void gaio__cuda_exclusive_end(void) {
+    if (tl_skipped) {
+        tl_skipped--;
+        return;
+    }
+    pthread_rwlock_unlock(&capture_lock);
+}
 
 gaio_status gaio__cuda_capture_begin(const char *fn, gaio_stream *stream) {
     cuda_stream *cs = stream->be_data;
@@ -37,6 +53,7 @@ gaio_status gaio__cuda_capture_begin(const char *fn, gaio_stream *stream) {
         pthread_rwlock_unlock(&capture_lock);
         return gaio__cu_fail(fn, "cuStreamBeginCapture", r);
     }
+    tl_capturing++;
     return GAIO_OK;
 }
 
@@ -54,6 +71,7 @@ gaio_status gaio__cuda_capture_end(const char *fn, gaio_stream *stream, void **g
     CUresult r = cu->cuStreamEndCapture(cs->cu, &g);
     cs->capturing = false;
     pthread_mutex_unlock(&cs->lock);
+    tl_capturing--;
     pthread_rwlock_unlock(&capture_lock);
     if (cs->capture_status != GAIO_OK) {
         st = gaio__fail(cs->capture_status, fn, "an op failed while the stream was captured: %s", cs->capture_msg);

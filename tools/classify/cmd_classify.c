@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,7 @@ typedef struct job {
     slot slots[SLOTS];
     int hardware; /* nvJPEG's backend: 1 hardware, 0 default, -1 none */
     char nvjpeg_note[320];
+    double t_device, t_model, t_engine, t_exec, t_nvjpeg; /* setup's parts, seconds */
     long done_images, failed_images;
     progress bar;
     float *scores;
@@ -227,10 +229,13 @@ static int open_engine(job *j) {
     memset(&eo, 0, sizeof eo);
     eo.batch = j->batch; /* AUTO precision and layout */
     engine_cache_result res;
+    double t0 = now_s();
     gaio_status st = engine_cache_get(cache, j->model_path, j->model, j->ctx, j->device, &eo, &j->engine, &res);
     if (st != GAIO_OK) return failed(j, st, "gaio_engine_build");
     fprintf(stderr, "gaio classify: %s%s\n", res.note, j->no_cache ? " (--no-cache)" : "");
+    double t1 = now_s();
     if ((st = gaio_engine_create_exec(j->engine, &j->exec)) != GAIO_OK) return failed(j, st, "gaio_engine_create_exec");
+    j->t_engine = t1 - t0, j->t_exec = now_s() - t1;
     return 0;
 }
 
@@ -276,7 +281,7 @@ static int open_model(job *j) {
             return 1;
         }
     }
-    return open_engine(j);
+    return 0;
 }
 
 /* ---- nvJPEG, on the slots' streams (the native functions run with the context current) ---- */
@@ -320,22 +325,57 @@ static bool gpu_ok(void *user, const uint8_t *data, size_t size, int *w, int *h)
     return njd_probe(j->slots[0].nj, data, size, w, h, err, sizeof err) == NJD_OK;
 }
 
+/* One slot's decoder, made on a thread of its own: making a hardware decoder takes about
+ * a third of a second, so the slots' are made at once, while the engine loads. */
+typedef struct create_job {
+    create_args a;
+    gaio_status st;
+    pthread_t th;
+    bool started;
+} create_job;
+
+static void *create_thread(void *arg) {
+    create_job *c = arg;
+    c->st = gaio_enqueue_native(c->a.sl->s, create_fn, &c->a);
+    if (c->st == GAIO_OK) c->st = gaio_stream_synchronize(c->a.sl->s);
+    return NULL;
+}
+
+static create_job creating[SLOTS];
+
+static void start_nvjpeg(job *j) {
+    if (!j->gpu || j->no_gpu_decode) return;
+    for (int k = 0; k < SLOTS; k++) {
+        create_job *c = &creating[k];
+        memset(c, 0, sizeof *c);
+        c->a = (create_args){&j->slots[k], j->batch, 0, NJD_FAILED, ""};
+        c->started = pthread_create(&c->th, NULL, create_thread, c) == 0;
+        if (!c->started) create_thread(c); /* no thread: made here */
+    }
+}
+
 static int open_nvjpeg(job *j) {
     if (!j->gpu || j->no_gpu_decode) {
         snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "%s", j->gpu ? "host (--host-decode)" : "host");
         return 0;
     }
+    gaio_status st = GAIO_OK;
+    const char *err = NULL;
     for (int k = 0; k < SLOTS; k++) {
-        create_args a = {&j->slots[k], j->batch, 0, NJD_FAILED, ""};
-        gaio_status st = gaio_enqueue_native(j->slots[k].s, create_fn, &a);
-        if (st == GAIO_OK) st = gaio_stream_synchronize(j->slots[k].s);
-        if (st != GAIO_OK) return failed(j, st, "gaio_enqueue_native (nvJPEG)");
-        if (a.st != NJD_OK) {
-            for (int i = 0; i < k; i++) njd_destroy(j->slots[i].nj), j->slots[i].nj = NULL;
-            snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (no nvJPEG: %s)", a.err);
-            return 0;
-        }
-        j->hardware = a.hardware;
+        create_job *c = &creating[k];
+        if (c->started) pthread_join(c->th, NULL);
+        if (st == GAIO_OK) st = c->st;
+        if (!err && c->st == GAIO_OK && c->a.st != NJD_OK) err = c->a.err;
+        j->hardware = c->a.hardware;
+    }
+    if (st != GAIO_OK || err) {
+        for (int k = 0; k < SLOTS; k++)
+            if (j->slots[k].nj) njd_destroy(j->slots[k].nj), j->slots[k].nj = NULL;
+    }
+    if (st != GAIO_OK) return failed(j, st, "gaio_enqueue_native (nvJPEG)");
+    if (err) {
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (no nvJPEG: %s)", err);
+        return 0;
     }
     snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "nvJPEG %s + host", j->hardware ? "hardware" : "CUDA");
     return 0;
@@ -556,10 +596,22 @@ int gaio_cmd_classify(int argc, char **argv) {
         free(j.images);
         return 0; /* --help */
     }
+    double ts = now_s();
     if (!rc) rc = pick_device(&j);
+    j.t_device = now_s() - ts, ts = now_s();
     if (!rc) rc = open_model(&j);
+    j.t_model = now_s() - ts;
     if (!rc) rc = open_slots(&j);
-    if (!rc) rc = open_nvjpeg(&j);
+    /* The decoders are made while the engine loads (or builds); decoders: the wait left. */
+    bool decoders = !rc;
+    if (decoders) start_nvjpeg(&j);
+    if (!rc) rc = open_engine(&j);
+    ts = now_s();
+    if (decoders) {
+        int nrc = open_nvjpeg(&j);
+        if (!rc) rc = nrc;
+    }
+    j.t_nvjpeg = now_s() - ts;
     if (!rc) {
         j.items = calloc((size_t)j.nimages, sizeof *j.items);
         j.scores = malloc((size_t)j.classes * sizeof *j.scores);
@@ -579,10 +631,11 @@ int gaio_cmd_classify(int argc, char **argv) {
         gaio_device_get_props(j.device, &p);
         long ok = j.done_images - j.failed_images;
         printf("gaio classify: %ld image%s in %.3f s: %.1f images/s on device %d (%s), batch %d, decode %s, "
-               "%d host threads; setup %.2f s%s%ld failed\n",
+               "%d host threads; setup %.2f s (device %.2f, model %.2f, engine %.2f, context %.2f, decoders %.2f more)"
+               "%s%ld failed\n",
                ok, ok == 1 ? "" : "s", t2 - t1, (double)j.done_images / (t2 - t1 > 0 ? t2 - t1 : 1e-9), j.device,
-               p.name, j.batch, j.nvjpeg_note, j.threads, t1 - t0, j.failed_images ? ", " : "; ",
-               j.failed_images);
+               p.name, j.batch, j.nvjpeg_note, j.threads, t1 - t0, j.t_device, j.t_model, j.t_engine, j.t_exec,
+               j.t_nvjpeg, j.failed_images ? ", " : "; ", j.failed_images);
         if (j.failed_images) rc = 1;
     }
     close_slots(&j);

@@ -303,8 +303,8 @@ gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model
         snprintf(saved, sizeof saved, "; not cached: %s", why);
     }
     if (res->stale)
-        snprintf(res->note, sizeof res->note, "cache entry %s is stale: %s; engine rebuilt in %.3f s%s", res->path, why,
-                 res->seconds, saved);
+        snprintf(res->note, sizeof res->note, "cache entry %.1000s is stale: %.1500s; engine rebuilt in %.3f s%.2500s",
+                 res->path, why, res->seconds, saved);
     else
         snprintf(res->note, sizeof res->note, "engine built in %.3f s%s", res->seconds, saved);
     return GAIO_OK;

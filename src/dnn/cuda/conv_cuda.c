@@ -52,7 +52,11 @@ static void cache_free(void *value, gaio_context *ctx) {
         c->plans = p->next;
         gaio__conv_plan_release(p);
     }
-    if (c->handle && t) t->cudnnDestroy(c->handle); /* needs no current context */
+    if (c->handle && t) { /* needs no current context; may synchronize: no capture meanwhile */
+        gaio__cuda_exclusive_begin();
+        t->cudnnDestroy(c->handle);
+        gaio__cuda_exclusive_end();
+    }
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->build_lock);
     free(c);

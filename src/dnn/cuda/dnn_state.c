@@ -13,6 +13,9 @@
 
 static void state_free(void *value, gaio_stream *stream) {
     dnn_stream_state *s = value;
+    /* Destroying a cuBLASLt handle synchronizes the device, which ends any stream
+     * capture under way in another thread in failure: not while one is. */
+    gaio__cuda_exclusive_begin();
     gaio__gemm_plans_free(s);
     /* The stream's work has all run (its last reference went): handles and workspaces
      * are idle. Destroying a handle needs no particular context in cuDNN 9 / cuBLAS 12+. */
@@ -38,6 +41,7 @@ static void state_free(void *value, gaio_stream *stream) {
             gaio__cuda_exit(&sc);
         }
     }
+    gaio__cuda_exclusive_end();
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
