@@ -5,6 +5,7 @@
  * of the chosen device, run the op on a stream, copy the result to PINNED memory,
  * wait on a future fenced behind it, encode. */
 #include "cmd_image.h"
+#include "cli_util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -161,14 +162,10 @@ typedef struct job {
 
 /* One line on stderr, however long or many-lined the parts are. */
 static void eline(const job *j, const char *fmt, ...) {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cli_veline(j->cmd, fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    fprintf(stderr, "gaio %s: %s\n", j->cmd, msg);
 }
 
 #define USAGE(j, ...) (eline((j), __VA_ARGS__), 2)

@@ -11,6 +11,7 @@
  * of the same engine on two streams, each driven by its own host thread, for the
  * throughput of concurrent runs. The copies of inputs and outputs are not timed. */
 #include "cmd_model.h"
+#include "cli_util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -78,22 +79,12 @@ typedef struct job {
     runner r[2];
 } job;
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* One line on stderr, whatever the parts hold. */
 static void eline(const char *fmt, ...) {
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cli_veline("model", fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r') *p = ' ';
-    fprintf(stderr, "gaio model: %s\n", msg);
 }
 
 static int usage_error(const char *fmt, ...) {
@@ -573,11 +564,11 @@ static gaio_status run_once(runner *r) {
 
 static void *run_loop(void *arg) {
     runner *r = arg;
-    double t0 = now_s(), t = t0;
+    double t0 = cli_now_s(), t = t0;
     r->st = GAIO_OK;
     for (long i = 0; i < r->n; i++) {
         if ((r->st = run_once(r)) != GAIO_OK) break;
-        double t1 = now_s();
+        double t1 = cli_now_s();
         if (r->lat) r->lat[i] = t1 - t;
         t = t1;
     }
@@ -588,18 +579,18 @@ static void *run_loop(void *arg) {
 /* Warm-up: o.warmup runs, or by default until WARMUP_SECONDS have passed and
  * WARMUP_MIN_RUNS were made. */
 static int warm_up(job *j, runner *r, long *runs, double *secs) {
-    double t0 = now_s();
+    double t0 = cli_now_s();
     long n = 0;
     for (;; n++) {
         if (j->o.warmup >= 0 ? n >= j->o.warmup
-                             : n >= WARMUP_MAX_RUNS || (n >= WARMUP_MIN_RUNS && now_s() - t0 >= WARMUP_SECONDS))
+                             : n >= WARMUP_MAX_RUNS || (n >= WARMUP_MIN_RUNS && cli_now_s() - t0 >= WARMUP_SECONDS))
             break;
         if (run_once(r) != GAIO_OK) {
             eline("%s", r->err);
             return 1;
         }
     }
-    *runs = n, *secs = now_s() - t0;
+    *runs = n, *secs = cli_now_s() - t0;
     return 0;
 }
 
@@ -677,7 +668,7 @@ static int time_runs(job *j) {
     if ((rc = make_runner(j, r2))) return rc;
     if ((rc = warm_up(j, r2, &wruns, &wsecs))) return rc;
     j->r[0].n = j->r[1].n = n;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     pthread_t th[2];
     bool started[2] = {false, false};
     for (int k = 0; k < 2; k++) started[k] = pthread_create(&th[k], NULL, run_loop, &j->r[k]) == 0;
@@ -685,7 +676,7 @@ static int time_runs(job *j) {
         if (started[k]) pthread_join(th[k], NULL);
         else run_loop(&j->r[k]); /* no thread: run it here (then not concurrent) */
     }
-    double wall = now_s() - t0;
+    double wall = cli_now_s() - t0;
     for (int k = 0; k < 2; k++)
         if (j->r[k].st != GAIO_OK) {
             eline("%s", j->r[k].err);
@@ -702,7 +693,7 @@ static int time_runs(job *j) {
 
 static int make_engine(job *j) {
     gaio_status st;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     if (j->o.load_path) {
         if ((st = gaio_engine_load(j->o.load_path, j->ctx, &j->engine)) != GAIO_OK) {
             char what[1200];
@@ -717,7 +708,7 @@ static int make_engine(job *j) {
             return failed(st, what);
         }
         j->own_model = true;
-        j->model_seconds = now_s() - t0;
+        j->model_seconds = cli_now_s() - t0;
         gaio_engine_options eo;
         memset(&eo, 0, sizeof eo);
         eo.batch = j->o.batch ? j->o.batch : 1; /* where --shape gives none */
@@ -726,11 +717,11 @@ static int make_engine(job *j) {
         eo.shapes = j->o.nshapes ? j->o.shapes : NULL;
         eo.nshapes = j->o.nshapes;
         eo.flags = j->o.no_tune ? GAIO_ENGINE_NO_TUNE : 0;
-        t0 = now_s();
+        t0 = cli_now_s();
         if ((st = gaio_engine_build(j->model, j->ctx, &eo, &j->engine)) != GAIO_OK)
             return failed(st, "gaio_engine_build");
     }
-    double wall = now_s() - t0;
+    double wall = cli_now_s() - t0;
     if ((st = gaio_engine_get_info(j->engine, &j->info)) != GAIO_OK) return failed(st, "gaio_engine_get_info");
     int rc = print_io(j);
     if (!rc) rc = print_plan(j, wall);
@@ -739,14 +730,14 @@ static int make_engine(job *j) {
 
 static int save_engine(job *j) {
     if (!j->o.save_path) return 0;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     gaio_status st = gaio_engine_save(j->engine, j->o.save_path);
     if (st != GAIO_OK) {
         char what[1200];
         snprintf(what, sizeof what, "%s", j->o.save_path);
         return failed(st, what);
     }
-    double t = now_s() - t0;
+    double t = cli_now_s() - t0;
     struct stat sb;
     char b[64];
     printf("saved %s (%s) in %.3f s\n", j->o.save_path,

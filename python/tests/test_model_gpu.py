@@ -1,10 +1,17 @@
 """gaio.Model on a GPU against PyTorch: torchvision's ResNet-18, ResNet-50 and
 MobileNetV2 (random weights, seeded) exported with both of torch.onnx's exporters.
 
-* fp32 (precision="model"): max |gaio - torch| / max |torch| <= 1e-3, torch in fp32
-  with TF32 off.
-* fp16 (precision="f16"): top-1 agreement with torch fp32 >= 99% over 1,000 random
-  inputs (10 batches of 100).
+* fp32 (precision="model"), element-wise against torch in fp32 with TF32 off: every
+  |gaio - torch| <= 1e-4 * max |torch| + 1e-5 (per batch). Both sum in f32 in other
+  orders (cuDNN's engines, the folded batch norms): about 1e-6 to 1e-5 of the largest
+  logit; TF32 would be about 1e-3, and fail this.
+* fp16 (precision="f16"), element-wise against torch fp32 over 1,000 random inputs
+  (10 batches of 100): every |gaio - torch| <= 2e-2 * max |torch| + 2e-2 * |torch|
+  (per batch): weights and activations are rounded to fp16 (2^-11 relative) at every
+  layer, the sums kept in f32; the absolute term follows the logits' scale, which
+  random weights set. Printed with PyTorch's own fp16 error on the same inputs under
+  the same measure. And top-1 agreement with torch fp32 >= 99% (or PyTorch's own
+  fp16's rate less 1%).
 * 4 streams, one exec each, running at once give the single-stream results.
 * Engines: an asynchronous build awaited in an asyncio loop that keeps running; several
   execution contexts of one engine on their own streams at once give the outputs of one
@@ -34,6 +41,22 @@ EXPORTERS = ["torchscript", "dynamo"]
 SEED = int(os.environ.get("GAIO_TEST_SEED") or "1234", 0)
 FP32_BATCH = 8
 FP16_BATCH, FP16_BATCHES = 100, 10
+# |gaio - torch| <= REL_OF_MAX * max |torch| + ATOL (+ RTOL * |torch| for fp16), every element
+FP32_REL_OF_MAX, FP32_ATOL = 1e-4, 1e-5
+FP16_REL_OF_MAX, FP16_RTOL = 2e-2, 2e-2
+
+
+def _fp32_errors(y, ref):
+    """(max |y - ref|, its bound 1e-4 * max |ref| + 1e-5) for one batch."""
+    return (y - ref).abs().max().item(), FP32_REL_OF_MAX * ref.abs().max().item() + FP32_ATOL
+
+
+def _fp16_errors(y, ref):
+    """(max |y - ref|, the largest |y - ref| / (2e-2 * max |ref| + 2e-2 * |ref|): above 1
+    is out of tolerance) for one batch."""
+    err = (y - ref).abs()
+    tol = FP16_REL_OF_MAX * ref.abs().max() + FP16_RTOL * ref.abs()
+    return err.max().item(), (err / tol).max().item()
 
 
 @pytest.fixture(scope="module")
@@ -134,16 +157,17 @@ def test_fp32_matches_torch(torch, nets, exports, name, exporter):
     ex = m.exec(gaio.default_context("cuda"), batch=FP32_BATCH, precision="model")
     s = gaio.Stream("cuda")
     g = torch.Generator(device="cuda").manual_seed(SEED + 2)
-    worst = 0.0
-    for _ in range(2):
+    for i in range(2):
         x = torch.randn(FP32_BATCH, 3, 224, 224, device="cuda", generator=g)
         with torch.no_grad():
             ref = nets[name](x).float()
         y = _run(torch, ex, s, x)
-        rel = ((y - ref).abs().max() / ref.abs().max()).item()
-        worst = max(worst, rel)
-    print(f"{name} ({exporter}) fp32 batch {FP32_BATCH}: max relative error {worst:.3g} (limit 1e-3)")
-    assert worst <= 1e-3
+        assert torch.isfinite(y).all(), f"{name} fp32: non-finite outputs"
+        err, bound = _fp32_errors(y, ref)
+        print(f"{name} ({exporter}) fp32 batch {FP32_BATCH} #{i}: max abs error {err:.3g}, bound {bound:.3g} "
+              f"(1e-4 * max|ref| {ref.abs().max().item():.3g} + 1e-5): {err / bound:.3f} of it; max relative to "
+              f"max|ref| {err / ref.abs().max().item():.3g}")
+        assert err <= bound, f"{name} ({exporter}) fp32: max abs error {err:.3g} > {bound:.3g}"
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -156,7 +180,7 @@ def test_fp16_top1_agreement(torch, nets, exports, name):
     import copy
     net16 = copy.deepcopy(nets[name]).half().to(memory_format=torch.channels_last)
     agree = agree16 = total = 0
-    worst = 0.0
+    worst = worst_abs = worst16 = 0.0
     for _ in range(FP16_BATCHES):
         x = torch.randn(FP16_BATCH, 3, 224, 224, device="cuda", generator=g)
         with torch.no_grad():
@@ -167,11 +191,15 @@ def test_fp16_top1_agreement(torch, nets, exports, name):
         agree += (y.argmax(1) == ref.argmax(1)).sum().item()
         agree16 += (ref16.argmax(1) == ref.argmax(1)).sum().item()
         total += x.shape[0]
-        worst = max(worst, ((y - ref).abs().max() / ref.abs().max()).item())
+        err, ratio = _fp16_errors(y, ref)
+        worst_abs, worst = max(worst_abs, err), max(worst, ratio)
+        worst16 = max(worst16, _fp16_errors(ref16, ref)[1])
     rate, rate16 = agree / total, agree16 / total
-    print(f"{name} ({exporter}) fp16: top-1 agreement with torch fp32 {agree}/{total} = {rate:.2%} "
-          f"(issue's target 99%: {'met' if rate >= 0.99 else 'MISSED'}); PyTorch's own fp16 agrees "
-          f"{agree16}/{total} = {rate16:.2%}; gaio's max relative error {worst:.3g}")
+    print(f"{name} ({exporter}) fp16: element-wise against torch fp32, max abs error {worst_abs:.3g}, at most "
+          f"{worst:.3f} of the tolerance 2e-2 max|ref| + 2e-2 |ref| (PyTorch's own fp16: {worst16:.3f}); top-1 "
+          f"agreement {agree}/{total} = {rate:.2%} (issue's target 99%: {'met' if rate >= 0.99 else 'MISSED'}); "
+          f"PyTorch's own fp16 agrees {agree16}/{total} = {rate16:.2%}")
+    assert worst <= 1.0, f"{name} fp16: an element {worst:.3g} times the tolerance away from torch fp32"
     # Random weights leave small gaps between the top logits, so fp16 rounding flips
     # some; the bar gaio must clear is PyTorch's own fp16 on the same inputs.
     assert rate >= min(0.99, rate16 - 0.01)
@@ -287,9 +315,10 @@ def test_engine_build_async(torch, nets, exports):
     assert ex.input_shapes == ((FP32_BATCH, 3, 224, 224),) and ex.output_shapes == ((FP32_BATCH, 1000),)
     with torch.no_grad():
         ref = nets[name](x).float()
-    rel = ((y - ref).abs().max() / ref.abs().max()).item()
-    print(f"{name} fp32 from the asynchronous build: max relative error {rel:.3g} (limit 1e-3)")
-    assert rel <= 1e-3
+    err, bound = _fp32_errors(y, ref)
+    print(f"{name} fp32 from the asynchronous build: max abs error {err:.3g}, bound {bound:.3g} (1e-4 * max|ref| + "
+          f"1e-5)")
+    assert err <= bound
 
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])

@@ -26,47 +26,61 @@ static gaio_status load(const char *fn, const void *data, size_t size, const cha
     return GAIO_OK;
 }
 
-gaio_status gaio_model_load(const char *path, gaio_model **out) {
-    GAIO_REQUIRE_PTR(out);
-    *out = NULL;
-    GAIO_REQUIRE_PTR(path);
+gaio_status gaio__read_file(const char *fn, const char *path, size_t max, const char *too_large, void **data,
+                            size_t *size) {
+    *data = NULL, *size = 0;
+    if (!path[0]) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "path is empty");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return GAIO_FAIL(GAIO_ERR_SYSTEM, "cannot open %s: %s", path, strerror(errno));
+    if (fd < 0)
+        return gaio__fail(errno == ENOENT ? GAIO_ERR_NOT_FOUND : GAIO_ERR_SYSTEM, fn, "cannot open %s: %s", path,
+                          strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return GAIO_FAIL(GAIO_ERR_INVALID_ARG, "%s is not a regular file", path);
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%s is not a regular file", path);
     }
-    if ((uint64_t)sb.st_size > MAX_MODEL_BYTES) {
+    if ((uint64_t)sb.st_size > max) {
         close(fd);
-        return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "%s is %lld bytes: an ONNX file holds at most 2 GiB (larger models "
-                         "keep their weights as external data)", path, (long long)sb.st_size);
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %lld bytes: %s", path, (long long)sb.st_size, too_large);
     }
-    size_t size = (size_t)sb.st_size;
-    char *data = malloc(size ? size : 1);
-    if (!data) {
+    size_t n = (size_t)sb.st_size, done = 0;
+    unsigned char *p = malloc(n ? n : 1);
+    if (!p) {
         close(fd);
-        return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory reading %s (%zu bytes)", path, size);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory reading %s (%zu bytes)", path, n);
     }
-    size_t done = 0;
-    while (done < size) {
-        ssize_t r = read(fd, data + done, size - done);
+    while (done < n) {
+        ssize_t r = read(fd, p + done, n - done);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             int e = r < 0 ? errno : EIO;
-            free(data);
+            free(p);
             close(fd);
-            return GAIO_FAIL(GAIO_ERR_SYSTEM, "reading %s: %s", path, strerror(e));
+            return gaio__fail(GAIO_ERR_SYSTEM, fn, "reading %s: %s", path, strerror(e));
         }
         done += (size_t)r;
     }
     close(fd);
+    *data = p, *size = n;
+    return GAIO_OK;
+}
+
+gaio_status gaio_model_load(const char *path, gaio_model **out) {
+    GAIO_REQUIRE_PTR(out);
+    *out = NULL;
+    GAIO_REQUIRE_PTR(path);
+    void *data = NULL;
+    size_t size = 0;
+    gaio_status st = gaio__read_file(__func__, path, MAX_MODEL_BYTES,
+                                     "an ONNX file holds at most 2 GiB (larger models keep their weights as external "
+                                     "data)", &data, &size);
+    if (st != GAIO_OK) return st;
     char *copy = strdup(path);
     if (!copy) {
         free(data);
         return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory");
     }
-    gaio_status st = load(__func__, data, size, dirname(copy), out);
+    st = load(__func__, data, size, dirname(copy), out);
     free(copy);
     free(data);
     return st;

@@ -16,4 +16,10 @@ struct gaio_model {
 gaio_status gaio__onnx_load(const char *fn, const void *data, size_t size, const char *dir, mgraph *g);
 void gaio__graph_free(mgraph *g);
 
+/* The whole regular file at path into *data (malloc'd) and *size, for public function
+ * fn: GAIO_ERR_NOT_FOUND when there is none, GAIO_ERR_NOT_SUPPORTED (saying too_large)
+ * beyond max bytes, GAIO_ERR_SYSTEM / _INVALID_ARG / _NO_MEMORY otherwise. */
+gaio_status gaio__read_file(const char *fn, const char *path, size_t max, const char *too_large, void **data,
+                            size_t *size);
+
 #endif

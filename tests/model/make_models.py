@@ -2,9 +2,11 @@
 """ONNX models for tests/test_model_load.c (gaio_model_load and friends).
 
 Usage: make_models.py OUTDIR [--seed N]. The seed (weights are random; nothing the
-loader checks depends on their values) comes from --seed, else GAIO_TEST_SEED, else
-the clock, and is printed. Needs numpy and the onnx package (Debian's python3-onnx
-1.12 or newer); without them it fails, and so does the test that needs its files.
+loader checks depends on their values, but test_model_run.c runs the good models
+against onnxruntime, so their outputs spread over units: layer_weights) comes from
+--seed, else GAIO_TEST_SEED, else the clock, and is printed. Needs numpy and the onnx
+package (Debian's python3-onnx 1.12 or newer); without them it fails, and so does the
+test that needs its files.
 
 Writes good models the loader must accept, bad ones it must refuse, and
 OUTDIR/manifest.txt saying what the C test expects of each, so that the C side
@@ -16,7 +18,11 @@ hard-codes nothing decided here. One record per model, tokens separated by space
             a key written key>=value is a lower bound: the loader adds folded
             constants as initializers) producer (a fragment of the summary's
             producer) memory (OK, or the status gaio_model_load_memory of the same
-            bytes must give: external data needs a file)
+            bytes must give: external data needs a file); canary=WEIGHT[,BIAS]
+            (optional, for make_reference.py: a layer whose output channels it
+            zeroes one at a time, the canaries tests/test_model_run.c must tell
+            from the model's outputs; layers whose channels each reach many output
+            elements, so that none can hide below the tolerance by chance)
     input NAME DTYPE NDIM DIM...   the model's graph inputs, in order; a DIM that
     output NAME DTYPE NDIM DIM...  is not a number is symbolic: -1 named so
     node OP NAME                   the nodes left after folding, in any order
@@ -35,6 +41,7 @@ FILE is relative to OUTDIR. Statuses are gaio_status names without GAIO_ERR_ (OK
 INVALID_ARG, NOT_SUPPORTED, SYSTEM, ...).
 """
 import os
+import shutil
 import sys
 import time
 
@@ -55,14 +62,24 @@ rng = None
 manifest = []
 
 
-def weights(name, *shape, dtype=np.float32):
-    return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(dtype), name)
+def weights(name, *shape, dtype=np.float32, scale=0.1):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(dtype), name)
 
 
-def typed_weights(name, elem, *shape):
+def layer_weights(name, *shape, gain=2.0, dtype=np.float32):
+    """A layer's weights (output channels or features first) of standard deviation
+    sqrt(gain / fan_in), He's initialisation: each layer keeps its input's scale, so
+    that the outputs spread over units, not hundredths. With weights of 0.1 the CNNs'
+    logits were all within a few hundredths of each other and of zero: inside f16's
+    tolerance, so that a zeroed output channel could pass (tests/test_model_run.c)."""
+    fan_in = int(np.prod(shape[1:]))
+    return weights(name, *shape, dtype=dtype, scale=float(np.sqrt(gain / fan_in)))
+
+
+def typed_weights(name, elem, *shape, mean=0.0, std=0.1):
     """Weights in the TensorProto's typed fields (float_data; float16 as bits in
     int32_data) rather than raw_data, the other way a file may hold them."""
-    vals = (rng.standard_normal(shape) * 0.1).astype(np.float16 if elem == F16 else np.float32)
+    vals = (mean + rng.standard_normal(shape) * std).astype(np.float16 if elem == F16 else np.float32)
     t = helper.make_tensor(name, elem, list(shape), vals.flatten().tolist(), raw=False)
     assert not t.raw_data
     return t
@@ -141,7 +158,16 @@ def kept(m):
 
 def cnn(opset, batch):
     """Conv -> BN -> Relu -> MaxPool -> grouped strided Conv -> Clip(0, 6) + 1x1 Conv
-    path -> GlobalAveragePool -> Flatten -> Gemm -> Softmax."""
+    path -> GlobalAveragePool -> Flatten -> Gemm -> Softmax. Both the logits (Gemm's
+    output, also read by Softmax) and the probabilities are graph outputs: the logits
+    spread over a few units (He-scaled weights, a fully connected layer of gain 4), so
+    that a zeroed channel moves them by more than f16's tolerance (any channel of the
+    first convolution by 5 tolerances or more; over all four layers' 50 channels, all
+    but about 0.3%, whose mean the global average pool nearly cancels), and the
+    probabilities are far from uniform, so that Softmax is tested on a real spread.
+    conv2's weights lean positive (mean 0.05) over its non-negative inputs, so that
+    few of its channels stay below Clip's 0 at every pixel: such a dead channel hides
+    a zeroed one, and with zero-mean weights a fifth of them did."""
     n = [
         helper.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("BatchNormalization", ["c1", "bn_s", "bn_b", "bn_m", "bn_v"], ["bn"], name="bn1",
@@ -159,16 +185,17 @@ def cnn(opset, batch):
         helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=1),
     ]
     inits = [
-        weights("c1_w", 8, 3, 3, 3), weights("c1_b", 8),
+        layer_weights("c1_w", 8, 3, 3, 3), weights("c1_b", 8),
         numpy_helper.from_array((1 + rng.random(8)).astype(np.float32), "bn_s"), weights("bn_b", 8),
         weights("bn_m", 8), numpy_helper.from_array((0.5 + rng.random(8)).astype(np.float32), "bn_v"),
-        weights("c2_w", 16, 4, 3, 3),
+        numpy_helper.from_array(rng.normal(0.05, 0.12, (16, 4, 3, 3)).astype(np.float32), "c2_w"),
         numpy_helper.from_array(np.array(0, np.float32), "clip_min"),
         numpy_helper.from_array(np.array(6, np.float32), "clip_max"),
-        weights("c3_w", 16, 8, 1, 1), weights("c3_b", 16),
-        weights("fc_w", 10, 16), weights("fc_b", 10),
+        layer_weights("c3_w", 16, 8, 1, 1), weights("c3_b", 16),
+        layer_weights("fc_w", 10, 16, gain=4.0), weights("fc_b", 10),
     ]
-    return model(n, [vi("x", F32, [batch, 3, 32, 32])], [vi("prob", F32, [batch, 10])], inits, opset)
+    return model(n, [vi("x", F32, [batch, 3, 32, 32])],
+                 [vi("logits", F32, [batch, 10]), vi("prob", F32, [batch, 10])], inits, opset)
 
 
 def flatten_chain():
@@ -190,7 +217,7 @@ def flatten_chain():
         helper.make_node("Reshape", ["r", "newshape"], ["flat"], name="reshape"),
         helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["y"], name="fc", transB=1),
     ]
-    inits = [weights("fc_w", 10, 64), weights("fc_b", 10)]
+    inits = [layer_weights("fc_w", 10, 64), weights("fc_b", 10)]
     m = model(n, [vi("x", F32, [2, 4, 4, 4])], [vi("y", F32, [2, 10])], inits, 13)
     return m, [("Relu", "relu"), ("Reshape", "reshape"), ("Gemm", "fc")]
 
@@ -203,7 +230,7 @@ def dynamo_linear():
         helper.make_node("MatMul", ["x", "weight_t"], ["mm"], name="mm"),
         helper.make_node("Add", ["mm", "bias"], ["y"], name="add"),
     ]
-    inits = [weights("weight", 16, 32), weights("bias", 16)]
+    inits = [layer_weights("weight", 16, 32), weights("bias", 16)]
     return model(n, [vi("x", F32, [4, 32])], [vi("y", F32, [4, 16])], inits, 18, check=False, ir_version=8)
 
 
@@ -212,7 +239,7 @@ def external_cnn(outdir, rel):
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["y"], name="relu"),
     ]
-    inits = [weights("w", 8, 3, 3, 3), weights("b", 8)]
+    inits = [layer_weights("w", 8, 3, 3, 3), weights("b", 8)]
     m = model(n, [vi("x", F32, [1, 3, 16, 16])], [vi("y", F32, [1, 8, 16, 16])], inits, 13)
     save(m, outdir, rel, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin",
          size_threshold=0)
@@ -223,9 +250,14 @@ def coverage():
     """The element-wise, pooling and layout operators not in the CNN: HardSigmoid,
     HardSwish, Sigmoid, Sub / Mul / Div broadcasting a per-channel weight,
     AveragePool with count_include_pad and ceil_mode, Transpose, Concat, Identity,
-    Cast (float to float: kept, its input not constant). Opset 14 for HardSwish."""
+    Cast (float to float: kept, its input not constant). Opset 14 for HardSwish.
+    Sigmoid leaves inputs of [-1, 1) within 0.5..0.66 here: the per-channel mean
+    subtracted is near its middle and the scale large (8 to 24 either sign), so that
+    the output spreads over tenths to units rather than hundredths (within f16's
+    tolerance of anything). Not larger: the subtraction cancels, so the scale
+    multiplies the f16 rounding of Sigmoid's output (up to 2.4e-4) into the result."""
     n = [
-        helper.make_node("HardSigmoid", ["x"], ["hs"], name="hsig", alpha=0.25, beta=0.5),
+        helper.make_node("HardSigmoid", ["x"], ["hs"], name="hsig", alpha=0.5, beta=0.5),
         helper.make_node("HardSwish", ["hs"], ["hw"], name="hswish"),
         helper.make_node("Sigmoid", ["hw"], ["sg"], name="sigmoid"),
         helper.make_node("Sub", ["sg", "mean"], ["sub"], name="sub"),
@@ -238,7 +270,9 @@ def coverage():
         helper.make_node("Identity", ["cat"], ["id"], name="identity"),
         helper.make_node("Cast", ["id"], ["y"], name="cast", to=F32),
     ]
-    inits = [typed_weights("mean", F32, 1, 4, 1, 1), weights("scale", 1, 4, 1, 1),
+    scale = rng.choice([-1.0, 1.0], (1, 4, 1, 1)) * rng.uniform(8, 24, (1, 4, 1, 1))
+    inits = [typed_weights("mean", F32, 1, 4, 1, 1, mean=0.575, std=0.02),
+             numpy_helper.from_array(scale.astype(np.float32), "scale"),
              numpy_helper.from_array((1 + rng.random((1, 4, 1, 1))).astype(np.float32), "std")]
     # 8 + 2 - 3 = 7 over stride 2 is 3.5: ceil_mode makes 4 + 1 = 5
     return model(n, [vi("x", F32, [1, 4, 8, 8])], [vi("y", F32, [1, 8, 5, 5])], inits, 14)
@@ -249,7 +283,7 @@ def half_conv():
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c"], ["y"], name="relu"),
     ]
-    inits = [weights("w", 8, 3, 3, 3, dtype=np.float16), typed_weights("b", F16, 8)]
+    inits = [layer_weights("w", 8, 3, 3, 3, dtype=np.float16), typed_weights("b", F16, 8)]
     return model(n, [vi("x", F16, ["N", 3, 8, 8])], [vi("y", F16, ["N", 8, 8, 8])], inits, 13)
 
 
@@ -392,26 +426,29 @@ def main():
     print("make_models.py: onnx %s, seed %d (--seed or GAIO_TEST_SEED to replay)" % (onnx.__version__, seed))
     rng = np.random.default_rng(seed)
     outdir = args[0]
+    # Fresh each time: good() keeps a file that is there (one its caller wrote), so a
+    # model left by an earlier run, of another shape or seed, would stand in for this one.
+    shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir, exist_ok=True)
 
     m = cnn(13, "N")
-    good(outdir, "cnn_opset13.onnx", m, kept(m))
+    good(outdir, "cnn_opset13.onnx", m, kept(m), canary="c1_w,c1_b")
     m = cnn(17, 2)
     # as torch.onnx's keep_initializers_as_inputs=True writes it: every weight also
     # listed as a graph input, which is not an input to feed
     m.graph.input.extend(helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in m.graph.initializer)
     onnx.checker.check_model(m)
-    good(outdir, "cnn_opset17.onnx", m, kept(m))
+    good(outdir, "cnn_opset17.onnx", m, kept(m), canary="c1_w,c1_b")
     m, nodes = flatten_chain()
     good(outdir, "flatten_chain.onnx", m, nodes, inits_min=True)
     m = dynamo_linear()
     good(outdir, "linear_opset18.onnx", m, kept(m))
     m = external_cnn(outdir, "external/model.onnx")
-    good(outdir, "external/model.onnx", m, kept(m), memory="INVALID_ARG")
+    good(outdir, "external/model.onnx", m, kept(m), memory="INVALID_ARG", canary="w,b")
     m = coverage()
     good(outdir, "coverage.onnx", m, kept(m))
     m = half_conv()
-    good(outdir, "half_conv.onnx", m, kept(m))
+    good(outdir, "half_conv.onnx", m, kept(m), canary="w,b")
 
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 

@@ -1,5 +1,6 @@
 /* The engine cache of `gaio classify`: see engine_cache.h. */
 #include "engine_cache.h"
+#include "cli_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,17 +221,17 @@ static bool make_key(const char *model_path, gaio_context *ctx, int device, cons
 
 /* ---- get ------------------------------------------------------------------------ */
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* gaio's message on one line, at most n characters of it. */
 static void one_line(char *dst, size_t size, const char *src) {
     snprintf(dst, size, "%s", src && *src ? src : "no message");
     for (char *c = dst; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' ';
+}
+
+gaio_status engine_cache_find(const char *dir, const char *model_path, gaio_context *ctx, int device,
+                              const gaio_engine_options *options, gaio_engine **out, engine_cache_result *res) {
+    return engine_cache_get(dir, model_path, NULL, ctx, device, options, out, res);
 }
 
 gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model *m, gaio_context *ctx, int device,
@@ -253,11 +254,11 @@ gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model
     /* A hit: the entry is there and loads. */
     struct stat sb;
     if (use && stat(res->path, &sb) == 0) {
-        double t0 = now_s();
+        double t0 = cli_now_s();
         gaio_status st = gaio_engine_load(res->path, ctx, out);
         if (st == GAIO_OK) {
             res->loaded = true;
-            res->seconds = now_s() - t0;
+            res->seconds = cli_now_s() - t0;
             snprintf(res->note, sizeof res->note, "engine loaded from the cache, %s, in %.3f s", res->path,
                      res->seconds);
             return GAIO_OK;
@@ -272,9 +273,10 @@ gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model
         use = false;
     }
 
-    double t0 = now_s();
+    if (!m) return GAIO_ERR_NOT_FOUND; /* engine_cache_find: no build */
+    double t0 = cli_now_s();
     gaio_status st = gaio_engine_build(m, ctx, options, out);
-    res->seconds = now_s() - t0;
+    res->seconds = cli_now_s() - t0;
     if (st != GAIO_OK) {
         *out = NULL;
         return st;
@@ -284,7 +286,7 @@ gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model
     char saved[2600] = "";
     if (use) {
         char err[1200] = "";
-        double s0 = now_s();
+        double s0 = cli_now_s();
         if (!make_dirs(dir, err, sizeof err)) {
             snprintf(saved, sizeof saved, "; not cached: %s", err);
         } else if ((st = gaio_engine_save(*out, res->path)) != GAIO_OK) {
@@ -295,7 +297,7 @@ gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model
             if (res->stale) unlink(res->path); /* a stale entry would only be refused again */
         } else {
             res->saved = true;
-            snprintf(saved, sizeof saved, ", saved to the cache, %s, in %.3f s", res->path, now_s() - s0);
+            snprintf(saved, sizeof saved, ", saved to the cache, %s, in %.3f s", res->path, cli_now_s() - s0);
         }
     } else if (!dir) {
         snprintf(saved, sizeof saved, ", not cached");

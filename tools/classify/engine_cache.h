@@ -57,4 +57,10 @@ typedef struct engine_cache_result {
 gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model *m, gaio_context *ctx, int device,
                              const gaio_engine_options *options, gaio_engine **out, engine_cache_result *res);
 
+/* The cached engine only: GAIO_OK with *out loaded from the cache, else
+ * GAIO_ERR_NOT_FOUND (no cache, no entry, or a stale one: res->note says which) and
+ * nothing built. Needs no loaded model: a hit parses no ONNX file. */
+gaio_status engine_cache_find(const char *dir, const char *model_path, gaio_context *ctx, int device,
+                              const gaio_engine_options *options, gaio_engine **out, engine_cache_result *res);
+
 #endif
