@@ -465,7 +465,7 @@ static gaio_status alloc_tables(const char *fn, gaio_engine *e) {
 
 /* The convolutions planned over a scratch arena of the contexts' size: cuDNN's plans
  * depend on the tensors' shapes, strides and alignment, which every context shares. */
-static gaio_status prepare(const char *fn, gaio_engine *e) {
+static gaio_status prepare(gaio_engine *e) {
     gaio_buffer *arena = NULL;
     gaio_stream *s = NULL;
     gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &arena);
@@ -474,7 +474,6 @@ static gaio_status prepare(const char *fn, gaio_engine *e) {
     if (st == GAIO_OK) st = gaio_stream_synchronize(s);
     if (s) gaio_stream_release(s);
     if (arena) gaio_buffer_release(arena);
-    (void)fn;
     return st;
 }
 
@@ -492,7 +491,7 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     if (st == GAIO_OK) st = alloc_tables(fn, e);
     if (st == GAIO_OK) st = place_values(fn, e);
     if (st == GAIO_OK) st = upload_weights(fn, e);
-    if (st == GAIO_OK) st = prepare(fn, e);
+    if (st == GAIO_OK) st = prepare(e);
     e->build_seconds = now_s() - t0;
     if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
         fprintf(stderr, "gaio: engine: %d steps for %d nodes; %d batch norms folded, %d adds and %d activations "

@@ -105,10 +105,9 @@ gaio_status gaio__engine_upload(const char *fn, gaio_engine *e, const void *host
  * each CUDA plan in e->conv_plans and what runs it in e->kernel. */
 gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buffer *arena);
 
-/* ---- the engine file (engine_file.c) ---- */
-
-/* Whether the executor runs every node of g with these options; GAIO_ERR_NOT_SUPPORTED
- * naming the node otherwise. */
+/* Whether the executor runs every node, graph input and output of g;
+ * GAIO_ERR_NOT_SUPPORTED naming the first it cannot run otherwise (a build checks the
+ * model, a load the graph the file holds). */
 gaio_status gaio__engine_check_graph(const char *fn, const mgraph *g);
 
 #endif

@@ -34,7 +34,6 @@ struct gaio_model_exec {
     gaio_stream *last_stream; /* not a reference: compared only */
 };
 
-
 static gaio_status capture(const char *fn, gaio_model_exec *x);
 
 static void exec_free(gaio_model_exec *x) {
