@@ -210,6 +210,24 @@ def test_fp16_top1_agreement(torch, nets, exports, name):
     assert rate >= min(0.99, rate16 - 0.01)
 
 
+def _run_concurrently(torch, ctx, execs, xs, expect, rounds):
+    """Every exec on a stream of its own, `rounds` runs each, all in flight at once
+    (run r of exec k takes xs[r * len(execs) + k]); the outputs, like expect's."""
+    n = len(execs)
+    streams = [gaio.Stream(ctx) for _ in range(n)]
+    ys = [torch.empty_like(e) for e in expect]
+    torch.cuda.synchronize()
+    futs = []
+    for r in range(rounds):
+        for k in range(n):
+            i = r * n + k
+            xt = gaio.from_dlpack(xs[i], stream=streams[k])
+            yt = gaio.from_dlpack(ys[i], stream=streams[k])
+            futs.append(execs[k].run(streams[k], [xt], [yt]))
+    gaio.wait_all(futs).result(timeout=120)
+    return ys
+
+
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
 def test_four_streams_concurrently(torch, exports, name):
     """One exec per stream, all four in flight at once, several runs each: the same
@@ -225,17 +243,7 @@ def test_four_streams_concurrently(torch, exports, name):
         s0 = gaio.Stream(ctx)
         expect = [_run(torch, solo, s0, x) for x in xs]
         execs = [m.exec(ctx, batch=batch, precision=precision) for _ in range(n)]
-        streams = [gaio.Stream(ctx) for _ in range(n)]
-        ys = [torch.empty_like(e) for e in expect]
-        torch.cuda.synchronize()
-        futs = []
-        for r in range(rounds):
-            for k in range(n):
-                i = r * n + k
-                xt = gaio.from_dlpack(xs[i], stream=streams[k])
-                yt = gaio.from_dlpack(ys[i], stream=streams[k])
-                futs.append(execs[k].run(streams[k], [xt], [yt]))
-        gaio.wait_all(futs).result(timeout=120)
+        ys = _run_concurrently(torch, ctx, execs, xs, expect, rounds)
         worst = max(((y - e).abs().max() / e.abs().max()).item() for y, e in zip(ys, expect))
         same = all(torch.equal(y, e) for y, e in zip(ys, expect))
         print(f"{name} {precision}: 4 streams x {rounds} runs: max relative difference from one stream {worst:.3g} "
@@ -344,17 +352,7 @@ def test_engine_execs_concurrently(torch, exports, name):
         expect = [_run(torch, solo, s0, x) for x in xs]
         execs = [engine.exec() for _ in range(n)]
         assert all(ex.engine is engine for ex in execs)
-        streams = [gaio.Stream(ctx) for _ in range(n)]
-        ys = [torch.empty_like(e) for e in expect]
-        torch.cuda.synchronize()
-        futs = []
-        for r in range(rounds):
-            for k in range(n):
-                i = r * n + k
-                xt = gaio.from_dlpack(xs[i], stream=streams[k])
-                yt = gaio.from_dlpack(ys[i], stream=streams[k])
-                futs.append(execs[k].run(streams[k], [xt], [yt]))
-        gaio.wait_all(futs).result(timeout=120)
+        ys = _run_concurrently(torch, ctx, execs, xs, expect, rounds)
         worst = max(((y - e).abs().max() / e.abs().max()).item() for y, e in zip(ys, expect))
         same = sum(torch.equal(y, e) for y, e in zip(ys, expect))
         print(f"{name} {precision}: one engine ({engine.info.weight_bytes / 1e6:.1f} MB of weights, "
