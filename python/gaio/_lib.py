@@ -262,14 +262,20 @@ _MODEL_PROTOTYPES = {
     "gaio_model_run": (_S, [_P, _P, POINTER(TensorDesc), c_int32, POINTER(TensorDesc), c_int32, _PP]),
 }
 
-HAS_MODELS = True
-for _name, (_res, _args) in _MODEL_PROTOTYPES.items():
-    _f = getattr(lib, _name, None)
-    if _f is None:
-        HAS_MODELS = False
-        continue
-    _f.restype = _res
-    _f.argtypes = _args
+def _declare_optional(prototypes) -> bool:
+    """Declares each function the loaded libgaio has; whether it has them all."""
+    have = True
+    for name, (res, args) in prototypes.items():
+        f = getattr(lib, name, None)
+        if f is None:
+            have = False
+            continue
+        f.restype = res
+        f.argtypes = args
+    return have
+
+
+HAS_MODELS = _declare_optional(_MODEL_PROTOTYPES)
 
 # Engines (gaio_engine_*): a libgaio with models but built before engines still loads;
 # HAS_ENGINES is False there and gaio.Engine says so when used (Model.exec keeps working
@@ -320,12 +326,5 @@ _ENGINE_PROTOTYPES = {
     "gaio_model_exec_engine": (_S, [_P, _PP]),
 }
 
-HAS_ENGINES = HAS_MODELS
-for _name, (_res, _args) in _ENGINE_PROTOTYPES.items():
-    _f = getattr(lib, _name, None)
-    if _f is None:
-        HAS_ENGINES = False
-        continue
-    _f.restype = _res
-    _f.argtypes = _args
+HAS_ENGINES = _declare_optional(_ENGINE_PROTOTYPES) and HAS_MODELS
 # ---- end of models -----------------------------------------------------------------
