@@ -17,9 +17,8 @@
 #define GAIO_DNN_H
 
 #include "gaio/dlpack.h"
-#include "gaio/image.h"
-#include "gaio/status.h"
 #include "gaio/types.h"
+#include "gaio/status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -25,14 +25,6 @@
 extern "C" {
 #endif
 
-typedef enum gaio_dtype {
-    GAIO_DTYPE_U8 = 1,
-    GAIO_DTYPE_U16 = 2,
-    GAIO_DTYPE_S16 = 3,
-    GAIO_DTYPE_F16 = 4, /* IEEE binary16 */
-    GAIO_DTYPE_F32 = 5
-} gaio_dtype;
-
 /* NHWC and NCHW are HWC and CHW with batch > 1. */
 typedef enum gaio_layout {
     GAIO_LAYOUT_HWC = 1,  /* interleaved: channels of a pixel are adjacent */
@@ -66,11 +58,6 @@ typedef struct gaio_image {
 typedef struct gaio_rect {
     int32_t x, y, width, height;
 } gaio_rect;
-
-/* Bytes per element of a dtype (0 if it is none). */
-size_t gaio_dtype_size(gaio_dtype dtype);
-/* "u8", "u16", "s16", "f16", "f32" ("?" if none). */
-const char *gaio_dtype_name(gaio_dtype dtype);
 
 /* A packed descriptor (zero strides) over buf at offset. */
 gaio_image gaio_image_make(gaio_buffer *buf, size_t offset, gaio_dtype dtype, gaio_layout layout, int32_t batch,

@@ -30,6 +30,20 @@ typedef struct gaio_dim3 {
     uint32_t x, y, z;
 } gaio_dim3;
 
+/* Element types of images and tensors. */
+typedef enum gaio_dtype {
+    GAIO_DTYPE_U8 = 1,
+    GAIO_DTYPE_U16 = 2,
+    GAIO_DTYPE_S16 = 3,
+    GAIO_DTYPE_F16 = 4, /* IEEE binary16 */
+    GAIO_DTYPE_F32 = 5
+} gaio_dtype;
+
+/* Bytes per element of a dtype (0 if it is none). */
+size_t gaio_dtype_size(gaio_dtype dtype);
+/* "u8", "u16", "s16", "f16", "f32" ("?" if none). */
+const char *gaio_dtype_name(gaio_dtype dtype);
+
 /* Timeouts are in nanoseconds: 0 polls, GAIO_INFINITE waits until done. */
 #define GAIO_INFINITE INT64_MAX
 

@@ -9,28 +9,6 @@
 #define MAX_SIDE (1 << 20)
 #define MAX_CHANNELS 64
 
-size_t gaio_dtype_size(gaio_dtype dtype) {
-    switch (dtype) {
-    case GAIO_DTYPE_U8: return 1;
-    case GAIO_DTYPE_U16:
-    case GAIO_DTYPE_S16:
-    case GAIO_DTYPE_F16: return 2;
-    case GAIO_DTYPE_F32: return 4;
-    }
-    return 0;
-}
-
-const char *gaio_dtype_name(gaio_dtype dtype) {
-    switch (dtype) {
-    case GAIO_DTYPE_U8: return "u8";
-    case GAIO_DTYPE_U16: return "u16";
-    case GAIO_DTYPE_S16: return "s16";
-    case GAIO_DTYPE_F16: return "f16";
-    case GAIO_DTYPE_F32: return "f32";
-    }
-    return "?";
-}
-
 const char *gaio__img_layout_name(gaio_layout l) {
     switch (l) {
     case GAIO_LAYOUT_HWC: return "HWC";
