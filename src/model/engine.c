@@ -29,7 +29,7 @@
 #define ALIGN GAIO_ENGINE_ALIGN
 
 static bool is_view(model_op op) {
-    return op == OP_IDENTITY || op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE;
+    return op == OP_IDENTITY || op == OP_DROPOUT || op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE;
 }
 
 gaio_dtype gaio__engine_dtype_of(int32_t elem) { return elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32; }
@@ -445,6 +445,12 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         } else {
             x->nhwc = e->nhwc && x->ndim == 4;
         }
+        /* An opset < 13 Softmax over dimensions from axis 2 on: in NHWC memory they are
+         * not one block. */
+        if (n->op == OP_SOFTMAX && n->a.coerce_2d && n->a.axis >= 2 && e->v[n->in[0]].nhwc)
+            st = gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
+                            "node '%s' (Softmax, opset < 13) over axes %lld.. of a 4-D tensor needs layout NCHW",
+                            n->name ? n->name : "", (long long)n->a.axis);
         x->mem = XM_ARENA;
     }
     if (st == GAIO_OK) st = gaio__engine_place_arena(fn, e);

@@ -31,7 +31,7 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 1u
+#define FORMAT 2u /* 2: Dropout, Softmax coerce_2d (opsets 7-12) */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096

@@ -8,6 +8,7 @@
  * launch and the outputs' copies out. Contexts share nothing they write, so runs of
  * different contexts need no ordering between them. */
 #include <float.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +207,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     gaio_tensor x = tensor(r, n->in[0]), y = tensor(r, sp->out);
     switch (n->op) {
     case OP_IDENTITY:
+    case OP_DROPOUT:
     case OP_FLATTEN:
     case OP_RESHAPE:
     case OP_SQUEEZE:
@@ -276,8 +278,11 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         if (n->op == OP_HARD_SIGMOID) p.op = GAIO_UNARY_HARD_SIGMOID, p.alpha = a->alpha, p.beta = a->beta;
         if (n->op == OP_CLIP) {
             p.op = GAIO_UNARY_CLIP;
-            p.alpha = scalar(n->nin > 1 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL, -FLT_MAX);
-            p.beta = scalar(n->nin > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL, FLT_MAX);
+            /* Opsets 11 on: inputs; before: attributes (a->clip_*, else unbounded). */
+            p.alpha = scalar(n->nin > 1 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL,
+                             isfinite(a->clip_min) ? a->clip_min : -FLT_MAX);
+            p.beta = scalar(n->nin > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL,
+                            isfinite(a->clip_max) ? a->clip_max : FLT_MAX);
         }
         return gaio_unary(s, &x, &y, &p);
     }
@@ -325,6 +330,17 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return gaio_concat(s, ps, n->nin, (int32_t)a->axis, &y);
     }
     case OP_SOFTMAX:
+        if (a->coerce_2d) { /* opset < 13: [outer, the rest], both packed in the same order */
+            const xvalue *xv = &r->e->v[n->in[0]];
+            int64_t outer = 1, inner = 1;
+            for (int32_t d = 0; d < xv->ndim; d++) {
+                if (d < a->axis) outer *= xv->dims[d];
+                else inner *= xv->dims[d];
+            }
+            x.ndim = y.ndim = 2, x.layout = y.layout = GAIO_TENSOR_ROW_MAJOR;
+            x.shape[0] = y.shape[0] = outer, x.shape[1] = y.shape[1] = inner;
+            return gaio_softmax(s, &x, &y, 1);
+        }
         return gaio_softmax(s, &x, &y, (int32_t)a->axis);
     case OP_CAST:
         return gaio_cast(s, &x, &y);

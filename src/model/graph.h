@@ -49,6 +49,7 @@ typedef enum model_op {
     OP_SQUEEZE,
     OP_CAST,
     OP_REDUCE_MEAN, /* over the spatial axes of a 4-D tensor: torch's dynamo exporter's global pool */
+    OP_DROPOUT,     /* inference: its input (engine files store op numbers: new ones go last) */
     OP_COUNT
 } model_op;
 
@@ -85,6 +86,8 @@ typedef struct mattrs {
     float clip_min, clip_max;
     /* HardSigmoid: alpha, beta above. Flatten, Concat, Softmax, Gather: axis. */
     int64_t axis;
+    /* Softmax of opset < 13: over the dimensions from axis on, flattened into one */
+    int32_t coerce_2d;
     /* Transpose */
     int32_t nperm;
     int64_t perm[GAIO_MODEL_MAX_NDIM];

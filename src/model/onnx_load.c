@@ -21,8 +21,8 @@
 #define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 #define UNSUPPORTED(...) gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, __VA_ARGS__)
 
-#define MIN_OPSET 13
-#define MAX_OPSET 21
+#define MIN_OPSET 7
+#define MAX_OPSET 22
 #define MAX_TENSOR_BYTES ((uint64_t)1 << 36) /* 64 GiB: beyond any model gaio runs */
 
 static const char *str(const char *s) { return s ? s : ""; }

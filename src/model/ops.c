@@ -36,6 +36,7 @@ static const char *const op_names[OP_COUNT] = {
     [OP_SQUEEZE] = "Squeeze",
     [OP_CAST] = "Cast",
     [OP_REDUCE_MEAN] = "ReduceMean",
+    [OP_DROPOUT] = "Dropout",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

@@ -19,11 +19,11 @@
 #define T_SS ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS
 #define T_SP ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR
 
-/* An attribute an operator has from opset since on. */
+/* An attribute an operator has from opset since on, up to opset until (0: still). */
 typedef struct aspec {
     const char *name;
     int type;
-    int since;
+    int since, until;
 } aspec;
 
 #define MAX_ATTRS 8
@@ -40,9 +40,10 @@ static const opspec specs[OP_COUNT] = {
                            {"pads", T_IS, 1}, {"strides", T_IS, 1}}},
     [OP_GEMM] = {2, 3, 1, {{"alpha", T_F, 1}, {"beta", T_F, 1}, {"transA", T_I, 1}, {"transB", T_I, 1}}},
     [OP_MATMUL] = {2, 2, 1, {{0}}},
-    [OP_BATCH_NORM] = {5, 5, 3, {{"epsilon", T_F, 1}, {"momentum", T_F, 1}, {"training_mode", T_I, 14}}},
+    [OP_BATCH_NORM] = {5, 5, 3, {{"epsilon", T_F, 1}, {"momentum", T_F, 1}, {"training_mode", T_I, 14},
+                                 {"spatial", T_I, 7, 8}}},
     [OP_RELU] = {1, 1, 1, {{0}}},
-    [OP_CLIP] = {1, 3, 1, {{0}}},
+    [OP_CLIP] = {1, 3, 1, {{"min", T_F, 6, 10}, {"max", T_F, 6, 10}}},
     [OP_SIGMOID] = {1, 1, 1, {{0}}},
     [OP_HARD_SIGMOID] = {1, 1, 1, {{"alpha", T_F, 1}, {"beta", T_F, 1}}},
     [OP_HARD_SWISH] = {1, 1, 1, {{0}}},
@@ -64,11 +65,27 @@ static const opspec specs[OP_COUNT] = {
                                {"value_strings", T_SS, 12}, {"sparse_value", T_SP, 11}}},
     [OP_SHAPE] = {1, 1, 1, {{"start", T_I, 15}, {"end", T_I, 15}}},
     [OP_GATHER] = {2, 2, 1, {{"axis", T_I, 1}}},
-    [OP_UNSQUEEZE] = {2, 2, 1, {{0}}},
-    [OP_SQUEEZE] = {1, 2, 1, {{0}}},
+    [OP_UNSQUEEZE] = {1, 2, 1, {{"axes", T_IS, 1, 12}}},
+    [OP_SQUEEZE] = {1, 2, 1, {{"axes", T_IS, 1, 12}}},
     [OP_CAST] = {1, 1, 1, {{"to", T_I, 1}, {"saturate", T_I, 19}}},
-    [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1}, {"keepdims", T_I, 1}, {"noop_with_empty_axes", T_I, 18}}},
+    [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1, 17}, {"keepdims", T_I, 1}, {"noop_with_empty_axes", T_I, 18}}},
+    [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12}}},
 };
+
+/* The inputs an operator takes in the graph's opset, where they changed: attributes
+ * that became inputs (Clip's bounds at 11, Squeeze's and Unsqueeze's axes at 13,
+ * ReduceMean's at 18), Dropout's ratio and training_mode (12). */
+static void io_for_opset(const mgraph *g, model_op op, int32_t *min_in, int32_t *max_in) {
+    int64_t v = g->opset;
+    if ((op == OP_CLIP && v < 11) || ((op == OP_SQUEEZE || op == OP_UNSQUEEZE) && v < 13) ||
+        (op == OP_REDUCE_MEAN && v < 18) || (op == OP_DROPOUT && v < 12))
+        *max_in = 1;
+    if (op == OP_UNSQUEEZE && v >= 13) *min_in = 2;
+}
+
+static bool in_opset(const mgraph *g, const aspec *a) {
+    return g->opset >= a->since && (!a->until || g->opset <= a->until);
+}
 
 static const char *type_name(int t) {
     switch (t) {
@@ -84,14 +101,19 @@ static const char *type_name(int t) {
     }
 }
 
-static gaio_status check_io(const char *fn, const mnode *n, const opspec *s) {
-    if (n->nin < s->min_in || (s->max_in >= 0 && n->nin > s->max_in)) {
-        if (s->max_in < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes at least %d", n->nin, s->min_in);
-        if (s->min_in == s->max_in) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes %d", n->nin, s->min_in);
-        return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes %d to %d", n->nin, s->min_in, s->max_in);
+static gaio_status check_io(const char *fn, const mgraph *g, const mnode *n, const opspec *s) {
+    int32_t min_in = s->min_in, max_in = s->max_in;
+    io_for_opset(g, n->op, &min_in, &max_in);
+    if (n->nin < min_in || (max_in >= 0 && n->nin > max_in)) {
+        if (max_in < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes at least %d", n->nin, min_in);
+        if (min_in == max_in)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes %d in opset %lld", n->nin, min_in,
+                                   (long long)g->opset);
+        return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%d inputs; it takes %d to %d in opset %lld", n->nin, min_in,
+                               max_in, (long long)g->opset);
     }
     /* Past the required ones, an input may be omitted (""). */
-    for (int32_t i = 0; i < n->nin && i < s->min_in; i++)
+    for (int32_t i = 0; i < n->nin && i < min_in; i++)
         if (n->in[i] < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "input %d is required but omitted", i);
     if (s->max_in < 0)
         for (int32_t i = 0; i < n->nin; i++)
@@ -105,7 +127,7 @@ static gaio_status check_io(const char *fn, const mnode *n, const opspec *s) {
     for (int32_t i = 1; i < n->nout; i++)
         if (n->out[i] >= 0)
             return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d (%s) is not supported", i,
-                                   n->op == OP_MAX_POOL ? "Indices" : "training statistics");
+                                   n->op == OP_MAX_POOL ? "Indices" : n->op == OP_DROPOUT ? "mask" : "training statistics");
     return GAIO_OK;
 }
 
@@ -159,6 +181,13 @@ static gaio_status get_flag(const char *fn, const mnode *n, const Onnx__Attribut
     if (at->i != 0 && at->i != 1)
         return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is %lld (0 or 1)", at->name, (long long)at->i);
     *out = at->i;
+    return GAIO_OK;
+}
+
+/* Clip's bounds: any float, infinities included (NaN is no bound). */
+static gaio_status get_float_any(const mnode *n, const Onnx__AttributeProto *at, float *out) {
+    (void)n;
+    if (!isnan(at->f)) *out = at->f;
     return GAIO_OK;
 }
 
@@ -219,6 +248,12 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
             return st;
         }
         if (!strcmp(nm, "momentum")) return GAIO_OK; /* training only */
+        if (!strcmp(nm, "spatial")) { /* opsets 7-8: 0 means statistics per element, not per channel */
+            if (at->i != 1)
+                return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "spatial %lld (statistics per element) is not supported",
+                                       (long long)at->i);
+            return GAIO_OK;
+        }
         if (!strcmp(nm, "training_mode")) {
             if (at->i != 0) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "training_mode %lld is not supported", (long long)at->i);
             return GAIO_OK;
@@ -230,6 +265,28 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     case OP_GATHER:
         /* Ranges are checked against the input's rank at inference. */
         if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK;
+        break;
+    case OP_CLIP: /* opsets 6-10 */
+        if (!strcmp(nm, "min")) return get_float_any(n, at, &a->clip_min);
+        if (!strcmp(nm, "max")) return get_float_any(n, at, &a->clip_max);
+        break;
+    case OP_SQUEEZE:
+    case OP_UNSQUEEZE: /* opsets up to 12 */
+        if (!strcmp(nm, "axes")) {
+            if (at->n_ints > GAIO_MODEL_MAX_NDIM)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' has %zu entries", at->n_ints);
+            a->naxes = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++) a->axes[i] = at->ints[i];
+            return GAIO_OK;
+        }
+        break;
+    case OP_DROPOUT: /* the identity at inference: its ratio is only checked */
+        if (!strcmp(nm, "ratio")) {
+            if (!(at->f >= 0.0f && at->f < 1.0f))
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'ratio' is %g (0 <= ratio < 1)", (double)at->f);
+            return GAIO_OK;
+        }
+        if (!strcmp(nm, "seed")) return GAIO_OK;
         break;
     case OP_TRANSPOSE:
         if (!strcmp(nm, "perm")) {
@@ -293,6 +350,7 @@ static void set_defaults(const mgraph *g, mnode *n) {
     a->clip_min = -INFINITY;
     a->clip_max = INFINITY;
     a->axis = n->op == OP_FLATTEN ? 1 : n->op == OP_SOFTMAX ? (g->opset >= 13 ? -1 : 1) : 0;
+    a->coerce_2d = n->op == OP_SOFTMAX && g->opset < 13;
     a->keepdims = 1;
     if (n->op == OP_SHAPE) {
         a->naxes = 2;
@@ -315,14 +373,22 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
             return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' refers to a function's attribute outside a function",
                                    at->name);
         int idx = -1;
+        int other = -1; /* the attribute in other opsets */
         for (int i = 0; i < MAX_ATTRS && s->attrs[i].name; i++)
-            if (!strcmp(s->attrs[i].name, at->name) && g->opset >= s->attrs[i].since) idx = i;
+            if (!strcmp(s->attrs[i].name, at->name)) {
+                if (in_opset(g, &s->attrs[i])) idx = i;
+                else other = i;
+            }
         if (idx < 0) {
-            if ((n->op == OP_CLIP && (!strcmp(at->name, "min") || !strcmp(at->name, "max"))) ||
-                ((n->op == OP_SQUEEZE || n->op == OP_UNSQUEEZE) && !strcmp(at->name, "axes")))
+            if (other >= 0 && s->attrs[other].until)
                 return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG,
-                                       "attribute '%s' belongs to older opsets; opset %lld gives it as an input", at->name,
-                                       (long long)g->opset);
+                                       "attribute '%s' belongs to opsets %d to %d; opset %lld %s", at->name,
+                                       s->attrs[other].since, s->attrs[other].until, (long long)g->opset,
+                                       g->opset > s->attrs[other].until ? "gives it as an input or not at all"
+                                                                        : "does not have it");
+            if (other >= 0)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' came in opset %d; the model's is %lld",
+                                       at->name, s->attrs[other].since, (long long)g->opset);
             return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "unknown attribute '%s' (opset %lld)", at->name, (long long)g->opset);
         }
         if (seen & (1u << idx)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is given twice", at->name);
@@ -335,7 +401,7 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
 
     /* After the attributes: an opset-12 attribute (Unsqueeze's axes) says more than
      * the input it stands for being missing. */
-    if ((st = check_io(fn, n, s)) != GAIO_OK) return st;
+    if ((st = check_io(fn, g, n, s)) != GAIO_OK) return st;
     mattrs *a = &n->a;
     switch (n->op) {
     case OP_MAX_POOL:
@@ -351,6 +417,9 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_CAST:
         if (!(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'to' is required");
+        break;
+    case OP_UNSQUEEZE:
+        if (g->opset < 13 && !(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' is required");
         break;
     case OP_CONSTANT:
         if (seen == 0 || (seen & (seen - 1)))

@@ -351,8 +351,24 @@ static gaio_status infer_unary(const char *fn, mgraph *g, mnode *n, shp *o) {
     if (n->op == OP_SOFTMAX) {
         if (x->ndim < 1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is a scalar", x->name);
         TRY(norm_axis(fn, n, n->a.axis, x->ndim, &n->a.axis));
+        /* Opsets before 13 take the dimensions from axis on as one: over the last
+         * alone, that is today's Softmax. */
+        if (n->a.coerce_2d && n->a.axis == x->ndim - 1) n->a.coerce_2d = 0;
     }
     shp_of(x, o);
+    return GAIO_OK;
+}
+
+/* Dropout runs as its input at inference; a training_mode input (opset 12) must say
+ * so: a constant false. */
+static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
+    mvalue *t = in_v(g, n, 2);
+    if (!t) return GAIO_OK;
+    if (!t->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "training_mode '%s' is computed at run time", t->name);
+    if (t->elem != 9 || numel(t) != 1 || t->bytes != 1) /* bool: one byte */
+        return FAIL(GAIO_ERR_INVALID_ARG, "training_mode '%s' is not one bool", t->name);
+    if (((const uint8_t *)t->data)[0])
+        return FAIL(GAIO_ERR_NOT_SUPPORTED, "training_mode is true: gaio runs inference only");
     return GAIO_OK;
 }
 
@@ -568,8 +584,9 @@ static gaio_status infer_gather(const char *fn, mgraph *g, mnode *n, shp *o, mva
 static gaio_status infer_unsqueeze(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *x = in_v(g, n, 0);
     int64_t axes[MAXD];
-    int c;
-    TRY(const_list(fn, n, in_v(g, n, 1), "axes", axes, &c));
+    int c = n->a.naxes; /* opsets up to 12: an attribute */
+    for (int i = 0; i < c; i++) axes[i] = n->a.axes[i];
+    if (in_v(g, n, 1)) TRY(const_list(fn, n, in_v(g, n, 1), "axes", axes, &c));
     int r = x->ndim + c;
     if (r > MAXD) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the output's rank %d is above gaio's %d", r, MAXD);
     bool ins[MAXD] = {false};
@@ -618,10 +635,11 @@ static gaio_status infer_reduce_mean(const char *fn, mgraph *g, mnode *n, shp *o
 static gaio_status infer_squeeze(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *x = in_v(g, n, 0), *av = in_v(g, n, 1);
     bool drop[MAXD] = {false};
-    if (av) {
+    if (av || n->a.naxes) { /* the input, or opsets up to 12's attribute */
         int64_t axes[MAXD];
-        int c;
-        TRY(const_list(fn, n, av, "axes", axes, &c));
+        int c = n->a.naxes;
+        for (int i = 0; i < c; i++) axes[i] = n->a.axes[i];
+        if (av) TRY(const_list(fn, n, av, "axes", axes, &c));
         for (int i = 0; i < c; i++) {
             int64_t a = 0;
             TRY(norm_axis(fn, n, axes[i], x->ndim, &a));
@@ -725,6 +743,7 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_TRANSPOSE: TRY(infer_transpose(fn, g, n, &o)); break;
     case OP_CONCAT: TRY(infer_concat(fn, g, n, &o, out)); break;
     case OP_IDENTITY: shp_of(x, &o); fold_same = true; break;
+    case OP_DROPOUT: TRY(check_dropout(fn, g, n)); shp_of(x, &o); fold_same = true; break;
     case OP_CONSTANT:
         /* The loader put the value in the output. */
         if (!out->data || out->ndim < 0 || !gaio__mt_size(out->elem))

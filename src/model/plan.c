@@ -128,7 +128,8 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
             bool ok = true;
             s->act.op = GAIO_UNARY_RELU;
             if (a->op == OP_CLIP) {
-                s->act.op = GAIO_UNARY_CLIP, s->act.alpha = -INFINITY, s->act.beta = INFINITY;
+                /* Opsets before 11: attributes (unbounded unless given); later: inputs. */
+                s->act.op = GAIO_UNARY_CLIP, s->act.alpha = a->a.clip_min, s->act.beta = a->a.clip_max;
                 for (int32_t k = 1; k < a->nin && k < 3; k++) {
                     if (a->in[k] < 0) continue;
                     const mvalue *b = &g->values[a->in[k]];

@@ -49,7 +49,7 @@ import numpy as np
 
 try:
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper, numpy_helper, version_converter
 except ImportError as e:  # a missing package must fail the test loudly, not skip it
     sys.exit("make_models.py: cannot import onnx (%s): install python3-onnx (scripts/deps), "
              "or point GAIO_GOLDEN_PYTHON at a python that has it" % e)
@@ -196,6 +196,43 @@ def cnn(opset, batch):
     ]
     return model(n, [vi("x", F32, [batch, 3, 32, 32])],
                  [vi("logits", F32, [batch, 10]), vi("prob", F32, [batch, 10])], inits, opset)
+
+
+def cnn_old(batch):
+    """cnn() as opset 7 wrote it: BatchNormalization's spatial attribute, Clip's bounds as
+    attributes, a Dropout (the identity at inference) and Squeeze's axes attribute in
+    place of Flatten, Gemm with its C, and two Softmaxes of opset 7's meaning: over
+    the logits, and over a whole [C, H, W] feature map (axis 1 of a 4-D tensor: every
+    value of an image at once, where opset 13 would take the channels alone)."""
+    n = [
+        helper.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "bn_s", "bn_b", "bn_m", "bn_v"], ["bn"], name="bn1",
+                         epsilon=1e-5, spatial=1),
+        helper.make_node("Relu", ["bn"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "c2_w"], ["c2"], name="conv2", kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1], group=2),
+        helper.make_node("Clip", ["c2"], ["clip"], name="clip6", min=0.0, max=6.0),
+        helper.make_node("Conv", ["p1", "c3_w", "c3_b"], ["c3"], name="shortcut", kernel_shape=[1, 1], strides=[2, 2]),
+        helper.make_node("Add", ["clip", "c3"], ["sum"], name="residual"),
+        helper.make_node("Softmax", ["sum"], ["map_prob"], name="map_softmax"),
+        helper.make_node("GlobalAveragePool", ["sum"], ["gap"], name="gap"),
+        helper.make_node("Dropout", ["gap"], ["drop"], name="dropout", ratio=0.25),
+        helper.make_node("Squeeze", ["drop"], ["flat"], name="squeeze", axes=[2, 3]),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax"),
+    ]
+    inits = [
+        layer_weights("c1_w", 8, 3, 3, 3), weights("c1_b", 8),
+        numpy_helper.from_array((1 + rng.random(8)).astype(np.float32), "bn_s"), weights("bn_b", 8),
+        weights("bn_m", 8), numpy_helper.from_array((0.5 + rng.random(8)).astype(np.float32), "bn_v"),
+        numpy_helper.from_array(rng.normal(0.05, 0.12, (16, 4, 3, 3)).astype(np.float32), "c2_w"),
+        layer_weights("c3_w", 16, 8, 1, 1), weights("c3_b", 16),
+        layer_weights("fc_w", 10, 16, gain=4.0), weights("fc_b", 10),
+    ]
+    return model(n, [vi("x", F32, [batch, 3, 32, 32])],
+                 [vi("logits", F32, [batch, 10]), vi("prob", F32, [batch, 10]),
+                  vi("map_prob", F32, [batch, 16, 8, 8])], inits, 7)
 
 
 def flatten_chain():
@@ -348,10 +385,27 @@ def write_bad(outdir, good_path):
     save(m, outdir, "bad_missing_input.onnx")
     bad("bad_missing_input.onnx", IA, "nowhere")
 
-    save(relu_model(12), outdir, "bad_opset12.onnx")
-    bad("bad_opset12.onnx", NS, "opset")
-    save(relu_model(22), outdir, "bad_opset22.onnx")
-    bad("bad_opset22.onnx", NS, "opset")
+    # Opsets 7-12's forms where they do not belong, and what inference cannot run.
+    m = small([helper.make_node("Clip", ["x"], ["y"], name="clip_attr", min=0.0, max=6.0)], opset=13)
+    save(m, outdir, "bad_clip_attr_opset13.onnx")
+    bad("bad_clip_attr_opset13.onnx", IA, "clip_attr", "belongs to opsets 6 to 10")
+    m = small([helper.make_node("Unsqueeze", ["x"], ["y"], name="unsq_no_axes")], opset=11)
+    save(m, outdir, "bad_unsqueeze_no_axes.onnx")
+    bad("bad_unsqueeze_no_axes.onnx", IA, "unsq_no_axes", "'axes' is required")
+    m = model([helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop_mask", ratio=0.5)],
+              [vi("x", F32, [1, 3, 8, 8])], [vi("y", F32, None), vi("mask", TensorProto.BOOL, None)], [], 10,
+              check=False)
+    save(m, outdir, "bad_dropout_mask.onnx")
+    bad("bad_dropout_mask.onnx", NS, "drop_mask", "mask")
+    m = small([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn_elem", spatial=0)],
+              [weights("s", 3), weights("b", 3), weights("m", 3), weights("v", 3)], opset=7)
+    save(m, outdir, "bad_bn_spatial0.onnx")
+    bad("bad_bn_spatial0.onnx", NS, "bn_elem", "spatial 0")
+
+    save(relu_model(6), outdir, "bad_opset6.onnx")
+    bad("bad_opset6.onnx", NS, "opset")
+    save(relu_model(23), outdir, "bad_opset23.onnx")
+    bad("bad_opset23.onnx", NS, "opset")
 
     def bad_init(rel, t):
         m = small([conv_node("conv_w", w=t.name, kernel_shape=[3, 3])], [t])
@@ -439,6 +493,16 @@ def main():
     m.graph.input.extend(helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in m.graph.initializer)
     onnx.checker.check_model(m)
     good(outdir, "cnn_opset17.onnx", m, kept(m), canary="c1_w,c1_b")
+    # Old opsets: opset 7 as written, and onnx's version converter's 9, 11 and 12 of it
+    # (BatchNormalization loses spatial at 9, Clip takes its bounds as inputs at 11).
+    m7 = cnn_old("N")
+    good(outdir, "cnn_opset7.onnx", m7, kept(m7), canary="c1_w,c1_b")
+    for v in (9, 11, 12):
+        m = version_converter.convert_version(m7, v)
+        onnx.checker.check_model(m)
+        # the converter's Constant nodes (Clip's bounds, Dropout's ratio) fold at load
+        good(outdir, "cnn_opset%d.onnx" % v, m, [nd for nd in kept(m) if nd[0] != "Constant"], inits_min=True,
+             canary="c1_w,c1_b")
     m, nodes = flatten_chain()
     good(outdir, "flatten_chain.onnx", m, nodes, inits_min=True)
     m = dynamo_linear()
