@@ -33,43 +33,45 @@ typedef struct opspec {
     aspec attrs[MAX_ATTRS];
 } opspec;
 
-#define POOL_COMMON {"auto_pad", T_S, 1}, {"kernel_shape", T_IS, 1}, {"pads", T_IS, 1}, {"strides", T_IS, 1}, {"ceil_mode", T_I, 10}
+#define POOL_COMMON                                                                          \
+    {"auto_pad", T_S, 1, 0}, {"kernel_shape", T_IS, 1, 0}, {"pads", T_IS, 1, 0}, {"strides", T_IS, 1, 0}, \
+        {"ceil_mode", T_I, 10, 0}
 
 static const opspec specs[OP_COUNT] = {
-    [OP_CONV] = {2, 3, 1, {{"auto_pad", T_S, 1}, {"dilations", T_IS, 1}, {"group", T_I, 1}, {"kernel_shape", T_IS, 1},
-                           {"pads", T_IS, 1}, {"strides", T_IS, 1}}},
-    [OP_GEMM] = {2, 3, 1, {{"alpha", T_F, 1}, {"beta", T_F, 1}, {"transA", T_I, 1}, {"transB", T_I, 1}}},
+    [OP_CONV] = {2, 3, 1, {{"auto_pad", T_S, 1, 0}, {"dilations", T_IS, 1, 0}, {"group", T_I, 1, 0},
+                           {"kernel_shape", T_IS, 1, 0}, {"pads", T_IS, 1, 0}, {"strides", T_IS, 1, 0}}},
+    [OP_GEMM] = {2, 3, 1, {{"alpha", T_F, 1, 0}, {"beta", T_F, 1, 0}, {"transA", T_I, 1, 0}, {"transB", T_I, 1, 0}}},
     [OP_MATMUL] = {2, 2, 1, {{0}}},
-    [OP_BATCH_NORM] = {5, 5, 3, {{"epsilon", T_F, 1}, {"momentum", T_F, 1}, {"training_mode", T_I, 14},
+    [OP_BATCH_NORM] = {5, 5, 3, {{"epsilon", T_F, 1, 0}, {"momentum", T_F, 1, 0}, {"training_mode", T_I, 14, 0},
                                  {"spatial", T_I, 7, 8}}},
     [OP_RELU] = {1, 1, 1, {{0}}},
     [OP_CLIP] = {1, 3, 1, {{"min", T_F, 6, 10}, {"max", T_F, 6, 10}}},
     [OP_SIGMOID] = {1, 1, 1, {{0}}},
-    [OP_HARD_SIGMOID] = {1, 1, 1, {{"alpha", T_F, 1}, {"beta", T_F, 1}}},
+    [OP_HARD_SIGMOID] = {1, 1, 1, {{"alpha", T_F, 1, 0}, {"beta", T_F, 1, 0}}},
     [OP_HARD_SWISH] = {1, 1, 1, {{0}}},
     [OP_ADD] = {2, 2, 1, {{0}}},
     [OP_SUB] = {2, 2, 1, {{0}}},
     [OP_MUL] = {2, 2, 1, {{0}}},
     [OP_DIV] = {2, 2, 1, {{0}}},
-    [OP_MAX_POOL] = {1, 1, 2, {POOL_COMMON, {"dilations", T_IS, 10}, {"storage_order", T_I, 8}}},
-    [OP_AVG_POOL] = {1, 1, 1, {POOL_COMMON, {"count_include_pad", T_I, 7}, {"dilations", T_IS, 19}}},
+    [OP_MAX_POOL] = {1, 1, 2, {POOL_COMMON, {"dilations", T_IS, 10, 0}, {"storage_order", T_I, 8, 0}}},
+    [OP_AVG_POOL] = {1, 1, 1, {POOL_COMMON, {"count_include_pad", T_I, 7, 0}, {"dilations", T_IS, 19, 0}}},
     [OP_GLOBAL_AVG_POOL] = {1, 1, 1, {{0}}},
-    [OP_FLATTEN] = {1, 1, 1, {{"axis", T_I, 1}}},
-    [OP_RESHAPE] = {2, 2, 1, {{"allowzero", T_I, 14}}},
-    [OP_TRANSPOSE] = {1, 1, 1, {{"perm", T_IS, 1}}},
-    [OP_CONCAT] = {1, -1, 1, {{"axis", T_I, 1}}},
-    [OP_SOFTMAX] = {1, 1, 1, {{"axis", T_I, 1}}},
+    [OP_FLATTEN] = {1, 1, 1, {{"axis", T_I, 1, 0}}},
+    [OP_RESHAPE] = {2, 2, 1, {{"allowzero", T_I, 14, 0}}},
+    [OP_TRANSPOSE] = {1, 1, 1, {{"perm", T_IS, 1, 0}}},
+    [OP_CONCAT] = {1, -1, 1, {{"axis", T_I, 1, 0}}},
+    [OP_SOFTMAX] = {1, 1, 1, {{"axis", T_I, 1, 0}}},
     [OP_IDENTITY] = {1, 1, 1, {{0}}},
-    [OP_CONSTANT] = {0, 0, 1, {{"value", T_T, 1}, {"value_float", T_F, 12}, {"value_floats", T_FS, 12},
-                               {"value_int", T_I, 12}, {"value_ints", T_IS, 12}, {"value_string", T_S, 12},
-                               {"value_strings", T_SS, 12}, {"sparse_value", T_SP, 11}}},
-    [OP_SHAPE] = {1, 1, 1, {{"start", T_I, 15}, {"end", T_I, 15}}},
-    [OP_GATHER] = {2, 2, 1, {{"axis", T_I, 1}}},
+    [OP_CONSTANT] = {0, 0, 1, {{"value", T_T, 1, 0}, {"value_float", T_F, 12, 0}, {"value_floats", T_FS, 12, 0},
+                               {"value_int", T_I, 12, 0}, {"value_ints", T_IS, 12, 0}, {"value_string", T_S, 12, 0},
+                               {"value_strings", T_SS, 12, 0}, {"sparse_value", T_SP, 11, 0}}},
+    [OP_SHAPE] = {1, 1, 1, {{"start", T_I, 15, 0}, {"end", T_I, 15, 0}}},
+    [OP_GATHER] = {2, 2, 1, {{"axis", T_I, 1, 0}}},
     [OP_UNSQUEEZE] = {1, 2, 1, {{"axes", T_IS, 1, 12}}},
     [OP_SQUEEZE] = {1, 2, 1, {{"axes", T_IS, 1, 12}}},
-    [OP_CAST] = {1, 1, 1, {{"to", T_I, 1}, {"saturate", T_I, 19}}},
-    [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1, 17}, {"keepdims", T_I, 1}, {"noop_with_empty_axes", T_I, 18}}},
-    [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12}}},
+    [OP_CAST] = {1, 1, 1, {{"to", T_I, 1, 0}, {"saturate", T_I, 19, 0}}},
+    [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1, 17}, {"keepdims", T_I, 1, 0}, {"noop_with_empty_axes", T_I, 18, 0}}},
+    [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12, 0}}},
 };
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
