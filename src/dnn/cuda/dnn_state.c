@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/native.h"
 #include "core/object.h"
 #include "core/stream_ext.h"
 #include "cuda/cuda_internal.h"
@@ -31,16 +32,10 @@ static void state_free(void *value, gaio_stream *stream) {
         const gaio_cublaslt_table *t = gaio__cublaslt("gaio_stream_release");
         if (t) t->cublasLtDestroy(s->lt);
     }
-    if (s->workspace || s->nretired) {
-        cuda_stream *cs = stream->be_data;
-        cuda_scope sc;
-        if (gaio__cuda_enter("gaio_stream_release", cs->dev, &sc) == GAIO_OK) {
-            const gaio_cu_table *cu = gaio__cu();
-            if (s->workspace) cu->cuMemFree(s->workspace);
-            for (int i = 0; i < s->nretired; i++) cu->cuMemFree(s->retired[i]);
-            gaio__cuda_exit(&sc);
-        }
-    }
+    /* Back to the context's pool (alive: a stream's state goes before its context's
+     * pools), which enters the device's context itself where it frees. */
+    gaio__native_mem_free(stream->ctx, &s->workspace);
+    for (int i = 0; i < s->nretired; i++) gaio__native_mem_free(stream->ctx, &s->retired[i]);
     gaio__cuda_exclusive_end();
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -127,16 +122,17 @@ gaio_status gaio__dnn_cudnn(const char *fn, dnn_stream_state *s, void *native, c
 gaio_status gaio__dnn_workspace(const char *fn, dnn_stream_state *s, size_t bytes, void **ptr) {
     if (bytes > s->workspace_size) {
         size_t want = s->workspace_size * 2 > bytes ? s->workspace_size * 2 : bytes;
-        if (s->workspace && s->nretired == (int)(sizeof s->retired / sizeof s->retired[0]))
+        if (s->workspace.ptr && s->nretired == (int)(sizeof s->retired / sizeof s->retired[0]))
             return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the stream's workspace grew too often");
-        CUdeviceptr p;
-        CUresult r = gaio__cu()->cuMemAlloc(&p, want);
-        if (r != CUDA_SUCCESS) return gaio__cu_fail(fn, "cuMemAlloc (the stream's workspace)", r);
-        if (s->workspace) s->retired[s->nretired++] = s->workspace;
-        s->workspace = p;
+        gaio__native_mem m;
+        gaio_status st =
+            gaio__native_mem_alloc(fn, "the stream's workspace", s->stream->ctx, GAIO_MEM_DEVICE, want, &m);
+        if (st != GAIO_OK) return st;
+        if (s->workspace.ptr) s->retired[s->nretired++] = s->workspace;
+        s->workspace = m;
         s->workspace_size = want;
     }
-    *ptr = (void *)(uintptr_t)s->workspace;
+    *ptr = s->workspace.ptr;
     return GAIO_OK;
 }
 
