@@ -7,7 +7,6 @@
 #include "core/native.h"
 #include "core/object.h"
 #include "core/stream_ext.h"
-#include "cuda/cuda_internal.h"
 #include "dnn/cuda/gemm_plans.h"
 #include "gaio/dnn.h"
 #include "gaio/stream.h"
@@ -16,7 +15,7 @@ static void state_free(void *value, gaio_stream *stream) {
     dnn_stream_state *s = value;
     /* Destroying a cuBLASLt handle synchronizes the device, which ends any stream
      * capture under way in another thread in failure: not while one is. */
-    gaio__cuda_exclusive_begin();
+    gaio__native_exclusive_begin(GAIO_DEVICE_CUDA);
     gaio__gemm_plans_free(s);
     /* The stream's work has all run (its last reference went): handles and workspaces
      * are idle. Destroying a handle needs no particular context in cuDNN 9 / cuBLAS 12+. */
@@ -36,7 +35,7 @@ static void state_free(void *value, gaio_stream *stream) {
      * pools), which enters the device's context itself where it frees. */
     gaio__native_mem_free(stream->ctx, &s->workspace);
     for (int i = 0; i < s->nretired; i++) gaio__native_mem_free(stream->ctx, &s->retired[i]);
-    gaio__cuda_exclusive_end();
+    gaio__native_exclusive_end(GAIO_DEVICE_CUDA);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -150,12 +149,11 @@ static gaio_status get_handle(const char *fn, gaio_stream *stream, void **handle
     gaio_status st = GAIO_OK;
     pthread_mutex_lock(&s->lock);
     if (!*slot) {
-        cuda_stream *cs = stream->be_data;
-        cuda_scope sc;
-        st = gaio__cuda_enter(fn, cs->dev, &sc);
+        gaio__native_scope sc;
+        st = gaio__native_enter(fn, stream->ctx, &sc);
         if (st == GAIO_OK) {
-            st = (cudnn ? make_cudnn : make_cublas)(fn, s, stream->native);
-            gaio__cuda_exit(&sc);
+            st = (cudnn ? make_cudnn : make_cublas)(fn, s, gaio__native_stream(stream));
+            gaio__native_exit(&sc);
         }
     }
     *handle = *slot;
