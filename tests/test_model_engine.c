@@ -200,7 +200,8 @@ static void test_contexts(gaio_context *ctx, const ref_model *r, gaio_model *m, 
         bool with_workspace = info.cuda_graph && grew >= info.arena_bytes && grew == first;
         if (known && !arena && !with_workspace) {
             fprintf(stderr,
-                    "%s: context %d took %zu device bytes (the first %zu): its arena is %zu, the engine's weights %zu\n",
+                    "%s: context %d took %zu device bytes (the first %zu): its arena is %zu, the engine's "
+                    "weights %zu\n",
                     r->name, i, grew, first, info.arena_bytes, info.weight_bytes);
             exit(1);
         }

@@ -107,7 +107,8 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
         if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(stream);
         if (r == CUDA_SUCCESS) r = cu->cuEventElapsedTime(&ms, ev[0], ev[1]);
         if (r != CUDA_SUCCESS) {
-            st = gaio__dnn_cu_fail(fn, "timing cuDNN plans (cuEventRecord / cuStreamSynchronize / cuEventElapsedTime)", r);
+            st = gaio__dnn_cu_fail(fn, "timing cuDNN plans (cuEventRecord / cuStreamSynchronize / cuEventElapsedTime)",
+                                   r);
             break;
         }
         bool graph = capturable(cu, t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], stream);
