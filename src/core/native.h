@@ -15,13 +15,15 @@
  * Rules:
  *   - A layer includes this header, core headers and its vendors' headers; never one
  *     under src/cuda, src/cpu or another layer's internals.
- *   - Everything but the enqueue dispatches through the backend table (core/backend.h:
- *     `native`, core/native_backend.h); a backend without a native side (the host's)
- *     answers GAIO_ERR_NOT_SUPPORTED, NULL or nothing, as each function says.
+ *   - The enqueue and the native stream are the core's own, pool memory is the
+ *     context's pool (core/pool.h); the rest dispatches through the backend table's
+ *     `native` entry (core/backend.h, core/native_backend.h). Where a backend has no
+ *     native side (the host's) each function says what it answers: nothing to enter,
+ *     no native context, no entry points.
  *   - Lookups (gaio__native_proc) are made once and kept, never on an op's path.
  *   - Every native call's failure becomes a gaio_status whose message names the call
  *     (gaio__native_fail).
- *   - Nothing here checks its arguments: callers are gaio's own code. */
+ *   - Arguments are not checked (callers are gaio's own code), but for memory kinds. */
 #ifndef GAIO_CORE_NATIVE_H
 #define GAIO_CORE_NATIVE_H
 
@@ -85,9 +87,10 @@ typedef void (*gaio__native_proc_fn)(void);
 gaio__native_proc_fn gaio__native_proc(gaio_device_kind kind, const char *name);
 
 /* A failed driver call (result: its return code, a CUresult on CUDA) as the status
- * the backend gives it (GAIO_ERR_DEVICE for faults that poison the context, else
- * GAIO_ERR_DRIVER and the like), with the thread's message "fn: call failed: NAME
- * (description)". */
+ * the backend gives it (on CUDA: GAIO_ERR_DEVICE for faults that poison the context,
+ * GAIO_ERR_NO_MEMORY, ... else GAIO_ERR_DRIVER; GAIO_ERR_DRIVER where the backend has
+ * no driver), with the thread's message naming fn and the call: "fn: call failed:
+ * NAME (description)". */
 gaio_status gaio__native_fail(gaio_device_kind kind, const char *fn, const char *call, int result);
 
 /* ---- the exclusive section ---- */
