@@ -1,5 +1,6 @@
 /* Native work in stream order (gaio_enqueue_native, and gaio__enqueue_native_held for
- * gaio's own layers) and per-stream extension slots (core/stream_ext.h).
+ * gaio's own layers), per-stream extension slots (core/stream_ext.h) and the rest of
+ * the native interface for gaio's layers (core/native.h).
  *
  * The same source runs on every backend. On the host a native function is the work
  * itself: it runs on a worker once earlier ops have finished, so it reads their
@@ -657,6 +658,110 @@ static void test_capture_failure(gaio_context *ctx) {
     OK(gaio_stream_release(s));
 }
 
+/* ---- 8. the native interface for library layers (core/native.h) ---- */
+
+typedef struct scratch_native {
+    gaio_context *ctx;
+    gaio_mem_kind kind;
+    gaio__native_mem mem;
+    gaio_status st;
+    atomic_int calls, bad;
+} scratch_native;
+
+/* What a layer's native function does the first time it needs scratch: a block of the
+ * context's pool, taken under the stream's submission lock with the context current. */
+static gaio_status scratch_native_fn(void *native, gaio_status st, void *user) {
+    (void)native;
+    scratch_native *n = user;
+    atomic_fetch_add(&n->calls, 1);
+    if (st != GAIO_OK) atomic_fetch_add(&n->bad, 1);
+    if (on_cuda && !context_current()) atomic_fetch_add(&n->bad, 1);
+    n->st = gaio__native_mem_alloc("gaio_some_op", "a test's scratch", n->ctx, n->kind, 3000, &n->mem);
+    return n->st;
+}
+
+static void test_iface(gaio_context *ctx) {
+    gaio_device_kind kind = on_cuda ? GAIO_DEVICE_CUDA : GAIO_DEVICE_HOST;
+    gaio_stream *s;
+    OK(gaio_stream_create(ctx, 0, 0, &s));
+    /* Native handles: the stream's is the one gaio_stream_native gives (and native
+     * functions receive); the context's is the one they find current. */
+    void *ns = NULL;
+    OK(gaio_stream_native(s, &ns));
+    CHECK(gaio__native_stream(s) == ns);
+    void *nctx = gaio__native_context(ctx);
+    CHECK(on_cuda ? nctx != NULL : nctx == NULL);
+    /* Entering: the context's current inside, the caller's back after. */
+    void *before = NULL, *inside = NULL, *after = NULL;
+    if (on_cuda) drv.ctx_get_current(&before);
+    gaio__native_scope sc;
+    OK(gaio__native_enter("gaio_some_op", ctx, &sc));
+    if (on_cuda) {
+        drv.ctx_get_current(&inside);
+        CHECK(inside == nctx);
+    }
+    gaio__native_exit(&sc);
+    if (on_cuda) {
+        drv.ctx_get_current(&after);
+        CHECK(after == before);
+    }
+    /* The driver by name: the backend's own entry points, the ones a user's library
+     * finds at the same ABI version; nothing on the host or for an unknown name. */
+    gaio__native_proc_fn f = gaio__native_proc(kind, "cuMemsetD8Async");
+    CHECK(on_cuda ? f != NULL : f == NULL);
+    if (on_cuda) {
+        void *mine, *users;
+        memcpy(&mine, &f, sizeof mine);
+        memcpy(&users, &drv.memset_d8_async, sizeof users);
+        CHECK(mine == users);
+    }
+    CHECK(gaio__native_proc(kind, "cuNoSuchFunction") == NULL);
+    CHECK(gaio__native_proc(GAIO_DEVICE_HOST, "cuMemsetD8Async") == NULL);
+    /* A failed call names the public function and the call. */
+    if (on_cuda) {
+        FAILS(GAIO_ERR_NO_MEMORY, gaio__native_fail(kind, "gaio_some_op", "cuMemAlloc (scratch)", 2), "gaio_some_op");
+        CHECK(strstr(gaio_last_error(), "cuMemAlloc (scratch) failed: CUDA_ERROR_OUT_OF_MEMORY") != NULL);
+    } else {
+        FAILS(GAIO_ERR_DRIVER, gaio__native_fail(kind, "gaio_some_op", "someCall", 7), "gaio_some_op");
+        CHECK(strstr(gaio_last_error(), "someCall failed") != NULL);
+    }
+    /* The exclusive section: entered and left, again (no capture is under way). */
+    for (int i = 0; i < 2; i++) {
+        gaio__native_exclusive_begin(kind);
+        gaio__native_exclusive_end(kind);
+    }
+    /* Pool memory: counted as the context's while held, back in its pool after. */
+    gaio_mem_kind mk = on_cuda ? GAIO_MEM_DEVICE : GAIO_MEM_HOST;
+    gaio_pool_stats st0 = stats_of(ctx, mk);
+    gaio__native_mem m;
+    OK(gaio__native_mem_alloc("gaio_some_op", "a test's scratch", ctx, mk, 1000, &m));
+    CHECK(m.ptr != NULL && m.size >= 1000 && m.kind == mk);
+    if (!on_cuda) memset(m.ptr, 0x5a, 1000);
+    gaio_pool_stats st1 = stats_of(ctx, mk);
+    CHECK(st1.bytes_in_use == st0.bytes_in_use + m.size && st1.allocations == st0.allocations + 1);
+    gaio__native_mem_free(ctx, &m);
+    CHECK(m.ptr == NULL && m.size == 0);
+    gaio__native_mem_free(ctx, &m); /* empty: nothing */
+    CHECK(stats_of(ctx, mk).bytes_in_use == st0.bytes_in_use);
+    if (on_cuda) { /* more than any device has: the failure names fn, the use and the call */
+        gaio_status big = gaio__native_mem_alloc("gaio_some_op", "a test's scratch", ctx, mk, (size_t)1 << 50, &m);
+        CHECK((big == GAIO_ERR_NO_MEMORY || big == GAIO_ERR_INVALID_ARG) && m.ptr == NULL);
+        CHECK(strncmp(gaio_last_error(), "gaio_some_op", 12) == 0 &&
+              strstr(gaio_last_error(), "a test's scratch") != NULL &&
+              strstr(gaio_last_error(), "cuMemAllocFromPoolAsync") != NULL);
+        CHECK(stats_of(ctx, mk).bytes_in_use == st0.bytes_in_use);
+    }
+    /* From inside a native function, as a layer's workspace grows. */
+    scratch_native n = {.ctx = ctx, .kind = mk};
+    OK(gaio__enqueue_native_held("gaio_some_op", s, scratch_native_fn, &n, NULL, 0));
+    OK(gaio_stream_synchronize(s));
+    CHECK(atomic_load(&n.calls) == 1 && atomic_load(&n.bad) == 0 && n.st == GAIO_OK && n.mem.ptr != NULL);
+    CHECK(stats_of(ctx, mk).bytes_in_use == st0.bytes_in_use + n.mem.size);
+    gaio__native_mem_free(ctx, &n.mem);
+    CHECK(stats_of(ctx, mk).bytes_in_use == st0.bytes_in_use);
+    OK(gaio_stream_release(s));
+}
+
 static void run(int device) {
     gaio_device_props props;
     OK(gaio_device_get_props(device, &props));
@@ -673,6 +778,7 @@ static void run(int device) {
     test_ext_race(ctx);
     test_bad_input(ctx);
     test_capture_failure(ctx);
+    test_iface(ctx);
     OK(gaio_context_release(ctx));
     fail_teardown();
 }

@@ -6,6 +6,7 @@
 #include "gaio/gaio.h"
 
 typedef struct gaio_op gaio_op;
+typedef struct gaio_native_ops gaio_native_ops; /* core/native_backend.h */
 
 typedef struct gaio_backend {
     const char *name;
@@ -33,6 +34,11 @@ typedef struct gaio_backend {
     gaio_status (*graph_launch)(const char *fn, gaio_stream *stream, void *graph, gaio_buffer *const *held,
                                 size_t nheld);
     void (*graph_free)(gaio_context *ctx, void *graph);
+
+    /* The native interface for library layers (core/native.h, core/native_backend.h):
+     * native contexts, the driver's entry points, the exclusive section. NULL where the
+     * backend has no native side (the host's). */
+    const gaio_native_ops *native;
 } gaio_backend;
 
 const gaio_backend *gaio__cpu_backend(void);

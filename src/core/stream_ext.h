@@ -18,7 +18,7 @@ enum { GAIO_STREAM_EXT_DNN = 0, GAIO_STREAM_EXT_COUNT = 4 };
  * before the backend tears the stream down: on CUDA the stream's CUstream is still
  * valid (cudnnDestroy of a handle bound to it may synchronize it). No device context
  * is made current for it: a dtor that needs one makes the stream's device's current
- * itself (gaio__cuda_enter, cuda/cuda_internal.h). It must not submit to, retain or
+ * itself (gaio__native_enter, core/native.h). It must not submit to, retain or
  * query the stream. A value must not hold what keeps the stream alive: a reference to
  * the stream, or, on a context's default stream (which shares its context's count), a
  * reference to the context, which every buffer of the context holds; such a value

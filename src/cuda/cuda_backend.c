@@ -377,6 +377,7 @@ static const gaio_backend cuda_backend = {
     .capture_end = gaio__cuda_capture_end,
     .graph_launch = gaio__cuda_graph_launch,
     .graph_free = gaio__cuda_graph_free,
+    .native = &gaio__cuda_native_ops,
 };
 
 const gaio_backend *gaio__cuda_backend_table(void);

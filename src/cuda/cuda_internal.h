@@ -146,6 +146,8 @@ gaio_status gaio__cuda_submit(gaio_op *op);
  * alone. A thread that is capturing must not ask for it alone. */
 void gaio__cuda_exclusive_begin(void);
 void gaio__cuda_exclusive_end(void);
+/* The backend's side of the native interface for library layers (native_iface.c). */
+extern const struct gaio_native_ops gaio__cuda_native_ops;
 
 gaio_status gaio__cuda_capture_begin(const char *fn, gaio_stream *stream);
 gaio_status gaio__cuda_capture_end(const char *fn, gaio_stream *stream, void **graph);

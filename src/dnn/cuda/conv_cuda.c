@@ -14,8 +14,8 @@
 
 #include "core/context_ext.h"
 #include "core/error.h"
+#include "core/native.h"
 #include "core/object.h"
-#include "cuda/cuda_internal.h"
 #include "dnn/cuda/conv_cache.h"
 #include "dnn/cuda/cudnn_graph.h"
 #include "dnn/cuda/dnn_state.h"
@@ -53,9 +53,9 @@ static void cache_free(void *value, gaio_context *ctx) {
         gaio__conv_plan_release(p);
     }
     if (c->handle && t) { /* needs no current context; may synchronize: no capture meanwhile */
-        gaio__cuda_exclusive_begin();
+        gaio__native_exclusive_begin(GAIO_DEVICE_CUDA);
         t->cudnnDestroy(c->handle);
-        gaio__cuda_exclusive_end();
+        gaio__native_exclusive_end(GAIO_DEVICE_CUDA);
     }
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->build_lock);
@@ -193,7 +193,7 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
      * which synchronize the device: no stream capture may be under way meanwhile (taken
      * before build_lock, which a capturing thread may wait for). */
     bool exclusive = tune > 1;
-    if (exclusive) gaio__cuda_exclusive_begin();
+    if (exclusive) gaio__native_exclusive_begin(GAIO_DEVICE_CUDA);
     pthread_mutex_lock(&c->build_lock);
     pthread_mutex_lock(&c->lock);
     p = find_locked(c, &k); /* another thread may have built it while we waited */
@@ -201,13 +201,13 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
     gaio_status st = GAIO_OK;
     bool cached = p != NULL;
     if (!p) {
-        cuda_scope sc;
-        st = gaio__cuda_enter(fn, stream->ctx->be_data, &sc);
+        gaio__native_scope sc;
+        st = gaio__native_enter(fn, stream->ctx, &sc);
         if (st == GAIO_OK) {
             st = gaio__conv_cache_handle(fn, c, t);
             conv_built b;
             if (st == GAIO_OK) st = gaio__conv_graph_build(fn, t, c->handle, &k, tune, &b);
-            gaio__cuda_exit(&sc);
+            gaio__native_exit(&sc);
             if (st == GAIO_OK) {
                 p = calloc(1, sizeof *p);
                 if (!p) {
@@ -225,7 +225,7 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
         }
     }
     pthread_mutex_unlock(&c->build_lock);
-    if (exclusive) gaio__cuda_exclusive_end();
+    if (exclusive) gaio__native_exclusive_end(GAIO_DEVICE_CUDA);
     if (st != GAIO_OK) return st;
     fill_info(info, p, cached);
     *plan = p;

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "cuda/cuda_internal.h"
 #include "dnn/cuda/cudnn_graph.h"
+#include "dnn/cuda/dnn_driver.h"
 
 #define WARMUP 2
 #define RUNS 5
@@ -29,9 +29,8 @@ static size_t span(const int64_t *dims, const int64_t *strides, size_t esize) {
  * device, which no capture survives, and which would also block the submitting thread
  * and break other threads' captures at run time. The caller holds gaio's capture lock
  * alone, so no capture of anyone else's is under way. */
-static bool capturable(const gaio_cudnn_table *t, cudnnHandle_t h, const conv_built *b, void *const ptrs[5],
-                       void *workspace, CUstream stream) {
-    const gaio_cu_table *cu = gaio__cu();
+static bool capturable(const gaio_dnn_cu_table *cu, const gaio_cudnn_table *t, cudnnHandle_t h, const conv_built *b,
+                       void *const ptrs[5], void *workspace, CUstream stream) {
     if (cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS) return false;
     const char *call = NULL;
     cudnnStatus_t cr = gaio__conv_execute(t, h, b, ptrs, workspace, &call);
@@ -43,8 +42,9 @@ static bool capturable(const gaio_cudnn_table *t, cudnnHandle_t h, const conv_bu
 
 gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t h, const conv_key *k,
                             const conv_built *cands, int n, int *best) {
-    const gaio_cu_table *cu = gaio__cu();
     *best = 0;
+    const gaio_dnn_cu_table *cu = gaio__dnn_cu(fn);
+    if (!cu) return GAIO_ERR_DRIVER;
     size_t e = k->dtype == GAIO_DTYPE_F16 ? 2 : 4;
     int64_t xd[4], wd[4], yd[4];
     gaio__conv_key_dims(k, xd, wd, yd);
@@ -79,7 +79,7 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
         call = "cuStreamSynchronize (scratch zeroed)";
         r = cu->cuStreamSynchronize(stream);
     }
-    if (r != CUDA_SUCCESS) st = gaio__cu_fail(fn, call, r);
+    if (r != CUDA_SUCCESS) st = gaio__dnn_cu_fail(fn, call, r);
     if (st == GAIO_OK) {
         cudnnStatus_t cr = t->cudnnSetStream(h, stream);
         if (cr != CUDNN_STATUS_SUCCESS) st = gaio__cudnn_fail(fn, t, "cudnnSetStream", cr);
@@ -96,7 +96,7 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
         for (int j = 0; j < WARMUP && cr == CUDNN_STATUS_SUCCESS; j++)
             cr = gaio__conv_execute(t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], &ccall);
         if (cr == CUDNN_STATUS_SUCCESS && (r = cu->cuEventRecord(ev[0], stream)) != CUDA_SUCCESS) {
-            st = gaio__cu_fail(fn, "cuEventRecord", r);
+            st = gaio__dnn_cu_fail(fn, "cuEventRecord", r);
             break;
         }
         for (int j = 0; j < RUNS && cr == CUDNN_STATUS_SUCCESS; j++)
@@ -107,10 +107,11 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
         if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(stream);
         if (r == CUDA_SUCCESS) r = cu->cuEventElapsedTime(&ms, ev[0], ev[1]);
         if (r != CUDA_SUCCESS) {
-            st = gaio__cu_fail(fn, "timing cuDNN plans (cuEventRecord / cuStreamSynchronize / cuEventElapsedTime)", r);
+            st = gaio__dnn_cu_fail(fn, "timing cuDNN plans (cuEventRecord / cuStreamSynchronize / cuEventElapsedTime)",
+                                   r);
             break;
         }
-        bool graph = capturable(t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], stream);
+        bool graph = capturable(cu, t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], stream);
         if (getenv("GAIO_DNN_TRACE"))
             fprintf(stderr, "gaio: conv plan %d: %s: %.4f ms%s\n", i, cands[i].engine, ms / RUNS,
                     graph ? "" : " (breaks a stream capture)");

@@ -55,7 +55,7 @@ cudnnStatus_t gaio__conv_execute(const gaio_cudnn_table *t, cudnnHandle_t h, con
 
 /* Times each of n candidate plans of k on scratch tensors (src/dnn/cuda/conv_tune.c)
  * and sets *best to the fastest of those a stream capture takes (any, if none does).
- * The caller holds the capture lock alone (gaio__cuda_exclusive_begin). */
+ * The caller is in the exclusive section (gaio__native_exclusive_begin, core/native.h). */
 gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t h, const conv_key *k,
                             const conv_built *cands, int n, int *best);
 

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/native.h"
 #include "core/object.h"
 #include "core/stream_ext.h"
-#include "cuda/cuda_internal.h"
 #include "dnn/cuda/gemm_plans.h"
 #include "gaio/dnn.h"
 #include "gaio/stream.h"
@@ -15,7 +15,7 @@ static void state_free(void *value, gaio_stream *stream) {
     dnn_stream_state *s = value;
     /* Destroying a cuBLASLt handle synchronizes the device, which ends any stream
      * capture under way in another thread in failure: not while one is. */
-    gaio__cuda_exclusive_begin();
+    gaio__native_exclusive_begin(GAIO_DEVICE_CUDA);
     gaio__gemm_plans_free(s);
     /* The stream's work has all run (its last reference went): handles and workspaces
      * are idle. Destroying a handle needs no particular context in cuDNN 9 / cuBLAS 12+. */
@@ -31,17 +31,11 @@ static void state_free(void *value, gaio_stream *stream) {
         const gaio_cublaslt_table *t = gaio__cublaslt("gaio_stream_release");
         if (t) t->cublasLtDestroy(s->lt);
     }
-    if (s->workspace || s->nretired) {
-        cuda_stream *cs = stream->be_data;
-        cuda_scope sc;
-        if (gaio__cuda_enter("gaio_stream_release", cs->dev, &sc) == GAIO_OK) {
-            const gaio_cu_table *cu = gaio__cu();
-            if (s->workspace) cu->cuMemFree(s->workspace);
-            for (int i = 0; i < s->nretired; i++) cu->cuMemFree(s->retired[i]);
-            gaio__cuda_exit(&sc);
-        }
-    }
-    gaio__cuda_exclusive_end();
+    /* Back to the context's pool (alive: a stream's state goes before its context's
+     * pools), which enters the device's context itself where it frees. */
+    gaio__native_mem_free(stream->ctx, &s->workspace);
+    for (int i = 0; i < s->nretired; i++) gaio__native_mem_free(stream->ctx, &s->retired[i]);
+    gaio__native_exclusive_end(GAIO_DEVICE_CUDA);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -127,16 +121,17 @@ gaio_status gaio__dnn_cudnn(const char *fn, dnn_stream_state *s, void *native, c
 gaio_status gaio__dnn_workspace(const char *fn, dnn_stream_state *s, size_t bytes, void **ptr) {
     if (bytes > s->workspace_size) {
         size_t want = s->workspace_size * 2 > bytes ? s->workspace_size * 2 : bytes;
-        if (s->workspace && s->nretired == (int)(sizeof s->retired / sizeof s->retired[0]))
+        if (s->workspace.ptr && s->nretired == (int)(sizeof s->retired / sizeof s->retired[0]))
             return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the stream's workspace grew too often");
-        CUdeviceptr p;
-        CUresult r = gaio__cu()->cuMemAlloc(&p, want);
-        if (r != CUDA_SUCCESS) return gaio__cu_fail(fn, "cuMemAlloc (the stream's workspace)", r);
-        if (s->workspace) s->retired[s->nretired++] = s->workspace;
-        s->workspace = p;
+        gaio__native_mem m;
+        gaio_status st =
+            gaio__native_mem_alloc(fn, "the stream's workspace", s->stream->ctx, GAIO_MEM_DEVICE, want, &m);
+        if (st != GAIO_OK) return st;
+        if (s->workspace.ptr) s->retired[s->nretired++] = s->workspace;
+        s->workspace = m;
         s->workspace_size = want;
     }
-    *ptr = (void *)(uintptr_t)s->workspace;
+    *ptr = s->workspace.ptr;
     return GAIO_OK;
 }
 
@@ -154,12 +149,11 @@ static gaio_status get_handle(const char *fn, gaio_stream *stream, void **handle
     gaio_status st = GAIO_OK;
     pthread_mutex_lock(&s->lock);
     if (!*slot) {
-        cuda_stream *cs = stream->be_data;
-        cuda_scope sc;
-        st = gaio__cuda_enter(fn, cs->dev, &sc);
+        gaio__native_scope sc;
+        st = gaio__native_enter(fn, stream->ctx, &sc);
         if (st == GAIO_OK) {
-            st = (cudnn ? make_cudnn : make_cublas)(fn, s, stream->native);
-            gaio__cuda_exit(&sc);
+            st = (cudnn ? make_cudnn : make_cublas)(fn, s, gaio__native_stream(stream));
+            gaio__native_exit(&sc);
         }
     }
     *handle = *slot;

@@ -5,9 +5,9 @@
 #ifndef GAIO_DNN_CUDA_STATE_H
 #define GAIO_DNN_CUDA_STATE_H
 
-#include <cuda.h>
 #include <pthread.h>
 
+#include "core/native.h"
 #include "dnn/cuda/dnn_libs.h"
 #include "gaio/types.h"
 
@@ -19,15 +19,16 @@ typedef struct dnn_stream_state {
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     cublasLtHandle_t lt;
-    /* Device memory used in stream order only. Raw driver memory, not a gaio buffer: a
-     * buffer holds its context, and the state of a context's default stream must not
-     * (the stream would keep its own context alive). */
-    CUdeviceptr workspace;
-    size_t workspace_size;
+    /* Device memory used in stream order only: a block of the context's pool
+     * (gaio__native_mem_alloc), not a gaio buffer: a buffer holds its context, and the
+     * state of a context's default stream must not (the stream would keep its own
+     * context alive). */
+    gaio__native_mem workspace;
+    size_t workspace_size; /* what was asked for (the block may be larger) */
     /* Outgrown workspaces: work in flight may still use them, and a stream-ordered free
      * cannot be submitted from inside the stream's own submission, so they go with the
      * stream (each at most half the next: a bounded list). */
-    CUdeviceptr retired[48];
+    gaio__native_mem retired[48];
     int nretired;
     gemm_plan *plans;       /* most recently used first */
 } dnn_stream_state;

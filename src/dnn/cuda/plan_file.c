@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/native.h"
 #include "core/object.h"
-#include "cuda/cuda_internal.h"
 #include "dnn/cuda/conv_cache.h"
 #include "dnn/dnn_internal.h"
 
@@ -53,16 +53,19 @@ static gaio_status prologue(const char *fn, gaio_context *ctx, const char *path,
     return GAIO_OK;
 }
 
-static void describe_device(const gaio_cudnn_table *t, cuda_device *d, file_header *h) {
+/* The device as gaio describes it (the driver's name and compute capability); the name
+ * is cut where the driver's was when it wrote straight into the header (126 bytes). */
+static void describe_device(const gaio_cudnn_table *t, gaio_context *ctx, file_header *h) {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, MAGIC, 8);
     h->format = FORMAT;
     h->key_size = sizeof(conv_key);
     h->cudnn_version = t->cudnnGetVersion();
-    const gaio_cu_table *cu = gaio__cu();
-    if (cu->cuDeviceGetName(h->device, (int)sizeof h->device - 1, d->dev) != CUDA_SUCCESS) h->device[0] = 0;
-    cu->cuDeviceGetAttribute(&h->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
-    cu->cuDeviceGetAttribute(&h->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev);
+    gaio_device_props props;
+    if (gaio_device_get_props(ctx->device, &props) != GAIO_OK) return;
+    memcpy(h->device, props.name, strnlen(props.name, sizeof h->device - 2));
+    h->cc_major = props.compute_major;
+    h->cc_minor = props.compute_minor;
 }
 
 static gaio_status sys_fail(const char *fn, const char *what, const char *path) {
@@ -83,7 +86,7 @@ gaio_status gaio_dnn_plan_cache_save(gaio_context *ctx, const char *path, size_t
     FILE *f = fopen(tmp, "wb");
     if (!f) st = sys_fail(fn, "cannot create", tmp);
     file_header h;
-    describe_device(t, ctx->be_data, &h);
+    describe_device(t, ctx, &h);
     h.count = n;
     if (st == GAIO_OK && fwrite(&h, sizeof h, 1, f) != 1) st = sys_fail(fn, "cannot write", tmp);
     char *json = NULL;
@@ -183,7 +186,7 @@ gaio_status gaio_dnn_plan_cache_load(gaio_context *ctx, const char *path, size_t
     FILE *f = fopen(path, "rb");
     if (!f) return sys_fail(fn, "cannot open", path);
     file_header h, mine;
-    describe_device(t, ctx->be_data, &mine);
+    describe_device(t, ctx, &mine);
     if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, MAGIC, 8)) {
         fclose(f);
         return bad_file(fn, path, "no gaio header");
@@ -209,8 +212,8 @@ gaio_status gaio_dnn_plan_cache_load(gaio_context *ctx, const char *path, size_t
     size_t loaded = 0;
     char *json = NULL;
     pthread_mutex_lock(&c->build_lock);
-    cuda_scope sc;
-    st = gaio__cuda_enter(fn, ctx->be_data, &sc);
+    gaio__native_scope sc;
+    st = gaio__native_enter(fn, ctx, &sc);
     if (st == GAIO_OK) {
         st = gaio__conv_cache_handle(fn, c, t);
         for (uint64_t i = 0; i < h.count && st == GAIO_OK; i++) {
@@ -236,7 +239,7 @@ gaio_status gaio_dnn_plan_cache_load(gaio_context *ctx, const char *path, size_t
             if (added < 0) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for a loaded plan");
             if (added > 0) loaded++;
         }
-        gaio__cuda_exit(&sc);
+        gaio__native_exit(&sc);
     }
     pthread_mutex_unlock(&c->build_lock);
     free(json);
@@ -269,7 +272,7 @@ gaio_status gaio__conv_plan_export(const char *fn, gaio_context *ctx, const gaio
         return gaio__cudnn_fail(fn, t, "cudnnBackendGetAttribute (plan serialization)", r);
     }
     file_header h;
-    describe_device(t, ctx->be_data, &h);
+    describe_device(t, ctx, &h);
     h.count = 1;
     file_entry e;
     memset(&e, 0, sizeof e);
@@ -302,7 +305,7 @@ gaio_status gaio__conv_plan_import(const char *fn, gaio_context *ctx, const void
     if (memcmp(h.magic, MAGIC, 8) || h.format != FORMAT || h.key_size != sizeof(conv_key) || h.count != 1 ||
         e.json_size != size - sizeof h - sizeof e || e.json_size == 0 || e.json_size > MAX_JSON)
         return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "a cuDNN plan's record is malformed");
-    describe_device(t, ctx->be_data, &mine);
+    describe_device(t, ctx, &mine);
     if (h.cudnn_version != mine.cudnn_version || strcmp(h.device, mine.device) || h.cc_major != mine.cc_major ||
         h.cc_minor != mine.cc_minor)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
@@ -311,12 +314,12 @@ gaio_status gaio__conv_plan_import(const char *fn, gaio_context *ctx, const void
                           (unsigned long long)mine.cudnn_version, mine.device, mine.cc_major, mine.cc_minor);
     conv_built b;
     pthread_mutex_lock(&c->build_lock);
-    cuda_scope sc;
-    st = gaio__cuda_enter(fn, ctx->be_data, &sc);
+    gaio__native_scope sc;
+    st = gaio__native_enter(fn, ctx, &sc);
     if (st == GAIO_OK) {
         st = gaio__conv_cache_handle(fn, c, t);
         if (st == GAIO_OK) st = load_plan(fn, t, c, &e, (const char *)data + sizeof h + sizeof e, &b);
-        gaio__cuda_exit(&sc);
+        gaio__native_exit(&sc);
     }
     pthread_mutex_unlock(&c->build_lock);
     if (st != GAIO_OK) return st;
