@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/native.h"
 #include "core/object.h"
 #include "core/op.h"
@@ -14,8 +15,6 @@
 #include "dnn/depthwise_math.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 static const char *const WHAT = "convolutions";
 

@@ -11,13 +11,12 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "dnn/ktensor.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 #define MAX_INPUTS 64
 #define KERNEL "gaio_dnn_layout_copy"

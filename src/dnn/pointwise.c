@@ -12,13 +12,12 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "dnn/pointwise_math.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 typedef gaio__kview pw_tensor;
 

@@ -5,13 +5,12 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "dnn/reduce_math.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 /* Threads per CUDA block, and the most blocks a launch asks for (the kernels stride
  * over whatever is left). */

@@ -2,13 +2,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dlpack/dlpack_internal.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
+#include "dlpack/dlpack_internal.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 gaio_tensor gaio_tensor_make(gaio_buffer *buf, size_t offset, gaio_dtype dtype, int32_t ndim, const int64_t *shape,
                              gaio_tensor_layout layout) {

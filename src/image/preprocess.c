@@ -10,10 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/fail.h"
 #include "image/image_internal.h"
 #include "image/resize_math.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 /* The box path of the CUDA kernel (src/kernels/image/preprocess.cu, box_band): each
  * thread owns BOX_WORDS 4-byte words of a source row segment; shared memory for T

@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fail.h"
 #include "image/image_internal.h"
 #include "image/resize_math.h"
 #include "image/resize_span.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 static const char *interp_names[] = {"nearest", "linear", "linear", "cubic", "area"};
 

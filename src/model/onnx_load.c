@@ -16,10 +16,8 @@
 #include <onnx/onnx.pb-c.h>
 
 #include "core/error.h"
+#include "core/fail.h"
 #include "model/model_internal.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
-#define UNSUPPORTED(...) gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, __VA_ARGS__)
 
 #define MIN_OPSET 13
 #define MAX_OPSET 21
