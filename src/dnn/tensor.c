@@ -83,8 +83,8 @@ gaio_status gaio_tensor_check(const gaio_tensor *t, gaio_tensor *resolved, size_
     return gaio__tensor_check(__func__, "t", t, resolved, bytes);
 }
 
-gaio_status gaio__kview_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
-                                gaio_stream *s, gaio__kview *v) {
+gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                       gaio_stream *s, gaio__ktensor_view *v) {
     size_t bytes;
     gaio_status st = gaio__tensor_check(fn, name, t, &v->t, &bytes);
     if (st != GAIO_OK) return st;

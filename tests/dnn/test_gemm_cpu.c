@@ -12,10 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/kmath.h"
 #include "dnn/cpu/openblas.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/gaio.h"
-#include "image/kimg.h"
 
 static unsigned long long rng_state;
 static double urand(void) { /* [-1, 1) */
