@@ -100,7 +100,7 @@ static inline gaio_status fail_user_fn(gaio_status st, void *user) {
 /* ---- failing a stream with GAIO_ERR_DEVICE, as a device fault would ----
  *
  * On the host backend a kernel returns the error. A GPU kernel cannot fail softly: a
- * real fault poisons the CUDA context for the whole process (tests/test_cuda_fault.c
+ * real fault poisons the CUDA context for the whole process (tests/core/test_cuda_fault.c
  * checks that), so on CUDA devices a host function returns the error instead, which
  * fails the stream the same way at the same point. The kernel is registered for the
  * host only, under a name of the test's own: fail_setup in run(), fail_teardown at its

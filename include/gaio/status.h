@@ -24,8 +24,9 @@ typedef enum gaio_status {
     GAIO_ERR_DRIVER = 9,        /* a driver or run-time library is missing or failed */
     GAIO_ERR_SYSTEM = 10,       /* an operating-system call failed (errno in the message) */
     GAIO_ERR_CANCELLED = 11,    /* the work was abandoned: an earlier op of its stream failed */
-    GAIO_ERR_USER = 12,         /* a user callback or host kernel reported failure */
-    GAIO_ERR_NOT_IMPLEMENTED = 13 /* planned but not built yet; the message says what */
+    GAIO_ERR_USER = 12          /* a user callback or host kernel reported failure */
+    /* 13 is retired (GAIO_ERR_NOT_IMPLEMENTED, never returned): not to be reused, so
+     * that a binding written against an older libgaio never misreads a new code. */
 } gaio_status;
 
 /* A constant name for the status, e.g. "GAIO_ERR_TIMEOUT". Never NULL. */

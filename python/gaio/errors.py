@@ -83,12 +83,13 @@ class UserError(Error):
 
 
 class NotImplementedByGaioError(Error, NotImplementedError):
-    status = 13
+    """The loaded libgaio lacks functions this package calls (an older build). Raised by
+    the binding itself, never for a gaio_status: ``status`` stays -1."""
 
 
 _BY_STATUS: dict[int, type[Error]] = {c.status: c for c in (
     InvalidArgumentError, OutOfMemoryError, NotReadyError, TimeoutError, NotSupportedError, NotFoundError,
-    StateError, DeviceError, DriverError, SystemError, CancelledError, UserError, NotImplementedByGaioError)}
+    StateError, DeviceError, DriverError, SystemError, CancelledError, UserError)}
 
 
 def error_for(status: int, message: str) -> Error:

@@ -32,7 +32,6 @@ const char *gaio_status_string(gaio_status status) {
     case GAIO_ERR_SYSTEM: return "GAIO_ERR_SYSTEM";
     case GAIO_ERR_CANCELLED: return "GAIO_ERR_CANCELLED";
     case GAIO_ERR_USER: return "GAIO_ERR_USER";
-    case GAIO_ERR_NOT_IMPLEMENTED: return "GAIO_ERR_NOT_IMPLEMENTED";
     }
     return "GAIO_ERR_UNKNOWN";
 }

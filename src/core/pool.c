@@ -18,12 +18,6 @@ static size_t class_index(size_t size, size_t *class_size) {
     return 1 + (size_t)(p - MIN_CLASS_SHIFT) * 4 + (k - 1);
 }
 
-size_t gaio__pool_class_size(size_t size) {
-    size_t cs;
-    size_t idx = class_index(size, &cs);
-    return idx < GAIO_POOL_CLASSES ? cs : size;
-}
-
 void gaio__pool_init(gaio_pool *pool, gaio_context *ctx, gaio_mem_kind kind, size_t threshold) {
     pthread_mutex_init(&pool->lock, NULL);
     pool->ctx = ctx;

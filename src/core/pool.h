@@ -31,7 +31,5 @@ gaio_status gaio__pool_alloc(gaio_pool *pool, size_t size, void **ptr, size_t *r
 void gaio__pool_free(gaio_pool *pool, void *ptr, size_t rounded);
 void gaio__pool_trim(gaio_pool *pool, size_t keep);
 void gaio__pool_stats(gaio_pool *pool, gaio_pool_stats *stats);
-/* The size a request of `size` bytes is rounded up to (its class). */
-size_t gaio__pool_class_size(size_t size);
 
 #endif

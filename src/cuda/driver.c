@@ -1,10 +1,10 @@
 #include "cuda/driver.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dynlib.h"
 #include "core/error.h"
 
 /* Prototypes in cuda.h are those of CUDA 12.0's ABI for every function we use. */
@@ -19,13 +19,17 @@ static int driver_version;
 static char reason[256] = "not loaded yet";
 
 static void load(void) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(reason, sizeof reason, "no NVIDIA driver: dlopen(libcuda.so.1) failed: %s", dlerror());
+    static const char *const names[] = {"libcuda.so.1", NULL};
+    gaio__dynlib lib;
+    if (!gaio__dynlib_open(&lib, &(gaio__dynlib_search){.names = names})) {
+        snprintf(reason, sizeof reason, "no NVIDIA driver: dlopen(libcuda.so.1) failed: %.200s", lib.why);
         return;
     }
-    get_proc_fn get_proc = (get_proc_fn)dlsym(lib, "cuGetProcAddress_v2");
-    if (!get_proc) {
+    /* Every other entry point comes through cuGetProcAddress, at the ABI version of
+     * its prototype in cuda.h. */
+    get_proc_fn get_proc = NULL;
+    const gaio__dynsym syms[] = {{"cuGetProcAddress_v2", &get_proc, true}};
+    if (!gaio__dynlib_resolve(&lib, syms, 1)) {
         snprintf(reason, sizeof reason, "the NVIDIA driver is older than CUDA 12 (no cuGetProcAddress_v2)");
         return; /* keep the library open: unloading a driver is never worth the risk */
     }

@@ -1,11 +1,11 @@
 /* CUDA C++ to PTX or cubin at run time through NVRTC, opened with dlopen. */
-#include <dlfcn.h>
 #include <nvrtc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dynlib.h"
 #include "core/library_backend.h"
 #include "cuda/cuda_internal.h"
 
@@ -20,27 +20,23 @@ static struct {
 #undef NVRTC_FIELD
 } rtc;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char missing[256];
+static char missing[GAIO_MSG_MAX - 24]; /* why NVRTC cannot be used (a message has "fn: " before it) */
 
 static void load(void) {
-    static const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-    void *lib = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(missing, sizeof missing, "NVRTC is not installed (dlopen libnvrtc.so.13/.12 failed: %s)", dlerror());
+    static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL};
+    gaio__dynlib lib;
+    if (!gaio__dynlib_open(&lib, &(gaio__dynlib_search){.names = names})) {
+        snprintf(missing, sizeof missing, "NVRTC is not installed (dlopen libnvrtc.so.13/.12 failed: %.400s)",
+                 lib.why);
         return;
     }
-#define NVRTC_LOAD(name)                                                          \
-    {                                                                             \
-        void *p = dlsym(lib, #name);                                              \
-        if (!p) {                                                                 \
-            snprintf(missing, sizeof missing, "libnvrtc lacks %s", #name);        \
-            return;                                                               \
-        }                                                                         \
-        memcpy(&rtc.name, &p, sizeof p);                                          \
-    }
-    NVRTC_FUNCTIONS(NVRTC_LOAD)
-#undef NVRTC_LOAD
+    static const gaio__dynsym syms[] = {
+#define NVRTC_SYM(name) {#name, &rtc.name, true},
+        NVRTC_FUNCTIONS(NVRTC_SYM)
+#undef NVRTC_SYM
+    };
+    if (!gaio__dynlib_resolve(&lib, syms, sizeof syms / sizeof syms[0]))
+        snprintf(missing, sizeof missing, "libnvrtc lacks %s", lib.missing);
 }
 
 /* -arch=compute_XX for the oldest GPU present, so one PTX image JITs on every device. */

@@ -1,4 +1,5 @@
 /* The view descriptor: making and checking it, and the dtype mapping. */
+#include "core/fail.h"
 #include "dlpack/dlpack_internal.h"
 
 gaio_dlpack_view gaio_dlpack_view_make(gaio_buffer *buf, size_t offset, gaio_dtype dtype, int32_t ndim,
@@ -32,8 +33,6 @@ bool gaio__dlpack_extent(int32_t ndim, const int64_t *shape, const int64_t *stri
     *bytes = (size_t)n;
     return true;
 }
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 gaio_status gaio__dlpack_view_check(const char *fn, const gaio_dlpack_view *view, size_t *bytes) {
     if (!view) return BAD("view is NULL");

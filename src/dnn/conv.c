@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/native.h"
 #include "core/object.h"
 #include "core/op.h"
@@ -15,8 +16,6 @@
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
 
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
-
 static const char *const WHAT = "convolutions";
 
 /* How many of cuDNN's heuristic picks gaio_conv2d_prepare times to keep the fastest
@@ -24,7 +23,7 @@ static const char *const WHAT = "convolutions";
  * makes itself is the heuristics' first. */
 #define TUNE_CANDIDATES 24
 
-static gaio_status four_d(const char *fn, const char *name, const gaio__kview *v) {
+static gaio_status four_d(const char *fn, const char *name, const gaio__ktensor_view *v) {
     if (v->t.ndim != 4) {
         char sh[128];
         gaio__shape_text(v->t.ndim, v->t.shape, sh, sizeof sh);
@@ -33,7 +32,7 @@ static gaio_status four_d(const char *fn, const char *name, const gaio__kview *v
     return GAIO_OK;
 }
 
-static bool same_view(const gaio__kview *a, const gaio__kview *b) {
+static bool same_view(const gaio__ktensor_view *a, const gaio__ktensor_view *b) {
     if (a->k.ptr != b->k.ptr || a->k.dtype != b->k.dtype) return false;
     for (int i = 0; i < 4; i++)
         if (a->k.shape[i] != b->k.shape[i] || (a->k.shape[i] > 1 && a->k.strides[i] != b->k.strides[i])) return false;
@@ -41,7 +40,7 @@ static bool same_view(const gaio__kview *a, const gaio__kview *b) {
 }
 
 /* A tensor of the output's shape [N, K, P, Q]. */
-static gaio_status output_shape(const char *fn, const char *name, const gaio__kview *v, const int64_t *want) {
+static gaio_status output_shape(const char *fn, const char *name, const gaio__ktensor_view *v, const int64_t *want) {
     for (int i = 0; i < 4; i++)
         if (v->t.shape[i] != want[i]) {
             char got[128], exp[128];
@@ -60,7 +59,7 @@ static int64_t out_size(int64_t in, int64_t k, int32_t pad0, int32_t pad1, int32
 
 typedef struct conv_checked {
     gaio__conv_args a;
-    gaio__kview x, w, y, bias, res;
+    gaio__ktensor_view x, w, y, bias, res;
     bool has_bias, has_res;
 } conv_checked;
 
@@ -71,9 +70,11 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
     if (!params) return BAD("params is NULL");
     memset(c, 0, sizeof *c);
     gaio_status st;
-    if ((st = gaio__kview_resolve(fn, "x", WHAT, x, stream, &c->x)) != GAIO_OK ||
-        (st = four_d(fn, "x", &c->x)) != GAIO_OK || (st = gaio__kview_resolve(fn, "w", WHAT, w, stream, &c->w)) ||
-        (st = four_d(fn, "w", &c->w)) != GAIO_OK || (st = gaio__kview_resolve(fn, "y", WHAT, y, stream, &c->y)) ||
+    if ((st = gaio__ktensor_view_resolve(fn, "x", WHAT, x, stream, &c->x)) != GAIO_OK ||
+        (st = four_d(fn, "x", &c->x)) != GAIO_OK ||
+        (st = gaio__ktensor_view_resolve(fn, "w", WHAT, w, stream, &c->w)) != GAIO_OK ||
+        (st = four_d(fn, "w", &c->w)) != GAIO_OK ||
+        (st = gaio__ktensor_view_resolve(fn, "y", WHAT, y, stream, &c->y)) != GAIO_OK ||
         (st = four_d(fn, "y", &c->y)) != GAIO_OK)
         return st;
     gaio_dtype dt = c->x.t.dtype;
@@ -117,25 +118,26 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
     const int64_t want[4] = {a->n, a->k, a->p, a->q};
     if ((st = output_shape(fn, "y", &c->y, want)) != GAIO_OK) return st;
     if (!gaio__ktensor_distinct(&c->y.k)) return BAD("y's strides make elements share memory");
-    if (gaio__kview_overlap(&c->y, &c->x) || gaio__kview_overlap(&c->y, &c->w)) return BAD("y overlaps x or w");
+    if (gaio__ktensor_view_overlap(&c->y, &c->x) || gaio__ktensor_view_overlap(&c->y, &c->w))
+        return BAD("y overlaps x or w");
     if (bias) {
-        if ((st = gaio__kview_resolve(fn, "bias", WHAT, bias, stream, &c->bias)) != GAIO_OK) return st;
+        if ((st = gaio__ktensor_view_resolve(fn, "bias", WHAT, bias, stream, &c->bias)) != GAIO_OK) return st;
         if (c->bias.t.ndim != 1 || c->bias.t.shape[0] != a->k || (a->k > 1 && c->bias.t.strides[0] != 1))
             return BAD("bias must be a packed 1-D tensor of K = %lld values", (long long)a->k);
         if (c->bias.t.dtype != dt)
             return BAD("bias is %s but y is %s: they must match", gaio_dtype_name(c->bias.t.dtype), gaio_dtype_name(dt));
-        if (gaio__kview_overlap(&c->y, &c->bias)) return BAD("y overlaps bias");
+        if (gaio__ktensor_view_overlap(&c->y, &c->bias)) return BAD("y overlaps bias");
         c->has_bias = true;
     }
     if (residual) {
-        if ((st = gaio__kview_resolve(fn, "residual", WHAT, residual, stream, &c->res)) != GAIO_OK ||
+        if ((st = gaio__ktensor_view_resolve(fn, "residual", WHAT, residual, stream, &c->res)) != GAIO_OK ||
             (st = four_d(fn, "residual", &c->res)) != GAIO_OK)
             return st;
         if (c->res.t.dtype != dt)
             return BAD("residual is %s but y is %s: they must match", gaio_dtype_name(c->res.t.dtype),
                        gaio_dtype_name(dt));
         if ((st = output_shape(fn, "residual", &c->res, want)) != GAIO_OK) return st;
-        if (gaio__kview_overlap(&c->y, &c->res) && !same_view(&c->y, &c->res))
+        if (gaio__ktensor_view_overlap(&c->y, &c->res) && !same_view(&c->y, &c->res))
             return BAD("residual overlaps y without being y itself (same memory and strides)");
         c->has_res = true;
     }

@@ -24,21 +24,21 @@ gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tens
 
 /* A tensor checked for an op of gaio's own kernels: its descriptor with strides
  * resolved, what kernels see of it, and the device addresses [lo, hi) its bytes span. */
-typedef struct gaio__kview {
+typedef struct gaio__ktensor_view {
     gaio_tensor t;
     gaio_ktensor k;
     uint64_t lo, hi;
-} gaio__kview;
+} gaio__ktensor_view;
 
 /* Checks tensor `name` of fn (gaio__tensor_check, then: F32 or F16, else
  * GAIO_ERR_NOT_SUPPORTED saying "<what> take f32 or f16"; an offset of whole
  * elements; memory the stream reaches) and fills v. */
-gaio_status gaio__kview_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
-                                gaio_stream *s, gaio__kview *v);
+gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                       gaio_stream *s, gaio__ktensor_view *v);
 
 /* Byte ranges that meet: conservative (interleaved views whose elements never meet
  * are refused too), as exact overlap of strided tensors is costly to decide. */
-static inline bool gaio__kview_overlap(const gaio__kview *a, const gaio__kview *b) {
+static inline bool gaio__ktensor_view_overlap(const gaio__ktensor_view *a, const gaio__ktensor_view *b) {
     return a->lo < b->hi && b->lo < a->hi;
 }
 

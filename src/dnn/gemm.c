@@ -5,13 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fail.h"
 #include "core/native.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 /* One operand: its batch, rows, columns, row stride and batch stride (elements). */
 typedef struct operand {

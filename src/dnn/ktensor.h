@@ -9,7 +9,7 @@
 
 #define GAIO_KT_MAX_NDIM 5
 
-/* gaio_dtype values (gaio/image.h), for the C++ side that does not include it. */
+/* gaio_dtype values (gaio/types.h), for the C++ side that does not include it. */
 enum { GAIO_KT_F16 = 4, GAIO_KT_F32 = 5 };
 
 typedef struct gaio_ktensor {

@@ -11,21 +11,20 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "dnn/ktensor.h"
 #include "gaio/buffer.h"
 
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
-
 #define MAX_INPUTS 64
 #define KERNEL "gaio_dnn_layout_copy"
 
-typedef gaio__kview view;
+typedef gaio__ktensor_view view;
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, view *v) {
-    return gaio__kview_resolve(fn, name, "layout ops", t, s, v);
+    return gaio__ktensor_view_resolve(fn, name, "layout ops", t, s, v);
 }
 
 /* Drops dimensions of 1 and merges neighbours that are contiguous in both x and y
@@ -108,7 +107,7 @@ gaio_status gaio_transpose(gaio_stream *stream, const gaio_tensor *x, const gaio
                        (long long)vy.k.shape[i], (int)i, (int)perm[i], (long long)vx.k.shape[perm[i]], xs, ys);
         }
     if (!gaio__ktensor_distinct(&vy.k)) return BAD("y's strides make some of its elements share memory");
-    if (gaio__kview_overlap(&vx, &vy)) return BAD("y overlaps x: transpose cannot work in place");
+    if (gaio__ktensor_view_overlap(&vx, &vy)) return BAD("y overlaps x: transpose cannot work in place");
 
     /* x seen in y's order. */
     gaio_ktensor xp = vx.k;
@@ -152,7 +151,7 @@ gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32
                            (int)ax);
             }
         along += k->shape[ax];
-        if (gaio__kview_overlap(&vx[j], &vy)) return BAD("y overlaps %s: concat cannot work in place", name);
+        if (gaio__ktensor_view_overlap(&vx[j], &vy)) return BAD("y overlaps %s: concat cannot work in place", name);
     }
     if (along != vy.k.shape[ax])
         return BAD("the inputs add up to %lld along axis %d but y has %lld", (long long)along, (int)ax,

@@ -12,18 +12,17 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "dnn/pointwise_math.h"
 #include "gaio/buffer.h"
 
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
-
-typedef gaio__kview pw_tensor;
+typedef gaio__ktensor_view pw_tensor;
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, pw_tensor *o) {
-    return gaio__kview_resolve(fn, name, "pointwise ops", t, s, o);
+    return gaio__ktensor_view_resolve(fn, name, "pointwise ops", t, s, o);
 }
 
 /* The output must not write one element twice. Zero strides are the usual way to
@@ -55,7 +54,7 @@ static bool identical(const pw_tensor *a, const pw_tensor *b) {
 /* Input `in` may be output y itself, or apart from it. */
 static gaio_status check_apart(const char *fn, const char *in_name, const pw_tensor *in, const char *y_name,
                                const pw_tensor *y) {
-    if (gaio__kview_overlap(in, y) && !identical(in, y))
+    if (gaio__ktensor_view_overlap(in, y) && !identical(in, y))
         return BAD("%s overlaps %s without being %s itself (same buffer, offset, dtype, shape and strides)", y_name,
                    in_name, in_name);
     return GAIO_OK;
@@ -265,7 +264,7 @@ static gaio_status channel_param(const char *fn, const char *name, const gaio_te
     if (o->t.dtype != GAIO_DTYPE_F32) return BAD("%s is %s: batch norm parameters are f32", name, gaio_dtype_name(o->t.dtype));
     if (o->t.ndim != 1 || o->t.shape[0] != y->t.shape[1])
         return BAD("%s must be a 1-D tensor of C = %lld values (x's dimension 1)", name, (long long)y->t.shape[1]);
-    if (gaio__kview_overlap(o, y)) return BAD("y overlaps %s", name);
+    if (gaio__ktensor_view_overlap(o, y)) return BAD("y overlaps %s", name);
     int64_t stride = o->t.strides[0];
     memset(o->k.shape, 0, sizeof o->k.shape);
     memset(o->k.strides, 0, sizeof o->k.strides);

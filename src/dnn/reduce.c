@@ -5,13 +5,12 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/dnn_internal.h"
 #include "dnn/reduce_math.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 /* Threads per CUDA block, and the most blocks a launch asks for (the kernels stride
  * over whatever is left). */
@@ -19,10 +18,10 @@
 #define WARPS_PER_BLOCK (BLOCK / 32)
 #define MAX_BLOCKS GAIO_DNN_MAX_BLOCKS
 
-typedef gaio__kview operand;
+typedef gaio__ktensor_view operand;
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, operand *o) {
-    return gaio__kview_resolve(fn, name, "reductions", t, s, o);
+    return gaio__ktensor_view_resolve(fn, name, "reductions", t, s, o);
 }
 
 static gaio_status check_output(const char *fn, const char *name, const operand *y) {
@@ -90,7 +89,7 @@ gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_t
                    (int)nd - 1);
     if (axis < 0) axis += nd;
     /* In place works as each row is read whole before any of it is written. */
-    if (gaio__kview_overlap(&ox, &oy) && !same_place(&ox, &oy))
+    if (gaio__ktensor_view_overlap(&ox, &oy) && !same_place(&ox, &oy))
         return BAD("y overlaps x: only an in-place softmax (y the same elements as x) may share memory");
     int64_t total = 1;
     for (int32_t i = 0; i < nd; i++) total *= ox.t.shape[i];
@@ -173,7 +172,7 @@ gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
     if (eh >= 0) return BAD("the window of output row %lld lies wholly in the padding", (long long)eh);
     if (ew >= 0) return BAD("the window of output column %lld lies wholly in the padding", (long long)ew);
     if ((st = check_output(fn, "y", &oy)) != GAIO_OK) return st;
-    if (gaio__kview_overlap(&ox, &oy)) return BAD("y overlaps x: pooling cannot run in place");
+    if (gaio__ktensor_view_overlap(&ox, &oy)) return BAD("y overlaps x: pooling cannot run in place");
     kp.c_inner = oy.k.strides[1] < oy.k.strides[3];
     gaio_arg args[3] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k), GAIO_ARG(kp)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
@@ -198,7 +197,7 @@ gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, cons
         return BAD("y is %s but x is %s: y must be [N, C, 1, 1] or [N, C]", b, a);
     }
     if ((st = check_output(fn, "y", &oy)) != GAIO_OK) return st;
-    if (gaio__kview_overlap(&ox, &oy)) return BAD("y overlaps x: global_avg_pool cannot run in place");
+    if (gaio__ktensor_view_overlap(&ox, &oy)) return BAD("y overlaps x: global_avg_pool cannot run in place");
     gaio_arg args[2] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
     /* A warp per (n, c) plane, or a thread per plane when x's channels are innermost

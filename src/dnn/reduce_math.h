@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
+#include "core/kmath.h"
 #include "dnn/ktensor.h"
-#include "image/kimg.h"
 
 /* A checked gaio_pool_params (src/dnn/reduce.c): dilation resolved to >= 1. */
 typedef struct gaio_kpool {

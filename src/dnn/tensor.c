@@ -2,13 +2,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dlpack/dlpack_internal.h"
+#include "core/fail.h"
 #include "core/object.h"
 #include "core/op.h"
+#include "dlpack/dlpack_internal.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 gaio_tensor gaio_tensor_make(gaio_buffer *buf, size_t offset, gaio_dtype dtype, int32_t ndim, const int64_t *shape,
                              gaio_tensor_layout layout) {
@@ -84,8 +83,8 @@ gaio_status gaio_tensor_check(const gaio_tensor *t, gaio_tensor *resolved, size_
     return gaio__tensor_check(__func__, "t", t, resolved, bytes);
 }
 
-gaio_status gaio__kview_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
-                                gaio_stream *s, gaio__kview *v) {
+gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                       gaio_stream *s, gaio__ktensor_view *v) {
     size_t bytes;
     gaio_status st = gaio__tensor_check(fn, name, t, &v->t, &bytes);
     if (st != GAIO_OK) return st;

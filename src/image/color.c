@@ -2,13 +2,9 @@
  * NV12 / I420 frames -> RGB, each in one launch per batch (OpenCV's cvtColor). */
 #include <math.h>
 
+#include "core/fail.h"
 #include "image/image_internal.h"
 #include "image/kargs.h"
-
-
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
-#define UNSUPPORTED(...) gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, __VA_ARGS__)
 
 static const char *code_name(gaio_color code) {
     switch (code) {

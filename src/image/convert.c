@@ -2,10 +2,9 @@
 #include <float.h>
 #include <math.h>
 
+#include "core/fail.h"
 #include "image/elementwise.h"
 #include "image/image_internal.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 /* Merged rows stay below this many elements, so that widths fit in int32 and the
  * kernels' element indices in 32 bits. */
@@ -14,7 +13,6 @@
 /* Both sides compute in float (as convertTo does for every depth but f64): a scale
  * or offset that is no float would turn into inf or nan on the device. */
 static bool finite_float(double v) { return isfinite(v) && fabs(v) <= FLT_MAX; }
-
 
 
 gaio_status gaio_convert(gaio_stream *stream, const gaio_image *src, const gaio_image *dst, double scale,

@@ -4,9 +4,8 @@
  * every dtype and any channel count works the same. */
 #include <string.h>
 
+#include "core/fail.h"
 #include "image/image_internal.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 /* Threads per block of the CUDA copy kernels, and the dst bytes a warp of the row
  * ops writes per item (both must match src/kernels/image/geometry.cu; its kernels

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "core/builtin_kernels.h"
+#include "core/fail.h"
 #include "core/op.h"
 #include "image/image_internal.h"
 
@@ -53,8 +54,6 @@ static uint64_t image_span(const gaio_image *im, size_t esize) {
     default: return rows;
     }
 }
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 gaio_status gaio__img_check(const char *fn, const char *arg, const gaio_image *img, gaio_image *resolved,
                             size_t *bytes) {

@@ -3,17 +3,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/fail.h"
 #include "image/elementwise.h"
 #include "image/image_internal.h"
 #include "image/kargs.h"
 
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 #define MAX_CHANNELS GAIO_KCHAN_MAX
-
-
-
-
-
 
 gaio_status gaio_normalize(gaio_stream *stream, const gaio_image *src, const gaio_image *dst, float scale,
                            const float *mean, const float *std) {

@@ -2,7 +2,7 @@
  * float from u8, optional R/B swap, per-channel normalisation, F32/F16 CHW or HWC.
  *
  * One table-driven kernel serves the uniform and the varshape batch: each image is
- * a gaio_kview (the ROI's top-left byte, pitch, ROI size) in a gaio_ktable passed
+ * a gaio_kroi (the ROI's top-left byte, pitch, ROI size) in a gaio_ktable passed
  * by value, so a launch needs no upload and holds nothing but the buffers. Batches
  * over GAIO_KTABLE_MAX images take several launches; every check runs before the
  * first of them, so bad input enqueues nothing. */
@@ -10,10 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/fail.h"
 #include "image/image_internal.h"
 #include "image/resize_math.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 /* The box path of the CUDA kernel (src/kernels/image/preprocess.cu, box_band): each
  * thread owns BOX_WORDS 4-byte words of a source row segment; shared memory for T
@@ -117,8 +116,8 @@ static gaio_status check_roi(const char *fn, const char *roi_arg, const char *im
     return GAIO_OK;
 }
 
-static gaio_kview view_of(const gaio_kimg *img, int32_t index, gaio_rect r) {
-    gaio_kview v;
+static gaio_kroi view_of(const gaio_kimg *img, int32_t index, gaio_rect r) {
+    gaio_kroi v;
     v.ptr = img->ptr + (uint64_t)index * img->image_stride + (uint64_t)r.y * img->row_pitch +
             (uint64_t)r.x * (uint64_t)img->channels;
     v.row_pitch = img->row_pitch;
@@ -230,7 +229,7 @@ gaio_status gaio_preprocess(gaio_stream *stream, const gaio_image *src, const ga
 
 /* srcs[i] checked, resolved and viewed through its ROI. */
 static gaio_status varshape_src(const char *fn, gaio_stream *stream, const gaio_image *srcs, const gaio_rect *rois,
-                                int32_t i, const pre_plan *plan, gaio_kview *view) {
+                                int32_t i, const pre_plan *plan, gaio_kroi *view) {
     char arg[32], roi_arg[32];
     snprintf(arg, sizeof arg, "srcs[%d]", (int)i);
     snprintf(roi_arg, sizeof roi_arg, "rois[%d]", (int)i);
@@ -265,7 +264,7 @@ gaio_status gaio_preprocess_varshape(gaio_stream *stream, const gaio_image *srcs
     if (st != GAIO_OK) return st;
     if ((st = check_dst(fn, stream, dst, count, "count", &plan)) != GAIO_OK) return st;
     plan.cn = srcs[0].channels;
-    gaio_kview v;
+    gaio_kroi v;
     /* Everything is checked before the first launch: bad input enqueues nothing. */
     for (int32_t i = 0; i < count; i++)
         if ((st = varshape_src(fn, stream, srcs, rois, i, &plan, &v)) != GAIO_OK) return st;

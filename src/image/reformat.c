@@ -1,9 +1,8 @@
 /* gaio_reformat: HWC <-> CHW (NHWC <-> NCHW), a transposition of each pixel's channels. */
+#include "core/fail.h"
 #include "image/image_internal.h"
 
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 #define MAX_ROW_PIXELS ((int64_t)1 << 28) /* the CUDA kernel indexes a row in 32 bits */
-
 
 /* The rows of an image become one when both sides store them without a gap (the
  * planes of the CHW side stay apart). */

@@ -1,5 +1,5 @@
 /* gaio_resize, gaio_crop_resize, gaio_crop_resize_varshape: one table-driven
- * kernel family serves all three. The op turns each image into a gaio_kview (the
+ * kernel family serves all three. The op turns each image into a gaio_kroi (the
  * ROI's top-left address, pitches, ROI size) in a gaio_ktable passed by value, so
  * a batch of any shapes is one launch per GAIO_KTABLE_MAX images with nothing to
  * upload or free; gaio_resize is crop_resize with whole-image views. */
@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fail.h"
 #include "image/image_internal.h"
 #include "image/resize_math.h"
 #include "image/resize_span.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 static const char *interp_names[] = {"nearest", "linear", "linear", "cubic", "area"};
 
@@ -40,7 +39,7 @@ static void kernel_name(char *out, size_t size, gaio_interp interp, gaio_dtype d
 #define RS_BLOCKS 4096
 #define RS_MAX_BAND 16
 
-static void cuda_shape(const gaio_kview *views, int32_t n, const gaio_kimg *dst, gaio_interp interp, size_t esize,
+static void cuda_shape(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, gaio_interp interp, size_t esize,
                        gaio_dim3 *grid, size_t *smem) {
     const int32_t dw = dst->width, dh = dst->height;
     const int64_t pxb = (int64_t)esize * dst->channels;
@@ -132,7 +131,7 @@ static gaio_status check_dst(const char *fn, gaio_stream *stream, const gaio_ima
 
 /* Enqueues the launches for `count` views into dst, GAIO_KTABLE_MAX at a time.
  * held: every buffer the views read, then dst's (duplicates are fine). */
-static gaio_status launch_all(const char *fn, gaio_stream *stream, const gaio_kview *views, int32_t count,
+static gaio_status launch_all(const char *fn, gaio_stream *stream, const gaio_kroi *views, int32_t count,
                               const gaio_kimg *kdst, const gaio_image *dst, gaio_interp interp,
                               gaio_buffer *const *src_bufs, int32_t nsrc_bufs) {
     char name[64];
@@ -162,8 +161,8 @@ static gaio_status launch_all(const char *fn, gaio_stream *stream, const gaio_kv
     return GAIO_OK;
 }
 
-static gaio_kview view_of(const gaio_kimg *k, uint64_t image_offset, const gaio_rect *roi, size_t esize) {
-    gaio_kview v;
+static gaio_kroi view_of(const gaio_kimg *k, uint64_t image_offset, const gaio_rect *roi, size_t esize) {
+    gaio_kroi v;
     v.ptr = k->ptr + image_offset;
     v.row_pitch = k->row_pitch;
     v.plane_pitch = k->plane_pitch;
@@ -191,7 +190,7 @@ static gaio_status crop_resize_uniform(const char *fn, gaio_stream *stream, cons
     if (gaio__img_overlap(&ksrc, &kdst)) return BAD("src and dst overlap: resize cannot work in place");
     int32_t n = dst->batch;
     size_t esize = gaio_dtype_size(dst->dtype);
-    gaio_kview *views = malloc((size_t)n * sizeof *views);
+    gaio_kroi *views = malloc((size_t)n * sizeof *views);
     if (!views) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for %d views", (int)n);
     for (int32_t i = 0; i < n && st == GAIO_OK; i++) {
         if (rois) st = check_roi(fn, rois, i, "src", src->width, src->height);
@@ -225,7 +224,7 @@ gaio_status gaio_crop_resize_varshape(gaio_stream *stream, const gaio_image *src
     if (count != dst->batch)
         return BAD("count is %d but dst holds a batch of %d images", (int)count, (int)dst->batch);
     size_t esize = gaio_dtype_size(dst->dtype);
-    gaio_kview *views = malloc((size_t)count * sizeof *views);
+    gaio_kroi *views = malloc((size_t)count * sizeof *views);
     gaio_buffer **bufs = malloc((size_t)count * sizeof *bufs);
     if (!views || !bufs) {
         free(views);

@@ -2,9 +2,8 @@
  * (src/image/cpu/geometry_warp.c, src/kernels/image/geometry.cu). */
 #include <math.h>
 
+#include "core/fail.h"
 #include "image/image_internal.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
 
 static float const_of(gaio_dtype dt, float v) {
     switch (dt) {

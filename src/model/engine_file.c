@@ -337,15 +337,15 @@ static bool fits(const rbuf *r, int64_t count, size_t min_bytes) {
     return count >= 0 && count <= MAX_COUNT && (uint64_t)count <= (r->n - r->at) / min_bytes;
 }
 
-/* A string into the arena (NULL with r->bad set when it cannot be). */
-static char *get_str(rbuf *r, gaio_arena *a) {
+/* A string into the bump allocator (NULL with r->bad set when it cannot be). */
+static char *get_str(rbuf *r, gaio_bump *a) {
     uint32_t n = get_u32(r);
     if (r->bad) return NULL;
     if (n > r->n - r->at) {
         fail(r, "a string runs past the end");
         return NULL;
     }
-    char *s = gaio__arena_alloc(a, (size_t)n + 1);
+    char *s = gaio__bump_alloc(a, (size_t)n + 1);
     if (!s) {
         fail(r, "out of host memory");
         return NULL;
@@ -367,7 +367,7 @@ static bool count_dims(int32_t ndim, const int64_t *dims, uint64_t *out) {
 }
 
 /* Optional constant data of elem over dims: the byte count must be the shape's. */
-static void *get_data(rbuf *r, gaio_arena *a, int32_t elem, int32_t ndim, const int64_t *dims, size_t *bytes) {
+static void *get_data(rbuf *r, gaio_bump *a, int32_t elem, int32_t ndim, const int64_t *dims, size_t *bytes) {
     *bytes = 0;
     if (!get_u8(r)) return NULL;
     uint64_t n = get_u64(r), count = 0;
@@ -377,7 +377,7 @@ static void *get_data(rbuf *r, gaio_arena *a, int32_t elem, int32_t ndim, const 
         fail(r, "a constant's size does not match its type and shape");
         return NULL;
     }
-    void *p = gaio__arena_alloc(a, (size_t)n ? (size_t)n : 1);
+    void *p = gaio__bump_alloc(a, (size_t)n ? (size_t)n : 1);
     if (!p) {
         fail(r, "out of host memory");
         return NULL;
@@ -393,7 +393,7 @@ static bool known_elem(int32_t e) {
 
 static void get_graph(rbuf *r, mgraph *g) {
     g->ir_version = get_i64(r), g->opset = get_i64(r);
-    g->producer = get_str(r, &g->arena);
+    g->producer = get_str(r, &g->bump);
     int32_t nv = get_i32(r);
     if (!fits(r, nv, 19)) fail(r, "its value count is out of range");
     if (r->bad) return;
@@ -402,7 +402,7 @@ static void get_graph(rbuf *r, mgraph *g) {
     g->nvalues = g->cap_values = nv;
     for (int32_t i = 0; i < nv && !r->bad; i++) {
         mvalue *v = &g->values[i];
-        v->name = get_str(r, &g->arena);
+        v->name = get_str(r, &g->bump);
         v->elem = get_i32(r), v->ndim = get_i32(r);
         if (!known_elem(v->elem) || v->ndim < -1 || v->ndim > GAIO_MODEL_MAX_NDIM)
             FAIL_RETURN(r, "a value's type or rank is out of range");
@@ -411,8 +411,8 @@ static void get_graph(rbuf *r, mgraph *g) {
             v->dims[d] = get_i64(r);
             if (v->dims[d] < -1) FAIL_RETURN(r, "a value has a negative dimension");
         }
-        for (int32_t d = 0; d < nd; d++) v->dim_names[d] = get_str(r, &g->arena);
-        v->data = get_data(r, &g->arena, v->elem, nd, v->dims, &v->bytes);
+        for (int32_t d = 0; d < nd; d++) v->dim_names[d] = get_str(r, &g->bump);
+        v->data = get_data(r, &g->bump, v->elem, nd, v->dims, &v->bytes);
         v->producer = get_i32(r), v->is_input = get_u8(r) != 0, v->is_output = get_u8(r) != 0;
     }
     int32_t nn = get_i32(r);
@@ -423,15 +423,15 @@ static void get_graph(rbuf *r, mgraph *g) {
     g->nnodes = nn;
     for (int32_t i = 0; i < nn && !r->bad; i++) {
         mnode *n = &g->nodes[i];
-        n->name = get_str(r, &g->arena), n->op_type = get_str(r, &g->arena);
+        n->name = get_str(r, &g->bump), n->op_type = get_str(r, &g->bump);
         int32_t op = get_i32(r);
         n->nin = get_i32(r), n->nout = get_i32(r);
         if (op < 0 || op >= OP_COUNT || n->nin < 0 || n->nin > MAX_NODE_IO || n->nout < 1 || n->nout > MAX_NODE_IO ||
             !fits(r, (int64_t)n->nin + n->nout, 4))
             FAIL_RETURN(r, "a node's operator or input / output count is out of range");
         n->op = (model_op)op;
-        n->in = gaio__arena_array(&g->arena, (size_t)n->nin + 1, sizeof *n->in);
-        n->out = gaio__arena_array(&g->arena, (size_t)n->nout + 1, sizeof *n->out);
+        n->in = gaio__bump_array(&g->bump, (size_t)n->nin + 1, sizeof *n->in);
+        n->out = gaio__bump_array(&g->bump, (size_t)n->nout + 1, sizeof *n->out);
         if (!n->in || !n->out) FAIL_RETURN(r, "out of host memory");
         for (int32_t j = 0; j < n->nin; j++)
             if ((n->in[j] = get_i32(r)) < -1 || n->in[j] >= nv) FAIL_RETURN(r, "a node reads a value that does not exist");
@@ -446,7 +446,7 @@ static void get_graph(rbuf *r, mgraph *g) {
     for (int io = 0; io < 2 && !r->bad; io++) {
         int32_t n = get_i32(r);
         if (n < 0 || n > nv || !fits(r, n, 4)) FAIL_RETURN(r, "its input or output count is out of range");
-        int32_t *list = gaio__arena_array(&g->arena, (size_t)n + 1, sizeof *list);
+        int32_t *list = gaio__bump_array(&g->bump, (size_t)n + 1, sizeof *list);
         if (!list) FAIL_RETURN(r, "out of host memory");
         for (int32_t i = 0; i < n; i++)
             if ((list[i] = get_i32(r)) < 0 || list[i] >= nv) FAIL_RETURN(r, "a graph input or output does not exist");
@@ -526,7 +526,7 @@ static void get_plan(rbuf *r, gaio_engine *e) {
             if ((c->dims[d] = get_i64(r)) < 0) FAIL_RETURN(r, "a folded constant has a negative dimension");
         p->nextra = i + 1;
         size_t bytes = 0;
-        void *data = get_data(r, &g->arena, c->elem, c->ndim, c->dims, &bytes);
+        void *data = get_data(r, &g->bump, c->elem, c->ndim, c->dims, &bytes);
         if (data) { /* the plan frees its constants: a copy of its own */
             c->data = malloc(bytes ? bytes : 1);
             if (!c->data) FAIL_RETURN(r, "out of host memory");

@@ -4,8 +4,8 @@
  *
  * The loader (onnx_load.c) builds it from the protobuf; the operator table (ops.c)
  * knows each operator's attributes, output shapes and, for the shape-only operators,
- * how to fold them to constants. Everything lives in the graph's arena and goes with
- * the model. */
+ * how to fold them to constants. Everything lives in the graph's bump allocator
+ * (model/bump.h) and goes with the model. */
 #ifndef GAIO_MODEL_GRAPH_H
 #define GAIO_MODEL_GRAPH_H
 
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "gaio/model.h"
-#include "model/arena.h"
+#include "model/bump.h"
 
 /* ONNX TensorProto element types gaio handles (the protobuf's numbers). */
 enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_F16 = 10 };
@@ -114,7 +114,7 @@ typedef struct mnode {
 } mnode;
 
 typedef struct mgraph {
-    gaio_arena arena;
+    gaio_bump bump;
     mvalue *values;
     int32_t nvalues, cap_values;
     mnode *nodes;        /* topological order once loaded */

@@ -16,10 +16,8 @@
 #include <onnx/onnx.pb-c.h>
 
 #include "core/error.h"
+#include "core/fail.h"
 #include "model/model_internal.h"
-
-#define BAD(...) gaio__fail(GAIO_ERR_INVALID_ARG, fn, __VA_ARGS__)
-#define UNSUPPORTED(...) gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, __VA_ARGS__)
 
 #define MIN_OPSET 7
 #define MAX_OPSET 22
@@ -37,7 +35,7 @@ int32_t gaio__graph_add_value(mgraph *g, const char *name) {
     }
     mvalue *v = &g->values[g->nvalues];
     memset(v, 0, sizeof *v);
-    v->name = gaio__arena_strdup(&g->arena, name);
+    v->name = gaio__bump_strdup(&g->bump, name);
     if (!v->name) return -1;
     v->ndim = -1;
     v->producer = -1;
@@ -56,7 +54,7 @@ int32_t gaio__graph_find(const mgraph *g, const char *name) {
 void gaio__graph_free(mgraph *g) {
     free(g->values);
     free(g->nodes);
-    gaio__arena_free(&g->arena);
+    gaio__bump_free(&g->bump);
     memset(g, 0, sizeof *g);
 }
 
@@ -77,8 +75,8 @@ static gaio_status external_path(const char *fn, const char *what, const char *d
     return GAIO_OK;
 }
 
-/* The tensor's bytes from its external file into arena memory (*out), allocated only
- * once the file is known to hold them. */
+/* The tensor's bytes from its external file into the graph's bump allocator (*out),
+ * allocated only once the file is known to hold them. */
 static gaio_status read_external(const char *fn, mgraph *g, const Onnx__TensorProto *t, const char *what,
                                  const char *dir, uint64_t bytes, void **out) {
     const char *location = NULL;
@@ -121,7 +119,7 @@ static gaio_status read_external(const char *fn, mgraph *g, const Onnx__TensorPr
         return BAD("%s's external data (%llu bytes from offset %llu) runs past the end of %.300s (%lld bytes)", what,
                    (unsigned long long)bytes, (unsigned long long)offset, path, (long long)sb.st_size);
     }
-    char *dst = gaio__arena_alloc(&g->arena, bytes ? (size_t)bytes : 1);
+    char *dst = gaio__bump_alloc(&g->bump, bytes ? (size_t)bytes : 1);
     if (!dst) {
         close(fd);
         return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for %s (%llu bytes)", what,
@@ -180,7 +178,7 @@ static gaio_status tensor_into(const char *fn, mgraph *g, const Onnx__TensorProt
     if (external) {
         gaio_status st = read_external(fn, g, t, what, dir, bytes, &data);
         if (st != GAIO_OK) return st;
-    } else if (!(data = gaio__arena_alloc(&g->arena, bytes ? (size_t)bytes : 1))) {
+    } else if (!(data = gaio__bump_alloc(&g->bump, bytes ? (size_t)bytes : 1))) {
         return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for %s (%llu bytes)", what,
                           (unsigned long long)bytes);
     } else if (t->has_raw_data) {
@@ -232,7 +230,7 @@ static gaio_status input_type(const char *fn, mgraph *g, const Onnx__ValueInfoPr
         } else {
             v->dims[i] = -1;
             const char *p = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? d->dim_param : "?";
-            if (!(v->dim_names[i] = gaio__arena_strdup(&g->arena, p)))
+            if (!(v->dim_names[i] = gaio__bump_strdup(&g->bump, p)))
                 return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
         }
     }
@@ -261,7 +259,7 @@ static gaio_status constant_value(const char *fn, mgraph *g, const Onnx__NodePro
         return UNSUPPORTED("%s: attribute '%s' is not supported (value, value_float(s), value_int(s) are)", what, an);
     size_t count = is_list ? (is_float ? a->n_floats : a->n_ints) : 1;
     size_t es = is_float ? 4 : 8;
-    void *data = gaio__arena_array(&g->arena, count ? count : 1, es);
+    void *data = gaio__bump_array(&g->bump, count ? count : 1, es);
     if (!data) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     for (size_t i = 0; i < count; i++) {
         if (is_float)
@@ -341,8 +339,8 @@ static gaio_status nodes(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
     for (size_t i = 0; i < count && st == GAIO_OK; i++) {
         const Onnx__NodeProto *p = gp->node[i];
         mnode *n = &g->nodes[i];
-        n->name = gaio__arena_strdup(&g->arena, p->name);
-        n->op_type = gaio__arena_strdup(&g->arena, p->op_type);
+        n->name = gaio__bump_strdup(&g->bump, p->name);
+        n->op_type = gaio__bump_strdup(&g->bump, p->op_type);
         if (!n->name || !n->op_type) {
             st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
             break;
@@ -365,8 +363,8 @@ static gaio_status nodes(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
             break;
         }
         n->nin = (int32_t)p->n_input, n->nout = (int32_t)p->n_output;
-        n->in = gaio__arena_array(&g->arena, p->n_input + 1, sizeof *n->in);
-        n->out = gaio__arena_array(&g->arena, p->n_output, sizeof *n->out);
+        n->in = gaio__bump_array(&g->bump, p->n_input + 1, sizeof *n->in);
+        n->out = gaio__bump_array(&g->bump, p->n_output, sizeof *n->out);
         if (!n->in || !n->out) {
             st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
             break;
@@ -470,8 +468,8 @@ static gaio_status graph(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
         snprintf(what, sizeof what, "initializer '%.200s'", name);
         if ((st = tensor_into(fn, g, t, what, dir, &g->values[v])) != GAIO_OK) return st;
     }
-    g->inputs = gaio__arena_array(&g->arena, gp->n_input + 1, sizeof *g->inputs);
-    g->outputs = gaio__arena_array(&g->arena, gp->n_output + 1, sizeof *g->outputs);
+    g->inputs = gaio__bump_array(&g->bump, gp->n_input + 1, sizeof *g->inputs);
+    g->outputs = gaio__bump_array(&g->bump, gp->n_output + 1, sizeof *g->outputs);
     if (!g->inputs || !g->outputs) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     for (size_t i = 0; i < gp->n_input; i++) {
         const char *name = str(gp->input[i]->name);
@@ -520,7 +518,7 @@ gaio_status gaio__onnx_load(const char *fn, const void *data, size_t size, const
     char producer[256];
     snprintf(producer, sizeof producer, "%.120s%s%.120s", str(m->producer_name), m->producer_version ? " " : "",
              str(m->producer_version));
-    if (!(g->producer = gaio__arena_strdup(&g->arena, producer))) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    if (!(g->producer = gaio__bump_strdup(&g->bump, producer))) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     else if (g->ir_version < 3) st = UNSUPPORTED("the model's IR version is %lld: gaio loads 3 and later", (long long)g->ir_version);
     else if (!found) st = BAD("the model imports no opset of the default domain");
     else if (g->opset < MIN_OPSET || g->opset > MAX_OPSET)

@@ -101,7 +101,7 @@ static gaio_status norm_axis(const char *fn, const mnode *n, int64_t axis, int r
 static gaio_status fold_alloc(const char *fn, mgraph *g, const mnode *n, mvalue *o, size_t bytes, bool *skip) {
     *skip = bytes > FOLD_MAX;
     if (*skip) return GAIO_OK;
-    o->data = gaio__arena_alloc(&g->arena, bytes);
+    o->data = gaio__bump_alloc(&g->bump, bytes);
     if (!o->data) return FAIL(GAIO_ERR_NO_MEMORY, "out of memory folding %zu bytes", bytes);
     o->bytes = bytes;
     return GAIO_OK;

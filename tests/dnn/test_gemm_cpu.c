@@ -1,5 +1,5 @@
 /* The host GEMM (src/dnn/cpu/gemm_cpu.c, openblas.c) on its own, against a naive
- * double-precision loop: the cases gaio_gemm's own test (tests/test_gemm.c) leaves to
+ * double-precision loop: the cases gaio_gemm's own test (tests/dnn/test_gemm.c) leaves to
  * this one (k = 100000, m = 1 with n = 4099, alpha 0 with NaN in A, broadcast C; run
  * it with GAIO_CPU_WORKERS=1..8 for other splits). Registered as test_gemm_cpu; by
  * hand: `test_gemm_cpu [seed] [--bench]`.
@@ -12,10 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/kmath.h"
 #include "dnn/cpu/openblas.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/gaio.h"
-#include "image/kimg.h"
 
 static unsigned long long rng_state;
 static double urand(void) { /* [-1, 1) */

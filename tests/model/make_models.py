@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ONNX models for tests/test_model_load.c (gaio_model_load and friends).
+"""ONNX models for tests/model/test_model_load.c (gaio_model_load and friends).
 
 Usage: make_models.py OUTDIR [--seed N]. The seed (weights are random; nothing the
 loader checks depends on their values, but test_model_run.c runs the good models
@@ -20,7 +20,7 @@ hard-codes nothing decided here. One record per model, tokens separated by space
             producer) memory (OK, or the status gaio_model_load_memory of the same
             bytes must give: external data needs a file); canary=WEIGHT[,BIAS]
             (optional, for make_reference.py: a layer whose output channels it
-            zeroes one at a time, the canaries tests/test_model_run.c must tell
+            zeroes one at a time, the canaries tests/model/test_model_run.c must tell
             from the model's outputs; layers whose channels each reach many output
             elements, so that none can hide below the tolerance by chance)
     input NAME DTYPE NDIM DIM...   the model's graph inputs, in order; a DIM that
@@ -71,7 +71,7 @@ def layer_weights(name, *shape, gain=2.0, dtype=np.float32):
     sqrt(gain / fan_in), He's initialisation: each layer keeps its input's scale, so
     that the outputs spread over units, not hundredths. With weights of 0.1 the CNNs'
     logits were all within a few hundredths of each other and of zero: inside f16's
-    tolerance, so that a zeroed output channel could pass (tests/test_model_run.c)."""
+    tolerance, so that a zeroed output channel could pass (tests/model/test_model_run.c)."""
     fan_in = int(np.prod(shape[1:]))
     return weights(name, *shape, dtype=dtype, scale=float(np.sqrt(gain / fan_in)))
 

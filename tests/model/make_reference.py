@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """onnxruntime's outputs for the good models of tests/model/make_models.py, which
-tests/test_model_run.c compares gaio_model_run's against.
+tests/model/test_model_run.c compares gaio_model_run's against.
 
 Usage: make_reference.py MODEL_DIR [--seed N] [--venv DIR]
 
@@ -23,7 +23,7 @@ model, tokens separated by spaces:
                                    channel C of that layer zeroed (WEIGHT[C] and
                                    BIAS[C]), on the same inputs; WHAT is "WEIGHT
                                    channel C". One record per output, for every C in
-                                   turn. tests/test_model_run.c checks that gaio's
+                                   turn. tests/model/test_model_run.c checks that gaio's
                                    outputs differ from every canary by more than its
                                    f16 tolerance: that a wrong channel would be seen.
     end
@@ -33,7 +33,7 @@ model, tokens separated by spaces:
 Only the models in ALLOWED_SKIPS, each with the reason and the onnxruntime versions
 it holds for (those that do not know the model's opset), may be skipped: any other
 failure of onnxruntime, or of these models on a newer onnxruntime, fails the script
-(and so the fixture, and the tests that need it). tests/test_model_run.c checks that
+(and so the fixture, and the tests that need it). tests/model/test_model_run.c checks that
 the reference holds every good model of MODEL_DIR/manifest.txt, run or skipped.
 
 Where onnxruntime comes from: this python if it has it; else, given --venv DIR, a

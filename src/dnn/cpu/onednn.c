@@ -12,13 +12,12 @@
  * false and the host convolution takes its own path (conv_gemm.c). It is read on every
  * call, not once, so that a test can run the same process with and without oneDNN; while
  * it is set, libdnnl is not opened at all. */
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dynlib.h"
 #include "dnn/cpu/onednn.h"
 
 #define NO_ONEDNN_ENV "GAIO_DNN_NO_ONEDNN"
@@ -72,21 +71,20 @@ static const char *runtime_name(unsigned r) {
 }
 
 static void load_once(void) {
-    static const char *const lib_name = "libdnnl.so.2";
-    void *lib = dlopen(lib_name, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
+    static const char *const names[] = {"libdnnl.so.2", NULL};
+    const char *const lib_name = names[0];
+    gaio__dynlib lib;
+    if (!gaio__dynlib_open(&lib, &(gaio__dynlib_search){.names = names})) {
         dnnl.status = GAIO_ERR_DRIVER;
         snprintf(dnnl.reason, sizeof dnnl.reason,
-                 "oneDNN is not installed (dlopen %s: %s); install the libdnnl2 package (apt-get install libdnnl2)",
-                 lib_name, e ? e : "failed");
+                 "oneDNN is not installed (dlopen %s: %.300s); "
+                 "install the libdnnl2 package (apt-get install libdnnl2)",
+                 lib_name, lib.why);
         return;
     }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } syms[] = {
-#define SYM(n) {"dnnl_" #n, offsetof(gaio__dnnl_api, n)}
+    static gaio__dnnl_api api; /* the table fills it; gaio__dnnl once all is well */
+    static const gaio__dynsym syms[] = {
+#define SYM(n) {"dnnl_" #n, &api.n, true}
         SYM(version), SYM(engine_create), SYM(engine_destroy), SYM(stream_create), SYM(stream_destroy),
         SYM(stream_wait), SYM(memory_desc_init_by_strides), SYM(memory_desc_init_by_tag),
         SYM(memory_desc_get_size), SYM(memory_desc_equal), SYM(memory_create), SYM(memory_destroy),
@@ -98,27 +96,20 @@ static void load_once(void) {
         SYM(primitive_destroy), SYM(primitive_execute),
 #undef SYM
     };
-    gaio__dnnl_api api;
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        dlerror();
-        void *p = dlsym(lib, syms[i].name);
-        if (!p) {
-            dnnl.status = GAIO_ERR_DRIVER;
-            snprintf(dnnl.reason, sizeof dnnl.reason,
-                     "%s has no %s: not oneDNN 2.x (install the libdnnl2 package: apt-get install libdnnl2)",
-                     lib_name, syms[i].name);
-            dlclose(lib);
-            return;
-        }
-        /* Function pointers stored through their bytes: ISO C has no cast from void *. */
-        memcpy((char *)&api + syms[i].offset, &p, sizeof p);
+    if (!gaio__dynlib_resolve(&lib, syms, sizeof syms / sizeof syms[0])) {
+        dnnl.status = GAIO_ERR_DRIVER;
+        snprintf(dnnl.reason, sizeof dnnl.reason,
+                 "%s has no %s: not oneDNN 2.x (install the libdnnl2 package: apt-get install libdnnl2)",
+                 lib_name, lib.missing);
+        gaio__dynlib_close(&lib);
+        return;
     }
     const dnnl_version_t *v = api.version();
     if (!v || v->major != 2) {
         dnnl.status = GAIO_ERR_DRIVER;
         snprintf(dnnl.reason, sizeof dnnl.reason, "%s is oneDNN %d.%d, gaio needs 2.x (the libdnnl2 package)",
                  lib_name, v ? v->major : 0, v ? v->minor : 0);
-        dlclose(lib);
+        gaio__dynlib_close(&lib);
         return;
     }
     dnnl_status_t st = api.engine_create(&gaio__dnnl_engine, dnnl_cpu, 0);
@@ -126,7 +117,7 @@ static void load_once(void) {
         dnnl.status = GAIO_ERR_DRIVER;
         snprintf(dnnl.reason, sizeof dnnl.reason, "dnnl_engine_create(cpu) failed: %s",
                  gaio__dnnl_status_text(st));
-        dlclose(lib);
+        gaio__dynlib_close(&lib);
         return;
     }
     gaio__dnnl = api;

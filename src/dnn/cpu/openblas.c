@@ -7,11 +7,11 @@
  * pool, one sgemm call per block on one worker each, so OpenBLAS's own threads would
  * only oversubscribe the cores. (The setting is process-wide: a program that calls the
  * same libopenblas itself gets one thread per call too.) */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dynlib.h"
 #include "dnn/cpu/openblas.h"
 
 typedef void (*set_threads_fn)(int);
@@ -28,12 +28,6 @@ static struct {
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
-/* Appends to a fixed buffer, truncating. */
-static void append(char *buf, size_t size, const char *text) {
-    size_t used = strlen(buf);
-    if (used + 1 < size) snprintf(buf + used, size - used, "%s", text);
-}
-
 /* "OpenBLAS 0.3.21" out of "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... MAX_THREADS=64". */
 static void version_of(const char *config, char *out, size_t size) {
     const char *end = config;
@@ -46,50 +40,39 @@ static void version_of(const char *config, char *out, size_t size) {
 }
 
 static void load_once(void) {
-    static const char *const names[] = {"libopenblas.so.0", "libopenblas.so", "libblas.so.3"};
-    char errors[280] = ""; /* dlerror() of each file, "; " between */
-    void *lib = NULL, *sym = NULL;
-    const char *name = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            const char *e = dlerror();
-            if (errors[0]) append(errors, sizeof errors, "; ");
-            append(errors, sizeof errors, e ? e : names[i]);
-            continue;
-        }
-        dlerror();
-        void *s = dlsym(h, "cblas_sgemm");
-        if (!s) {
-            if (errors[0]) append(errors, sizeof errors, "; ");
-            append(errors, sizeof errors, names[i]);
-            append(errors, sizeof errors, " has no cblas_sgemm");
-            dlclose(h);
-            continue;
-        }
-        lib = h;
-        sym = s;
-        name = names[i];
-        break;
-    }
-    if (!lib) {
+    static const char *const names[] = {"libopenblas.so.0", "libopenblas.so", "libblas.so.3", NULL};
+    gaio__dynlib lib;
+    if (!gaio__dynlib_open(&lib, &(gaio__dynlib_search){.names = names, .probe = "cblas_sgemm"})) {
         blas.status = GAIO_ERR_DRIVER;
         snprintf(blas.reason, sizeof blas.reason,
-                 "OpenBLAS is not installed (dlopen libopenblas.so.0, libopenblas.so, libblas.so.3: %s); "
+                 "OpenBLAS is not installed (dlopen libopenblas.so.0, libopenblas.so, libblas.so.3: %.279s); "
                  "install the libopenblas0 package (apt-get install libopenblas0)",
-                 errors);
+                 lib.why);
         return;
     }
+    const char *name = lib.file;
 
-    set_threads_fn set_threads = (set_threads_fn)dlsym(lib, "openblas_set_num_threads");
-    get_threads_fn get_threads = (get_threads_fn)dlsym(lib, "openblas_get_num_threads");
-    get_str_fn get_config = (get_str_fn)dlsym(lib, "openblas_get_config");
-    get_str_fn get_corename = (get_str_fn)dlsym(lib, "openblas_get_corename");
+    void (*sgemm)(void) = NULL; /* gaio__cblas_sgemm_fn or _sgemm64_fn: the configuration says */
+    set_threads_fn set_threads = NULL;
+    get_threads_fn get_threads = NULL;
+    get_str_fn get_config = NULL, get_corename = NULL;
+    const gaio__dynsym syms[] = {
+        {"cblas_sgemm", &sgemm, true}, /* the search's probe */
+        {"openblas_set_num_threads", &set_threads, false},
+        {"openblas_get_num_threads", &get_threads, false},
+        {"openblas_get_config", &get_config, false},
+        {"openblas_get_corename", &get_corename, false},
+    };
+    if (!gaio__dynlib_resolve(&lib, syms, sizeof syms / sizeof syms[0])) { /* unreachable: the probe found it */
+        blas.status = GAIO_ERR_DRIVER;
+        snprintf(blas.reason, sizeof blas.reason, "%s", lib.why);
+        return;
+    }
     const char *config = get_config ? get_config() : NULL;
     const char *core = get_corename ? get_corename() : NULL;
 
-    if (config && strstr(config, "USE64BITINT")) blas.sgemm64 = (gaio__cblas_sgemm64_fn)sym;
-    else blas.sgemm = (gaio__cblas_sgemm_fn)sym;
+    if (config && strstr(config, "USE64BITINT")) blas.sgemm64 = (gaio__cblas_sgemm64_fn)sgemm;
+    else blas.sgemm = (gaio__cblas_sgemm_fn)sgemm;
 
     if (set_threads) set_threads(1);
     int threads = get_threads ? get_threads() : set_threads ? 1 : 0;

@@ -53,7 +53,7 @@ static void hpass_linear(const uint8_t *s, const pre_scratch *sc, int32_t dw, fl
 }
 
 /* The horizontal pass of source row r, from the cache when it is there. */
-static const float *hrow(pre_scratch *sc, const gaio_kview *v, int32_t r, int32_t dw) {
+static const float *hrow(pre_scratch *sc, const gaio_kroi *v, int32_t r, int32_t dw) {
     int slot = r & 1;
     if (sc->tag[slot] != r) {
         hpass_linear((const uint8_t *)(uintptr_t)(v->ptr + (uint64_t)r * v->row_pitch), sc, dw, sc->rows[slot]);
@@ -93,7 +93,7 @@ static void store_row(const pre_job *j, int64_t z, int32_t y, const float *acc) 
 
 /* Output rows [y0, y1) of table image i. */
 static void run_band(const pre_job *j, pre_scratch *sc, int32_t img, int32_t y0, int32_t y1) {
-    const gaio_kview v = j->table->v[img];
+    const gaio_kroi v = j->table->v[img];
     int32_t dw = j->dst.width, dh = j->dst.height, cn = j->cn;
     int64_t z = (int64_t)j->first + img;
     int32_t mx, my;
@@ -207,7 +207,7 @@ static gaio_status preprocess(const gaio_launch_info *info, void *const *args) {
     double reach = 1;
     j.max_row = 0;
     for (int32_t i = 0; i < count; i++) {
-        const gaio_kview *v = &j.table->v[i];
+        const gaio_kroi *v = &j.table->v[i];
         double s = (double)v->height / j.dst.height;
         if (s > reach) reach = s;
         if ((int64_t)v->width * j.cn > j.max_row) j.max_row = (int64_t)v->width * j.cn;

@@ -507,7 +507,7 @@ static void run_range(void *arg, size_t begin, size_t end) {
         int32_t y0 = (int32_t)(row % (size_t)h);
         int32_t y1 = (int32_t)((size_t)(h - y0) < end - row ? h : (int64_t)y0 + (int64_t)(end - row));
         int32_t i = (int32_t)(zl / planes), p = (int32_t)(zl % planes);
-        const gaio_kview *v = &r->tab->v[i];
+        const gaio_kroi *v = &r->tab->v[i];
         const char *sbase = (const char *)(uintptr_t)(v->ptr + (uint64_t)p * v->plane_pitch);
         int64_t z = ((int64_t)r->first + i) * planes + p;
         const plan *pl = r->plans[i];
@@ -546,7 +546,7 @@ static gaio_status resize_host(const gaio_launch_info *info, void *const *args) 
     plan **owned = calloc((size_t)r.count, sizeof *owned);
     if (!owned) st = GAIO_ERR_NO_MEMORY;
     for (int32_t i = 0; i < r.count && st == GAIO_OK; i++) {
-        const gaio_kview *v = &r.tab->v[i];
+        const gaio_kroi *v = &r.tab->v[i];
         for (int32_t j = nplans - 1; j >= 0 && !r.plans[i]; j--)
             if (owned[j]->sw == v->width && owned[j]->sh == v->height) r.plans[i] = owned[j];
         if (r.plans[i]) continue;

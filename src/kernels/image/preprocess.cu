@@ -100,7 +100,7 @@ __device__ __forceinline__ void taps(const uint8_t *rs, int64_t p0, bool same, b
 
 // Rows [y0, y1) by bilinear taps (LINEAR or AREA_LINEAR axes).
 template <int CN, bool F16, bool CHW>
-__device__ void linear_band(const gaio_kview &v, const gaio_kimg &d, char *img, int32_t y0, int32_t y1,
+__device__ void linear_band(const gaio_kroi &v, const gaio_kimg &d, char *img, int32_t y0, int32_t y1,
                             const gaio_rs_axis &ax, const gaio_rs_axis &ay, const Norm &n) {
     const uint8_t *src = (const uint8_t *)(uintptr_t)v.ptr;
     const int32_t last = v.height - 1;
@@ -201,7 +201,7 @@ __device__ __forceinline__ void hbox(const float *vs, const gaio_rs_box &bx, int
 // rows whose box holds it (in row order, as the host kernel does); a finished output
 // row's sums go to shared memory, where each thread sums its output's horizontal box.
 template <int CN, bool F16, bool CHW>
-__device__ void box_band(const gaio_kview &v, const gaio_kimg &d, char *img, int32_t y0, int32_t y1,
+__device__ void box_band(const gaio_kroi &v, const gaio_kimg &d, char *img, int32_t y0, int32_t y1,
                          const gaio_rs_axis &ax, const gaio_rs_axis &ay, const Norm &n, uint8_t *smem) {
     constexpr int SLOTS = BOX_STEP * BOX_STEPS;
     const int32_t T = blockDim.x, tid = threadIdx.x, dw = d.width;
@@ -307,7 +307,7 @@ __device__ __forceinline__ void preprocess(const gaio_ktable &t, const gaio_kimg
     const int32_t i = (int32_t)blockIdx.y, y0 = (int32_t)blockIdx.x * band;
     if (i >= count || y0 >= d.height) return;
     const int32_t y1 = min(y0 + band, d.height);
-    const gaio_kview v = t.v[i];
+    const gaio_kroi v = t.v[i];
     char *img = (char *)(uintptr_t)(d.ptr + (uint64_t)(first + i) * d.image_stride);
     int32_t mx, my;
     gaio_rs_modes(interp, v.width, v.height, d.width, d.height, &mx, &my);

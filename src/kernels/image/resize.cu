@@ -334,7 +334,7 @@ __device__ __forceinline__ typename Work<FIX>::T emit(const Tap<FK, FIX> &t, con
 // Rows [y0, y1) of tile [d0, d1) of plane `plane` of view v into plane dz of dst.
 // Shared memory: x taps of the tile, y taps of the band, one staged row of sums.
 template <class E, int CN, int FK, bool FIX, bool VEC>
-__device__ void resize_rows(const gaio_kview &v, int32_t plane, const gaio_kimg &dst, int64_t dz, int32_t y0,
+__device__ void resize_rows(const gaio_kroi &v, int32_t plane, const gaio_kimg &dst, int64_t dz, int32_t y0,
                             int32_t y1, int32_t d0, int32_t d1, int32_t mx, int32_t my, unsigned char *smem) {
     typedef typename Work<FIX>::T W;
     typedef Tap<FK, FIX> T;
@@ -399,7 +399,7 @@ __device__ void resize_rows(const gaio_kview &v, int32_t plane, const gaio_kimg 
 }
 
 template <class E, int CN, int FK, bool FIX>
-__device__ __forceinline__ void resize_rows_any(const gaio_kview &v, int32_t plane, const gaio_kimg &dst, int64_t dz,
+__device__ __forceinline__ void resize_rows_any(const gaio_kroi &v, int32_t plane, const gaio_kimg &dst, int64_t dz,
                                                 int32_t y0, int32_t y1, int32_t d0, int32_t d1, int32_t mx,
                                                 int32_t my, unsigned char *smem) {
     if (v.row_pitch % kChunkBytes<E, FK> == 0) resize_rows<E, CN, FK, FIX, true>(v, plane, dst, dz, y0, y1, d0, d1, mx, my, smem);
@@ -425,7 +425,7 @@ __device__ void resize_kernel(const gaio_ktable &tab, const gaio_kimg &dst, int3
     const int64_t planes = dst.planes, nz = (int64_t)count * planes;
     for (int64_t z = blockIdx.z; z < nz; z += gridDim.z) {
         const int32_t i = (int32_t)(z / planes), p = (int32_t)(z - (int64_t)i * planes);
-        const gaio_kview &v = tab.v[i];
+        const gaio_kroi &v = tab.v[i];
         const int64_t dz = ((int64_t)first + i) * planes + p;
         int32_t mx, my;
         gaio_rs_modes(interp, v.width, v.height, dst.width, dst.height, &mx, &my);

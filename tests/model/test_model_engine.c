@@ -1,5 +1,5 @@
 /* Engines and execution contexts (gaio_engine_*): every model of the onnxruntime
- * reference (tests/model_ref.h) built as an engine in the model's precision, and
+ * reference (tests/model/model_ref.h) built as an engine in the model's precision, and
  *   1. engines and contexts of several models made, run and released in one process,
  *      in mixed orders (a context released with its run in flight, an engine released
  *      before its context), from several threads at once: every output held to

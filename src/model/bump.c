@@ -1,5 +1,5 @@
-/* The arena: blocks of at least 64 KiB, larger pieces in blocks of their own. */
-#include "model/arena.h"
+/* The bump allocator: blocks of at least 64 KiB, larger pieces in blocks of their own. */
+#include "model/bump.h"
 
 #include <stdalign.h>
 #include <stdint.h>
@@ -8,18 +8,18 @@
 
 #define BLOCK ((size_t)64 << 10)
 
-struct gaio_arena_block {
-    gaio_arena_block *next;
+struct gaio_bump_block {
+    gaio_bump_block *next;
     size_t used, size;
     alignas(max_align_t) unsigned char data[];
 };
 
-void *gaio__arena_alloc(gaio_arena *a, size_t size) {
+void *gaio__bump_alloc(gaio_bump *a, size_t size) {
     size_t al = alignof(max_align_t);
     if (size > SIZE_MAX / 2) return NULL;
     size = (size + al - 1) / al * al;
     if (!size) size = al;
-    gaio_arena_block *b = a->head;
+    gaio_bump_block *b = a->head;
     if (!b || b->size - b->used < size) {
         size_t cap = size > BLOCK ? size : BLOCK;
         b = malloc(sizeof *b + cap);
@@ -41,22 +41,22 @@ void *gaio__arena_alloc(gaio_arena *a, size_t size) {
     return p;
 }
 
-void *gaio__arena_array(gaio_arena *a, size_t n, size_t size) {
+void *gaio__bump_array(gaio_bump *a, size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
-    return gaio__arena_alloc(a, n * size);
+    return gaio__bump_alloc(a, n * size);
 }
 
-char *gaio__arena_strdup(gaio_arena *a, const char *s) {
+char *gaio__bump_strdup(gaio_bump *a, const char *s) {
     if (!s) s = "";
     size_t n = strlen(s) + 1;
-    char *p = gaio__arena_alloc(a, n);
+    char *p = gaio__bump_alloc(a, n);
     if (p) memcpy(p, s, n);
     return p;
 }
 
-void gaio__arena_free(gaio_arena *a) {
+void gaio__bump_free(gaio_bump *a) {
     while (a->head) {
-        gaio_arena_block *b = a->head;
+        gaio_bump_block *b = a->head;
         a->head = b->next;
         free(b);
     }

@@ -7,7 +7,7 @@
  *
  * The same source runs on every backend. The fill kernel has a CUDA twin. A GPU
  * kernel cannot fail softly: a real fault poisons the CUDA context for the whole
- * process (tests/test_cuda_fault.c checks that), so on CUDA devices the failing
+ * process (tests/core/test_cuda_fault.c checks that), so on CUDA devices the failing
  * "kernels" are host functions returning the same status at the same point, and
  * the messages name the host function instead (see launch_fail in support.h). */
 #include <stdatomic.h>

@@ -1,7 +1,7 @@
 /* gaio_model_exec_create / gaio_model_run against onnxruntime: every model that
  * tests/model/make_reference.py ran (the model_reference fixture; GAIO_MODEL_DIR names
  * the models, GAIO_MODEL_DIR/ref holds onnxruntime's inputs and outputs and the
- * manifest saying which is which; tests/model_ref.h reads it) runs here on the same
+ * manifest saying which is which; tests/model/model_ref.h reads it) runs here on the same
  * inputs, and its outputs must agree with onnxruntime's, element by element:
  *   in the model's precision (an exec of precision MODEL):
  *     f32: |got - ref| <= 1e-4 + 1e-4 * |ref|
@@ -79,7 +79,7 @@ typedef struct env {
     char worst_f16_model[256];
 } env;
 
-/* ---- device tensors (tests/model_ref.h binds them: inputs uploaded, outputs
+/* ---- device tensors (tests/model/model_ref.h binds them: inputs uploaded, outputs
  * poisoned with all-ones bytes, NaN in both dtypes) ---- */
 
 /* Outputs poisoned again before a run, so that an output never written cannot pass,
