@@ -2,11 +2,11 @@
  * failure is remembered (with its reason) so that every later op reports it quickly. */
 #include "dnn/cuda/dnn_libs.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dynlib.h"
 #include "core/error.h"
 #include "gaio/dnn.h"
 
@@ -17,42 +17,6 @@ typedef struct lib_state {
     char why[GAIO_MSG_MAX];
     char description[128];
 } lib_state;
-
-/* dlopen's search path first, then the toolkit's default directory (the CUDA
- * libraries are often not on the loader's path). */
-static void *open_first(const char *const *names, const char **file, char *why, size_t why_size) {
-    static const char *const dirs[] = {"", "/usr/local/cuda/lib64/", "/usr/local/cuda/lib/"};
-    size_t used = 0;
-    why[0] = 0;
-    for (size_t d = 0; d < sizeof dirs / sizeof dirs[0]; d++) {
-        for (size_t i = 0; names[i]; i++) {
-            char path[256];
-            snprintf(path, sizeof path, "%s%s", dirs[d], names[i]);
-            void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-            if (h) {
-                *file = names[i];
-                return h;
-            }
-            if (d == 0 && used < why_size) {
-                const char *e = dlerror();
-                int n = snprintf(why + used, why_size - used, "%s%s", used ? "; " : "", e ? e : path);
-                if (n > 0) used += (size_t)n;
-            }
-        }
-    }
-    return NULL;
-}
-
-static bool resolve(void *h, void **slots, const char *const *syms, size_t n, char *why, size_t why_size) {
-    for (size_t i = 0; i < n; i++) {
-        slots[i] = dlsym(h, syms[i]);
-        if (!slots[i]) {
-            snprintf(why, why_size, "%s lacks %s", "the library", syms[i]);
-            return false;
-        }
-    }
-    return true;
-}
 
 #define NAME_OF(fn) #fn,
 static const char *const cudnn_syms[] = {GAIO_CUDNN_FUNCTIONS(NAME_OF)};
@@ -65,19 +29,28 @@ static gaio_cublas_table cublas_t;
 static gaio_cublaslt_table cublaslt_t;
 static lib_state libs[3] = {{.once = PTHREAD_ONCE_INIT}, {.once = PTHREAD_ONCE_INIT}, {.once = PTHREAD_ONCE_INIT}};
 
+/* dlopen's search path first, then the toolkit's default directories (the CUDA
+ * libraries are often not on the loader's path). The table is its functions'
+ * pointers in syms' order. */
 static void load(lib_state *st, const char *const *names, void *table, const char *const *syms, size_t n,
                  const char *pkg) {
-    void *h = open_first(names, &st->file, st->why, sizeof st->why);
-    if (!h) {
-        char tried[GAIO_MSG_MAX];
-        snprintf(tried, sizeof tried, "%s", st->why);
-        snprintf(st->why, sizeof st->why, "cannot open %s (%.300s); install %s", names[0], tried, pkg);
+    static const char *const dirs[] = {"/usr/local/cuda/lib64/", "/usr/local/cuda/lib/", NULL};
+    gaio__dynlib lib;
+    if (!gaio__dynlib_open(&lib, &(gaio__dynlib_search){.names = names, .dirs = dirs})) {
+        snprintf(st->why, sizeof st->why, "cannot open %s (%.300s); install %s", names[0], lib.why, pkg);
         return;
     }
-    char why[GAIO_MSG_MAX];
-    if (!resolve(h, (void **)table, syms, n, why, sizeof why)) {
-        snprintf(st->why, sizeof st->why, "%s: %.300s (too old?)", st->file, why);
-        dlclose(h);
+    st->file = lib.file;
+    gaio__dynsym want[64];
+    if (n > sizeof want / sizeof want[0]) {
+        snprintf(st->why, sizeof st->why, "%s: gaio asks for %zu functions, more than its loader holds", st->file, n);
+        gaio__dynlib_close(&lib);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) want[i] = (gaio__dynsym){syms[i], (void **)table + i, true};
+    if (!gaio__dynlib_resolve(&lib, want, n)) {
+        snprintf(st->why, sizeof st->why, "%s: %.300s (too old?)", st->file, lib.why);
+        gaio__dynlib_close(&lib);
         return;
     }
     st->table = table; /* never closed: handles made from it live until the process ends */
