@@ -9,7 +9,7 @@
 #include "core/object.h"
 #include "core/op_cache.h"
 #include "core/submitter.h"
-#include "cpu/workers.h"
+#include "core/workers.h"
 #ifdef GAIO_HAVE_CUDA
 void gaio__cuda_shutdown(void);
 #endif
@@ -76,7 +76,7 @@ gaio_status gaio__runtime_enter(gaio_context *ctx) {
     pthread_mutex_lock(&rt_lock);
     if (!rt_running) {
         int n = rt_config.cpu_workers > 0 ? rt_config.cpu_workers : default_workers();
-        gaio_status st = gaio__cpu_workers_start(n);
+        gaio_status st = gaio__pool_start(n);
         if (st != GAIO_OK) {
             pthread_mutex_unlock(&rt_lock);
             return st;
@@ -150,7 +150,7 @@ gaio_status gaio_shutdown(void) {
     }
     if (rt_running) {
         gaio__submitters_stop();
-        gaio__cpu_workers_stop();
+        gaio__pool_stop();
 #ifdef GAIO_HAVE_CUDA
         gaio__cuda_shutdown();
 #endif

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "core/object.h"
-#include "cpu/workers.h"
+#include "cpu/cpu_stream.h"
 
 #define HOST_ALIGN 256
 
@@ -35,9 +35,7 @@ static gaio_status cpu_stream_init(gaio_stream *s, void *native) {
     if (native) return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "the host has no native streams to wrap");
     cpu_stream *cs = calloc(1, sizeof *cs);
     if (!cs) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the stream");
-    pthread_mutex_init(&cs->lock, NULL);
-    cs->stream = s;
-    cs->level = s->priority;
+    gaio__cpu_stream_setup(cs, s);
     s->be_data = cs;
     return GAIO_OK;
 }

@@ -7,7 +7,7 @@
 
 #include "core/mpsc.h"
 #include "core/op.h"
-#include "cpu/workers.h"
+#include "core/workers.h"
 #include "cuda/driver.h"
 
 #define GAIO_CUDA_MAX_DEVICES 64
@@ -27,7 +27,7 @@ typedef struct cuda_device {
 
 /* A pending op: retired once the stream's completion slot reaches its ticket. */
 typedef struct cuda_pending {
-    gaio_task task; /* host work (host functions, pageable fills and copies) runs as a pool task */
+    gaio_work task; /* host work (host functions, pageable fills and copies) runs as an urgent pool item */
     gaio_mpsc_node qn;         /* in the stream's pending queue */
     struct cuda_pending *next; /* in a held list, or the engine's list of ops to finish */
     struct cuda_stream *cs;
