@@ -6,13 +6,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/kernel_registry.h"
 #include "core/object.h"
 #include "core/op_cache.h"
 #include "core/submitter.h"
 #include "core/workers.h"
-#ifdef GAIO_HAVE_CUDA
-void gaio__cuda_shutdown(void);
-#endif
 
 _Thread_local bool gaio__on_gaio_thread;
 
@@ -151,9 +149,9 @@ gaio_status gaio_shutdown(void) {
     if (rt_running) {
         gaio__submitters_stop();
         gaio__pool_stop();
-#ifdef GAIO_HAVE_CUDA
-        gaio__cuda_shutdown();
-#endif
+        for (const gaio_backend *const *b = gaio__backends; *b; b++)
+            if ((*b)->shutdown) (*b)->shutdown();
+        gaio__kernels_unload_device_code();
         gaio__op_cache_trim();
         rt_running = false;
     }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/object.h"
+#include "cpu/cpu_backend.h"
 #include "cpu/cpu_stream.h"
 
 #define HOST_ALIGN 256
@@ -62,7 +63,12 @@ static void cpu_mem_free(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_
     free(ptr);
 }
 
-static const gaio_backend cpu_backend = {
+static gaio_status cpu_describe(const char **description) {
+    *description = "ready: device 0, the host";
+    return GAIO_OK;
+}
+
+const gaio_backend gaio__cpu_backend = {
     .name = "cpu",
     .kind = GAIO_DEVICE_HOST,
     .device_count = cpu_device_count,
@@ -74,6 +80,5 @@ static const gaio_backend cpu_backend = {
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .submit = gaio__cpu_submit,
+    .describe = cpu_describe,
 };
-
-const gaio_backend *gaio__cpu_backend(void) { return &cpu_backend; }
