@@ -1,5 +1,5 @@
 /* IEEE binary16 <-> float for tests, round to nearest even: the tests' own, written
- * independently of gaio's converters (src/cpu/half.h, kimg.h) so that they check them. */
+ * independently of gaio's converters (src/core/half.h, kimg.h) so that they check them. */
 #ifndef GAIO_TEST_HALF_H
 #define GAIO_TEST_HALF_H
 

@@ -3,6 +3,8 @@
 #ifndef GAIO_CORE_BACKEND_H
 #define GAIO_CORE_BACKEND_H
 
+#include <stdbool.h>
+
 #include "gaio/gaio.h"
 
 typedef struct gaio_op gaio_op;
@@ -35,14 +37,53 @@ typedef struct gaio_backend {
                                 size_t nheld);
     void (*graph_free)(gaio_context *ctx, void *graph);
 
+    /* ---- The backend as a whole ---- */
+    /* gaio_backend_status: a line on its state (valid on the calling thread until its
+     * next call) and GAIO_OK when it is usable, or the status that says why not.
+     * NULL: "ready". */
+    gaio_status (*describe)(const char **description);
+    /* gaio_shutdown, once no context is alive and the worker pool has stopped: stops
+     * the backend's threads and frees its process-wide state; the next context
+     * starts them again. NULL: nothing to do. */
+    void (*shutdown)(void);
+
+    /* ---- Device code libraries (core/library.c; gaio's own kernels: core/kernel.c).
+     * NULL where the backend loads no device code: the core then answers
+     * GAIO_ERR_NOT_SUPPORTED. fn names the public caller in messages. Handles are
+     * context-independent: one load serves every device and context. ---- */
+    /* From memory (image) or a file (path): one of the two. */
+    gaio_status (*lib_load)(const char *fn, const void *image, const char *path, void **handle);
+    void (*lib_unload)(void *handle);
+    /* Source to a loadable image; *image: malloc'd. */
+    gaio_status (*lib_compile)(const char *fn, const char *source, const char *name, const char *const *options,
+                               size_t noptions, char *log, size_t log_size, void **image);
+    /* The kernel `name` of a library and the sizes of its parameters (*sizes malloc'd,
+     * *nargs entries). With nargs and sizes NULL it only finds the kernel (one of
+     * gaio's own, whose arguments the core knows), and GAIO_ERR_NOT_FOUND sets no
+     * message. */
+    gaio_status (*lib_kernel)(const char *fn, void *handle, const char *name, void **kernel, size_t *nargs,
+                              size_t **sizes);
+    /* Calls each(user, name, kernel) for every kernel of a library (names valid while
+     * it stays loaded); GAIO_ERR_NOT_SUPPORTED, with no message, where the driver
+     * cannot list them (the core then asks lib_kernel by name). */
+    gaio_status (*lib_kernels)(const char *fn, void *handle, void (*each)(void *user, const char *name, void *kernel),
+                               void *user);
+    /* A __device__ (or, managed, __managed__) variable of a library on ctx's device. */
+    gaio_status (*lib_symbol)(const char *fn, void *handle, gaio_context *ctx, const char *name, bool managed,
+                              void **ptr, size_t *bytes);
+
     /* The native interface for library layers (core/native.h, core/native_backend.h):
      * native contexts, the driver's entry points, the exclusive section. NULL where the
      * backend has no native side (the host's). */
     const gaio_native_ops *native;
 } gaio_backend;
 
-const gaio_backend *gaio__cpu_backend(void);
-/* NULL when this build has no CUDA backend. */
-const gaio_backend *gaio__cuda_backend(void);
+/* The backends of this build, the host's first, ending with NULL. Device 0 is the
+ * host; each further backend's devices follow in turn. Defined by the top of the
+ * library (src/gaio.c), the one file that knows which backends a build has. */
+extern const gaio_backend *const gaio__backends[];
+
+/* The first backend of the build that loads device code libraries, or NULL. */
+const gaio_backend *gaio__code_backend(void);
 
 #endif

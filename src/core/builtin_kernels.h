@@ -1,21 +1,11 @@
-/* Kernels gaio itself launches (random numbers, later image ops). Their names
- * start with gaio_ and match the CUDA kernels in src/kernels, so one launch
- * path serves every backend. */
+/* Kernels gaio itself launches (its random numbers, the image and DNN ops). Their
+ * names start with gaio_ and match the CUDA kernels in src/kernels, so one launch
+ * path serves every backend. Each layer registers its own (core/kernel_registry.h). */
 #ifndef GAIO_CORE_BUILTIN_KERNELS_H
 #define GAIO_CORE_BUILTIN_KERNELS_H
 
+#include "core/kernel_registry.h"
 #include "gaio/kernel.h"
-
-typedef struct gaio_builtin_kernel {
-    const char *name;
-    gaio_host_kernel fn;
-    size_t nargs;
-    const size_t *arg_sizes;
-} gaio_builtin_kernel;
-
-/* The host implementations: tables each ending with an entry whose name is NULL,
- * the list of tables ending with NULL (src/cpu/builtin_kernels.c). */
-const gaio_builtin_kernel *const *gaio__builtin_kernel_tables(void);
 
 /* A reference to a registered built-in kernel. */
 gaio_status gaio__kernel_builtin(const char *name, gaio_kernel **out);

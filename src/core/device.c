@@ -1,33 +1,35 @@
-/* The device table: device 0 is the host, CUDA devices follow. */
+/* The device table: device 0 is the host, then each further backend's devices in
+ * the order of gaio__backends (CUDA devices follow the host). */
 #include <string.h>
 
 #include "core/object.h"
 
-static int cuda_count(void) {
-    const gaio_backend *cuda = gaio__cuda_backend();
-    return cuda ? cuda->device_count() : 0;
-}
-
 gaio_status gaio__device_backend_for(const char *fn, int device, const gaio_backend **be, int *ordinal) {
-    if (device == 0) {
-        *be = gaio__cpu_backend();
-        *ordinal = 0;
-        return GAIO_OK;
+    int first = 0, total = 0;
+    for (const gaio_backend *const *b = gaio__backends; *b; b++) {
+        int n = (*b)->device_count();
+        if (device >= first && device < first + n) {
+            *be = *b;
+            *ordinal = device - first;
+            return GAIO_OK;
+        }
+        first += n;
+        total += n;
     }
-    int n = cuda_count();
-    if (device < 0 || device > n)
-        return gaio__fail(GAIO_ERR_NOT_FOUND, fn,
-                          "device %d does not exist; devices are 0 (the host)%s (this process has %d CUDA device%s%s)",
-                          device, n ? " and 1.." : "", n, n == 1 ? "" : "s",
-                          gaio__cuda_backend() ? "" : "; this build has no CUDA backend");
-    *be = gaio__cuda_backend();
-    *ordinal = device - 1;
-    return GAIO_OK;
+    int cuda = total - 1; /* devices past the host */
+    bool have_cuda = false;
+    for (const gaio_backend *const *b = gaio__backends; *b; b++) have_cuda |= (*b)->kind == GAIO_DEVICE_CUDA;
+    return gaio__fail(GAIO_ERR_NOT_FOUND, fn,
+                      "device %d does not exist; devices are 0 (the host)%s (this process has %d CUDA device%s%s)",
+                      device, cuda ? " and 1.." : "", cuda, cuda == 1 ? "" : "s",
+                      have_cuda ? "" : "; this build has no CUDA backend");
 }
 
 gaio_status gaio_device_count(int *count) {
     GAIO_REQUIRE_PTR(count);
-    *count = 1 + cuda_count();
+    int n = 0;
+    for (const gaio_backend *const *b = gaio__backends; *b; b++) n += (*b)->device_count();
+    *count = n;
     return GAIO_OK;
 }
 
@@ -36,17 +38,16 @@ gaio_status gaio_backend_status(gaio_device_kind kind, const char **description)
     *description = "";
     GAIO_REQUIRE(kind == GAIO_DEVICE_HOST || kind == GAIO_DEVICE_CUDA, "kind %d is not a gaio_device_kind",
                  (int)kind);
-    if (kind == GAIO_DEVICE_HOST) {
-        *description = "ready: device 0, the host";
-        return GAIO_OK;
+    for (const gaio_backend *const *b = gaio__backends; *b; b++) {
+        if ((*b)->kind != kind) continue;
+        if (!(*b)->describe) {
+            *description = "ready";
+            return GAIO_OK;
+        }
+        return (*b)->describe(description);
     }
-#ifdef GAIO_HAVE_CUDA
-    extern gaio_status gaio__cuda_describe(const char **description);
-    return gaio__cuda_describe(description);
-#else
     *description = "not built: no CUDA toolkit was found when this libgaio was built";
     return GAIO_ERR_NOT_SUPPORTED;
-#endif
 }
 
 gaio_status gaio_device_get_props(int device, gaio_device_props *props) {
@@ -59,11 +60,8 @@ gaio_status gaio_device_get_props(int device, gaio_device_props *props) {
     return be->device_props(ordinal, props);
 }
 
-const gaio_backend *gaio__cuda_backend(void) {
-#ifdef GAIO_HAVE_CUDA
-    extern const gaio_backend *gaio__cuda_backend_table(void);
-    return gaio__cuda_backend_table();
-#else
+const gaio_backend *gaio__code_backend(void) {
+    for (const gaio_backend *const *b = gaio__backends; *b; b++)
+        if ((*b)->lib_load) return *b;
     return NULL;
-#endif
 }

@@ -12,6 +12,8 @@
 #define MAX_SHARED_BYTES ((size_t)227 << 10) /* the most any current GPU gives one block */
 #define MAX_BLOCK_THREADS 1024u
 
+#define MAX_SETS 16
+
 typedef struct reg_entry {
     struct reg_entry *next;
     gaio_kernel *kernel;
@@ -19,7 +21,27 @@ typedef struct reg_entry {
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static reg_entry *reg_head;
-static bool reg_builtins_done;
+
+/* A registered kernel set and, once its device code is loaded, its libraries. */
+typedef struct kernel_set_state {
+    const gaio_kernel_set *set;
+    /* The rest under code_lock; loaded again after gaio_shutdown unloads it. */
+    bool loaded;            /* tried since the last gaio_shutdown: status tells how it went */
+    gaio_status status;
+    char msg[GAIO_MSG_MAX]; /* why it failed, without the caller's name */
+    const gaio_backend *be; /* the backend that loaded it */
+    void **libs;
+    size_t nlibs;
+    bool listed; /* lib_kernels bound every kernel it has: no lookups by name */
+} kernel_set_state;
+
+static kernel_set_state sets[MAX_SETS]; /* under reg_lock until registered, then set never changes */
+static int nsets;
+static pthread_once_t sets_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t code_lock = PTHREAD_MUTEX_INITIALIZER; /* taken before reg_lock */
+
+/* The layers register their sets the first time the registry is used (not under reg_lock). */
+static void ensure_sets(void) { pthread_once(&sets_once, gaio__register_layers); }
 
 void gaio__kernel_ref(gaio_kernel *k) { gaio__ref_inc(&k->ref); }
 
@@ -116,26 +138,33 @@ static gaio_status reg_join(const char *fn, const char *name, gaio_host_kernel h
     return GAIO_OK;
 }
 
-static void reg_ensure_builtins(void) {
-    if (reg_builtins_done) return;
-    reg_builtins_done = true;
-    for (const gaio_builtin_kernel *const *t = gaio__builtin_kernel_tables(); *t; t++)
+void gaio__kernels_register(const gaio_kernel_set *set) {
+    pthread_mutex_lock(&reg_lock);
+    if (nsets == MAX_SETS) { /* a build with more layers than this needs MAX_SETS raised */
+        pthread_mutex_unlock(&reg_lock);
+        return;
+    }
+    kernel_set_state *state = &sets[nsets++];
+    state->set = set;
+    for (const gaio_builtin_kernel *const *t = set->host; *t; t++)
         for (const gaio_builtin_kernel *b = *t; b->name; b++)
-            (void)reg_join("gaio", b->name, b->fn, NULL, NULL, b->nargs, b->arg_sizes, NULL);
+            if (reg_join("gaio", b->name, b->fn, NULL, NULL, b->nargs, b->arg_sizes, NULL) == GAIO_OK)
+                reg_find(b->name)->kernel->set = state;
+    pthread_mutex_unlock(&reg_lock);
 }
 
 gaio_status gaio__kernel_bind_cuda(const char *fn, const char *name, void *cu_kernel, gaio_library *lib, size_t nargs,
                                    const size_t *arg_sizes, gaio_kernel **out) {
+    ensure_sets();
     pthread_mutex_lock(&reg_lock);
-    reg_ensure_builtins();
     gaio_status st = reg_join(fn, name, NULL, cu_kernel, lib, nargs, arg_sizes, out);
     pthread_mutex_unlock(&reg_lock);
     return st;
 }
 
 gaio_status gaio__kernel_builtin(const char *name, gaio_kernel **out) {
+    ensure_sets();
     pthread_mutex_lock(&reg_lock);
-    reg_ensure_builtins();
     reg_entry *e = reg_find(name);
     if (e) gaio__kernel_ref(e->kernel);
     pthread_mutex_unlock(&reg_lock);
@@ -157,8 +186,8 @@ gaio_status gaio_kernel_register(const char *name, gaio_host_kernel fn, size_t n
     for (size_t i = 0; i < nargs; i++)
         GAIO_REQUIRE(arg_sizes[i] > 0 && arg_sizes[i] <= MAX_ARG_BYTES, "arg_sizes[%zu] is %zu; it must be 1..%d", i,
                      arg_sizes[i], MAX_ARG_BYTES);
+    ensure_sets();
     pthread_mutex_lock(&reg_lock);
-    reg_ensure_builtins();
     gaio_status st = reg_join(__func__, name, fn, NULL, NULL, nargs, arg_sizes, out);
     pthread_mutex_unlock(&reg_lock);
     return st;
@@ -179,19 +208,124 @@ gaio_status gaio_kernel_unregister(const char *name) {
     return GAIO_OK;
 }
 
-void gaio__kernel_forget_builtin_handles(void) {
+/* lib_kernels' callback: binds a kernel of the set being loaded to its handle. */
+static void bind_listed(void *user, const char *name, void *handle) {
+    kernel_set_state *state = user;
+    pthread_mutex_lock(&reg_lock);
+    reg_entry *e = reg_find(name);
+    if (e && e->kernel->set == state) {
+        void *expected = NULL;
+        atomic_compare_exchange_strong(&e->kernel->cu_kernel, &expected, handle);
+    }
+    pthread_mutex_unlock(&reg_lock);
+}
+
+/* Under code_lock: loads the set's device code with be, and binds what it can list. */
+static void set_load(const char *fn, const gaio_backend *be, kernel_set_state *state) {
+    const gaio_kernel_set *set = state->set;
+    state->loaded = true;
+    state->be = be;
+    state->status = GAIO_OK;
+    size_t n = 0;
+    while (set->device[n].name) n++;
+    state->libs = calloc(n ? n : 1, sizeof *state->libs);
+    if (!state->libs) {
+        state->status = GAIO_ERR_NO_MEMORY;
+        snprintf(state->msg, sizeof state->msg, "out of host memory for gaio's %s kernels", set->layer);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const gaio_device_code *code = &set->device[i];
+        void *handle;
+        gaio_status st = be->lib_load(fn, code->data, NULL, &handle);
+        if (st != GAIO_OK) {
+            const char *why = gaio_last_error();
+            size_t skip = strlen(fn);
+            if (strncmp(why, fn, skip) == 0 && strncmp(why + skip, ": ", 2) == 0) why += skip + 2;
+            state->status = st;
+            snprintf(state->msg, sizeof state->msg, "loading gaio's %s kernels (%s): %s", set->layer, code->name,
+                     why);
+            return;
+        }
+        state->libs[state->nlibs++] = handle;
+    }
+    bool listed = be->lib_kernels != NULL;
+    for (size_t i = 0; listed && i < state->nlibs; i++)
+        listed = be->lib_kernels(fn, state->libs[i], bind_listed, state) == GAIO_OK;
+    state->listed = listed;
+}
+
+gaio_status gaio__kernel_device_handle(const char *fn, const gaio_backend *be, gaio_kernel *k, void **out) {
+    void *h = atomic_load_explicit(&k->cu_kernel, memory_order_acquire);
+    if (h) {
+        *out = h;
+        return GAIO_OK;
+    }
+    kernel_set_state *state = k->set;
+    if (!state)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
+                          "kernel '%s' has only a host implementation; to run it on a GPU, load a CUDA "
+                          "library that defines it (gaio_library_load_data, _load_file or _compile)",
+                          k->name);
+    if (!be->lib_load)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "the %s backend loads no device code", be->name);
+    /* Only until the kernel's handle is cached: launches after the first skip this. */
+    pthread_mutex_lock(&code_lock);
+    if (!state->loaded) set_load(fn, be, state);
+    gaio_status st = state->status;
+    if (st == GAIO_OK && state->be != be)
+        st = gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "gaio's %s kernels are loaded by the %s backend already",
+                        state->set->layer, state->be->name);
+    else if (st != GAIO_OK)
+        st = gaio__fail(st, fn, "%s", state->msg);
+    if (st == GAIO_OK) {
+        h = atomic_load_explicit(&k->cu_kernel, memory_order_acquire);
+        for (size_t i = 0; !h && !state->listed && i < state->nlibs; i++)
+            if (be->lib_kernel(fn, state->libs[i], k->name, &h, NULL, NULL) != GAIO_OK) h = NULL;
+    }
+    pthread_mutex_unlock(&code_lock);
+    if (st != GAIO_OK) return st;
+    if (!h)
+        return gaio__fail(GAIO_ERR_NOT_FOUND, fn, "built-in kernel '%s' is missing from gaio's %s device code",
+                          k->name, state->set->layer);
+    void *expected = NULL;
+    if (!atomic_compare_exchange_strong(&k->cu_kernel, &expected, h)) h = expected;
+    *out = h;
+    return GAIO_OK;
+}
+
+void gaio__kernels_unload_device_code(void) {
+    pthread_mutex_lock(&code_lock);
+    pthread_mutex_lock(&reg_lock);
+    int n = nsets;
+    pthread_mutex_unlock(&reg_lock);
+    for (int i = 0; i < n; i++) {
+        kernel_set_state *state = &sets[i];
+        if (!state->loaded) continue;
+        for (size_t j = 0; j < state->nlibs; j++) state->be->lib_unload(state->libs[j]);
+        free(state->libs);
+        state->libs = NULL;
+        state->nlibs = 0;
+        state->loaded = false;
+        state->listed = false;
+        state->status = GAIO_OK;
+        state->be = NULL;
+    }
+    /* Handles of gaio's own kernels went with their libraries; those of users'
+     * libraries (k->lib) stay: the libraries do. */
     pthread_mutex_lock(&reg_lock);
     for (reg_entry *e = reg_head; e; e = e->next)
         if (!e->kernel->lib) atomic_store_explicit(&e->kernel->cu_kernel, NULL, memory_order_release);
     pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_unlock(&code_lock);
 }
 
 gaio_status gaio_kernel_find(const char *name, gaio_kernel **out) {
     GAIO_REQUIRE_PTR(out);
     *out = NULL;
     GAIO_REQUIRE_PTR(name);
+    ensure_sets();
     pthread_mutex_lock(&reg_lock);
-    reg_ensure_builtins();
     reg_entry *e = reg_find(name);
     if (e) gaio__kernel_ref(e->kernel);
     pthread_mutex_unlock(&reg_lock);

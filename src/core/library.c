@@ -1,26 +1,35 @@
 /* Device code libraries: argument checks and lifetimes here, the driver work in
- * the CUDA backend (src/cuda/cuda_library.c). */
+ * the backend that loads device code (its table's lib_* entries; the CUDA backend's
+ * are in src/cuda/cuda_library.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/library_backend.h"
 #include "core/object.h"
+
+/* The backend that loads device code, or a failure that names fn. */
+static gaio_status code_backend(const char *fn, const gaio_backend **be) {
+    *be = gaio__code_backend();
+    if (*be) return GAIO_OK;
+    return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
+                      "device code libraries need the CUDA backend, which this libgaio was built without");
+}
 
 void gaio__library_ref(gaio_library *lib) { gaio__ref_inc(&lib->ref); }
 
 void gaio__library_unref(gaio_library *lib) {
     if (!gaio__ref_dec(&lib->ref)) return;
-    gaio__lib_unload(lib->handle);
+    lib->be->lib_unload(lib->handle);
     free(lib);
 }
 
-static gaio_status library_new(void *handle, gaio_library **out) {
+static gaio_status library_new(const gaio_backend *be, void *handle, gaio_library **out) {
     gaio_library *lib = calloc(1, sizeof *lib);
     if (!lib) {
-        gaio__lib_unload(handle);
+        be->lib_unload(handle);
         return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the library");
     }
     gaio__ref_init(&lib->ref);
+    lib->be = be;
     lib->handle = handle;
     *out = lib;
     return GAIO_OK;
@@ -30,9 +39,12 @@ gaio_status gaio_library_load_data(const void *image, gaio_library **out) {
     GAIO_REQUIRE_PTR(out);
     *out = NULL;
     GAIO_REQUIRE_PTR(image);
+    const gaio_backend *be;
+    gaio_status st = code_backend(__func__, &be);
+    if (st != GAIO_OK) return st;
     void *handle;
-    gaio_status st = gaio__lib_load(__func__, image, NULL, &handle);
-    return st == GAIO_OK ? library_new(handle, out) : st;
+    st = be->lib_load(__func__, image, NULL, &handle);
+    return st == GAIO_OK ? library_new(be, handle, out) : st;
 }
 
 gaio_status gaio_library_load_file(const char *path, gaio_library **out) {
@@ -40,9 +52,12 @@ gaio_status gaio_library_load_file(const char *path, gaio_library **out) {
     *out = NULL;
     GAIO_REQUIRE_PTR(path);
     GAIO_REQUIRE(*path, "path is empty");
+    const gaio_backend *be;
+    gaio_status st = code_backend(__func__, &be);
+    if (st != GAIO_OK) return st;
     void *handle;
-    gaio_status st = gaio__lib_load(__func__, NULL, path, &handle);
-    return st == GAIO_OK ? library_new(handle, out) : st;
+    st = be->lib_load(__func__, NULL, path, &handle);
+    return st == GAIO_OK ? library_new(be, handle, out) : st;
 }
 
 gaio_status gaio_library_compile(const char *source, const char *program_name, const char *const *options,
@@ -54,14 +69,19 @@ gaio_status gaio_library_compile(const char *source, const char *program_name, c
     GAIO_REQUIRE(noptions == 0 || options != NULL, "options is NULL but noptions is %zu", noptions);
     for (size_t i = 0; i < noptions; i++) GAIO_REQUIRE(options[i] != NULL, "options[%zu] is NULL", i);
     GAIO_REQUIRE(log == NULL || log_size > 0, "log is given but log_size is 0");
+    const gaio_backend *be;
+    gaio_status st = code_backend(__func__, &be);
+    if (st != GAIO_OK) return st;
+    if (!be->lib_compile)
+        return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s backend compiles no device code", be->name);
     void *image = NULL;
-    gaio_status st = gaio__lib_compile(__func__, source, program_name ? program_name : "gaio_program.cu", options,
-                                       noptions, log, log_size, &image);
+    st = be->lib_compile(__func__, source, program_name ? program_name : "gaio_program.cu", options, noptions, log,
+                         log_size, &image);
     if (st != GAIO_OK) return st;
     void *handle;
-    st = gaio__lib_load(__func__, image, NULL, &handle);
+    st = be->lib_load(__func__, image, NULL, &handle);
     free(image);
-    return st == GAIO_OK ? library_new(handle, out) : st;
+    return st == GAIO_OK ? library_new(be, handle, out) : st;
 }
 
 gaio_status gaio_library_retain(gaio_library *lib) {
@@ -83,7 +103,7 @@ gaio_status gaio_library_get_kernel(gaio_library *lib, const char *name, gaio_ke
     GAIO_REQUIRE(*name, "name is empty");
     void *kernel;
     size_t nargs = 0, *sizes = NULL;
-    gaio_status st = gaio__lib_kernel(__func__, lib->handle, name, &kernel, &nargs, &sizes);
+    gaio_status st = lib->be->lib_kernel(__func__, lib->handle, name, &kernel, &nargs, &sizes);
     if (st != GAIO_OK) return st;
     st = gaio__kernel_bind_cuda(__func__, name, kernel, lib, nargs, sizes, out);
     free(sizes);
@@ -99,7 +119,7 @@ static gaio_status get_symbol(const char *fn, gaio_library *lib, gaio_context *c
                               gaio_buffer **out) {
     void *ptr;
     size_t bytes;
-    gaio_status st = gaio__lib_symbol(fn, lib->handle, ctx, name, managed, &ptr, &bytes);
+    gaio_status st = lib->be->lib_symbol(fn, lib->handle, ctx, name, managed, &ptr, &bytes);
     if (st != GAIO_OK) return st;
     gaio__library_ref(lib);
     st = gaio_buffer_wrap(ctx, managed ? GAIO_MEM_MANAGED : GAIO_MEM_DEVICE, ptr, bytes, release_library, lib, out);
@@ -124,30 +144,3 @@ gaio_status gaio_library_get_managed(gaio_library *lib, gaio_context *ctx, const
     GAIO_REQUIRE_PTR(name);
     return get_symbol(__func__, lib, ctx, name, true, out);
 }
-
-#ifndef GAIO_HAVE_CUDA
-static gaio_status no_cuda(const char *fn) {
-    return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
-                      "device code libraries need the CUDA backend, which this libgaio was built without");
-}
-gaio_status gaio__lib_load(const char *fn, const void *image, const char *path, void **handle) {
-    (void)image, (void)path, (void)handle;
-    return no_cuda(fn);
-}
-void gaio__lib_unload(void *handle) { (void)handle; }
-gaio_status gaio__lib_compile(const char *fn, const char *source, const char *name, const char *const *options,
-                              size_t noptions, char *log, size_t log_size, void **image) {
-    (void)source, (void)name, (void)options, (void)noptions, (void)log, (void)log_size, (void)image;
-    return no_cuda(fn);
-}
-gaio_status gaio__lib_kernel(const char *fn, void *handle, const char *name, void **kernel, size_t *nargs,
-                             size_t **sizes) {
-    (void)handle, (void)name, (void)kernel, (void)nargs, (void)sizes;
-    return no_cuda(fn);
-}
-gaio_status gaio__lib_symbol(const char *fn, void *handle, gaio_context *ctx, const char *name, bool managed,
-                             void **ptr, size_t *bytes) {
-    (void)handle, (void)ctx, (void)name, (void)managed, (void)ptr, (void)bytes;
-    return no_cuda(fn);
-}
-#endif

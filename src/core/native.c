@@ -6,11 +6,11 @@
 #include "core/native_backend.h"
 #include "core/object.h"
 
+/* The build's backend of a device kind (core/backend.h's list), or NULL. */
 static const gaio_native_ops *ops_of_kind(gaio_device_kind kind) {
-    const gaio_backend *be = kind == GAIO_DEVICE_CUDA ? gaio__cuda_backend()
-                             : kind == GAIO_DEVICE_HOST ? gaio__cpu_backend()
-                                                        : NULL;
-    return be ? be->native : NULL;
+    for (const gaio_backend *const *be = gaio__backends; *be; be++)
+        if ((*be)->kind == kind) return (*be)->native;
+    return NULL;
 }
 
 void *gaio__native_stream(gaio_stream *stream) { return stream->native; }

@@ -111,17 +111,17 @@ struct gaio_kernel {
     size_t *arg_sizes;
     _Atomic(void *) cu_kernel; /* the CUkernel, once resolved (context-independent) */
     gaio_library *lib;         /* the library cu_kernel comes from (a reference), or NULL */
+    struct kernel_set_state *set; /* gaio's own kernels: the registered set (core/kernel.c), else NULL */
 };
 
 struct gaio_library {
     gaio_ref ref;
-    void *handle; /* CUlibrary */
+    const gaio_backend *be; /* the backend that loaded it (its lib_* entries) */
+    void *handle;           /* the backend's (CUDA: a CUlibrary) */
 };
 
 void gaio__library_ref(gaio_library *lib);
 void gaio__library_unref(gaio_library *lib);
-/* gaio's own CUDA kernels were unloaded (gaio_shutdown): their cached handles go. */
-void gaio__kernel_forget_builtin_handles(void);
 /* Registers (or joins) a CUDA kernel under name; arg sizes from the driver. */
 gaio_status gaio__kernel_bind_cuda(const char *fn, const char *name, void *cu_kernel, gaio_library *lib, size_t nargs,
                                    const size_t *arg_sizes, gaio_kernel **out);

@@ -6,13 +6,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/kernel_registry.h"
 #include "core/object.h"
 #include "core/op_cache.h"
 #include "core/submitter.h"
-#include "cpu/workers.h"
-#ifdef GAIO_HAVE_CUDA
-void gaio__cuda_shutdown(void);
-#endif
+#include "core/workers.h"
 
 _Thread_local bool gaio__on_gaio_thread;
 
@@ -76,7 +74,7 @@ gaio_status gaio__runtime_enter(gaio_context *ctx) {
     pthread_mutex_lock(&rt_lock);
     if (!rt_running) {
         int n = rt_config.cpu_workers > 0 ? rt_config.cpu_workers : default_workers();
-        gaio_status st = gaio__cpu_workers_start(n);
+        gaio_status st = gaio__pool_start(n);
         if (st != GAIO_OK) {
             pthread_mutex_unlock(&rt_lock);
             return st;
@@ -150,10 +148,10 @@ gaio_status gaio_shutdown(void) {
     }
     if (rt_running) {
         gaio__submitters_stop();
-        gaio__cpu_workers_stop();
-#ifdef GAIO_HAVE_CUDA
-        gaio__cuda_shutdown();
-#endif
+        gaio__pool_stop();
+        for (const gaio_backend *const *b = gaio__backends; *b; b++)
+            if ((*b)->shutdown) (*b)->shutdown();
+        gaio__kernels_unload_device_code();
         gaio__op_cache_trim();
         rt_running = false;
     }

@@ -5,7 +5,8 @@
 #include <unistd.h>
 
 #include "core/object.h"
-#include "cpu/workers.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/cpu_stream.h"
 
 #define HOST_ALIGN 256
 
@@ -35,9 +36,7 @@ static gaio_status cpu_stream_init(gaio_stream *s, void *native) {
     if (native) return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "the host has no native streams to wrap");
     cpu_stream *cs = calloc(1, sizeof *cs);
     if (!cs) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the stream");
-    pthread_mutex_init(&cs->lock, NULL);
-    cs->stream = s;
-    cs->level = s->priority;
+    gaio__cpu_stream_setup(cs, s);
     s->be_data = cs;
     return GAIO_OK;
 }
@@ -64,7 +63,12 @@ static void cpu_mem_free(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_
     free(ptr);
 }
 
-static const gaio_backend cpu_backend = {
+static gaio_status cpu_describe(const char **description) {
+    *description = "ready: device 0, the host";
+    return GAIO_OK;
+}
+
+const gaio_backend gaio__cpu_backend = {
     .name = "cpu",
     .kind = GAIO_DEVICE_HOST,
     .device_count = cpu_device_count,
@@ -76,6 +80,5 @@ static const gaio_backend cpu_backend = {
     .mem_alloc = cpu_mem_alloc,
     .mem_free = cpu_mem_free,
     .submit = gaio__cpu_submit,
+    .describe = cpu_describe,
 };
-
-const gaio_backend *gaio__cpu_backend(void) { return &cpu_backend; }

@@ -1,12 +1,13 @@
 /* Draining a CPU stream: run ops in order, park on unfinished waits, yield to
  * more urgent streams. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
 #include "core/op.h"
-#include "cpu/workers.h"
+#include "cpu/cpu_stream.h"
 
 /* Ops one worker runs from one stream before letting equally urgent streams in. */
 #define BATCH 64
@@ -92,7 +93,7 @@ static void wake_stream(gaio_future *f, gaio_status status, void *user) {
     if (cs->state == CPU_STREAM_BLOCKED) {
         cs->state = CPU_STREAM_QUEUED;
         pthread_mutex_unlock(&cs->lock);
-        gaio__cpu_rq_push(cs); /* hands over the callback's stream reference */
+        gaio__pool_push(&cs->work, cs->level); /* hands over the callback's stream reference */
         return;
     }
     cs->wake_pending = true; /* the worker has not parked yet; it will see this */
@@ -100,7 +101,9 @@ static void wake_stream(gaio_future *f, gaio_status status, void *user) {
     gaio__stream_unref(cs->stream);
 }
 
-void gaio__cpu_stream_drain(cpu_stream *cs) {
+/* The stream's work item, popped from the run queue: drains the stream. */
+static void stream_drain(gaio_work *w) {
+    cpu_stream *cs = (cpu_stream *)((char *)w - offsetof(cpu_stream, work));
     gaio_stream *s = cs->stream; /* the run queue's reference keeps it alive until the end */
     int ran = 0;
     pthread_mutex_lock(&cs->lock);
@@ -138,16 +141,23 @@ void gaio__cpu_stream_drain(cpu_stream *cs) {
         exec_op(op);
         gaio__op_retire(op);
         pthread_mutex_lock(&cs->lock);
-        if (++ran >= BATCH || gaio__cpu_rq_more_urgent(cs->level)) {
+        if (++ran >= BATCH || gaio__pool_more_urgent(cs->level)) {
             if (cs->head) {
                 cs->state = CPU_STREAM_QUEUED;
                 pthread_mutex_unlock(&cs->lock);
-                gaio__cpu_rq_push(cs); /* the run queue keeps our reference */
+                gaio__pool_push(&cs->work, cs->level); /* the run queue keeps our reference */
                 return;
             }
         }
     }
     gaio__stream_unref(s);
+}
+
+void gaio__cpu_stream_setup(cpu_stream *cs, gaio_stream *s) {
+    pthread_mutex_init(&cs->lock, NULL);
+    cs->work.run = stream_drain;
+    cs->stream = s;
+    cs->level = s->priority;
 }
 
 /* The backend's submit: append, and queue the stream if it was idle. */
@@ -163,7 +173,7 @@ gaio_status gaio__cpu_submit(gaio_op *op) {
     pthread_mutex_unlock(&cs->lock);
     if (queue) {
         gaio__stream_ref(op->stream);
-        gaio__cpu_rq_push(cs);
+        gaio__pool_push(&cs->work, cs->level);
     }
     return GAIO_OK;
 }

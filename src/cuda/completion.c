@@ -136,7 +136,7 @@ static void run_host_op(cuda_pending *p) {
 }
 
 /* A pool worker runs host work so that a slow host function holds up only its stream. */
-static void host_task(gaio_task *t) {
+static void host_task(gaio_work *t) {
     cuda_pending *p = (cuda_pending *)t;
     run_host_op(p);
     engine_hint(); /* keep the engine alert: the ops held behind this one now go to the GPU */
@@ -263,8 +263,8 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     /* After the ops before it have retired: a host function sees the failure of a wait
      * or of a refused op just ahead of it. */
     if (dispatch) {
-        dispatch->task.fn = host_task;
-        gaio__cpu_task_push(&dispatch->task);
+        dispatch->task.run = host_task;
+        gaio__pool_push(&dispatch->task, GAIO_POOL_URGENT);
         *progress = true;
     }
     return false; /* idle only once a later pass finds the queue empty */

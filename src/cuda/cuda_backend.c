@@ -57,11 +57,11 @@ void gaio__cuda_exit(cuda_scope *sc) {
 }
 
 /* gaio_shutdown, with no context alive: the process-wide CUDA state goes too, so
- * that nothing of gaio's keeps a primary context retained or a library loaded. */
-void gaio__cuda_shutdown(void) {
+ * that nothing of gaio's keeps a primary context retained (the core unloads gaio's
+ * own kernel libraries after this, through lib_unload). */
+static void cuda_shutdown(void) {
     gaio__cuda_engine_stop();
     gaio__cuda_slots_release_all();
-    gaio__cuda_kernels_unload();
 }
 
 static int attr(cuda_device *d, CUdevice_attribute a) {
@@ -315,8 +315,7 @@ static void cuda_mem_free(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size
     gaio__cuda_exit(&sc);
 }
 
-gaio_status gaio__cuda_describe(const char **description);
-gaio_status gaio__cuda_describe(const char **description) {
+static gaio_status cuda_describe(const char **description) {
     static _Thread_local char text[320]; /* valid on the calling thread until its next call */
     if (!gaio__cu()) {
         *description = gaio__cu_unavailable_reason();
@@ -359,7 +358,7 @@ static gaio_status cuda_wrap_check(gaio_context *ctx, gaio_mem_kind kind, void *
                                                    : "says it is device memory of another device");
 }
 
-static const gaio_backend cuda_backend = {
+const gaio_backend gaio__cuda_backend = {
     .name = "cuda",
     .kind = GAIO_DEVICE_CUDA,
     .op_space = sizeof(cuda_pending),
@@ -377,8 +376,13 @@ static const gaio_backend cuda_backend = {
     .capture_end = gaio__cuda_capture_end,
     .graph_launch = gaio__cuda_graph_launch,
     .graph_free = gaio__cuda_graph_free,
+    .describe = cuda_describe,
+    .shutdown = cuda_shutdown,
+    .lib_load = gaio__cuda_lib_load,
+    .lib_unload = gaio__cuda_lib_unload,
+    .lib_compile = gaio__cuda_lib_compile,
+    .lib_kernel = gaio__cuda_lib_kernel,
+    .lib_kernels = gaio__cuda_lib_kernels,
+    .lib_symbol = gaio__cuda_lib_symbol,
     .native = &gaio__cuda_native_ops,
 };
-
-const gaio_backend *gaio__cuda_backend_table(void);
-const gaio_backend *gaio__cuda_backend_table(void) { return &cuda_backend; }

@@ -5,9 +5,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/kernel_registry.h"
 #include "core/mpsc.h"
 #include "core/op.h"
-#include "cpu/workers.h"
+#include "core/workers.h"
+#include "cuda/cuda_backend.h"
 #include "cuda/driver.h"
 
 #define GAIO_CUDA_MAX_DEVICES 64
@@ -27,7 +29,7 @@ typedef struct cuda_device {
 
 /* A pending op: retired once the stream's completion slot reaches its ticket. */
 typedef struct cuda_pending {
-    gaio_task task; /* host work (host functions, pageable fills and copies) runs as a pool task */
+    gaio_work task; /* host work (host functions, pageable fills and copies) runs as an urgent pool item */
     gaio_mpsc_node qn;         /* in the stream's pending queue */
     struct cuda_pending *next; /* in a held list, or the engine's list of ops to finish */
     struct cuda_stream *cs;
@@ -118,8 +120,6 @@ gaio_status gaio__cuda_slot_alloc(cuda_device *d, volatile uint64_t **host, CUde
 void gaio__cuda_slot_free(volatile uint64_t *host, CUdeviceptr dev);
 /* At gaio_shutdown (no stream alive): frees the slabs and their context retains. */
 void gaio__cuda_slots_release_all(void);
-/* At gaio_shutdown: unloads gaio's own kernel libraries (cuda_kernels.c). */
-void gaio__cuda_kernels_unload(void);
 
 /* The completion engine (completion.c). */
 gaio_status gaio__cuda_engine_start(void);
@@ -127,15 +127,36 @@ gaio_status gaio__cuda_engine_start(void);
  * retires when the slot passes `ticket`, and the engine owns it from here. */
 void gaio__cuda_track(cuda_stream *cs, cuda_pending *p, uint64_t ticket);
 void gaio__cuda_engine_stop(void);
-/* gaio_shutdown: stops the engine, frees slots, unloads gaio's kernels (cuda_backend.c). */
-void gaio__cuda_shutdown(void);
 void CUDA_CB gaio__cuda_engine_kick(void *unused);
 gaio_wait_policy gaio__cuda_engine_policy(void);
 /* Fails every op of every stream of the device (a fault); later submissions fail too. */
 void gaio__cuda_device_fault(cuda_device *d, gaio_status st, const char *msg);
 
-/* Kernels (cuda_kernels.c): the CUkernel of a gaio kernel, loading gaio's fatbin on demand. */
-gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out);
+/* The backend table's library entries (core/backend.h): cuda_library.c, and
+ * compiling through NVRTC in nvrtc.c. */
+gaio_status gaio__cuda_lib_load(const char *fn, const void *image, const char *path, void **handle);
+void gaio__cuda_lib_unload(void *handle);
+gaio_status gaio__cuda_lib_compile(const char *fn, const char *source, const char *name, const char *const *options,
+                                   size_t noptions, char *log, size_t log_size, void **image);
+gaio_status gaio__cuda_lib_kernel(const char *fn, void *handle, const char *name, void **kernel, size_t *nargs,
+                                  size_t **sizes);
+gaio_status gaio__cuda_lib_kernels(const char *fn, void *handle,
+                                   void (*each)(void *user, const char *name, void *kernel), void *user);
+gaio_status gaio__cuda_lib_symbol(const char *fn, void *handle, gaio_context *ctx, const char *name, bool managed,
+                                  void **ptr, size_t *bytes);
+
+/* The CUkernel of a kernel to launch: cached in it once resolved; gaio's own kernels
+ * are resolved by the core, which loads their layer's device code through the
+ * library entries above on first use (core/kernel_registry.h). */
+static inline gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *k, CUkernel *out) {
+    void *h = atomic_load_explicit(&k->cu_kernel, memory_order_acquire);
+    if (!h) {
+        gaio_status st = gaio__kernel_device_handle(fn, &gaio__cuda_backend, k, &h);
+        if (st != GAIO_OK) return st;
+    }
+    *out = (CUkernel)h;
+    return GAIO_OK;
+}
 
 gaio_status gaio__cuda_submit(gaio_op *op);
 /* Stream capture (cuda_graph.c): the backend table's capture_begin, capture_end,

@@ -1,14 +1,14 @@
-/* Libraries through the driver's context-independent loading (cuLibrary*). */
+/* Libraries through the driver's context-independent loading (cuLibrary*): the
+ * backend table's lib_* entries (compiling: nvrtc.c). */
 #include <stdlib.h>
 
-#include "core/library_backend.h"
 #include "cuda/cuda_internal.h"
 
 static gaio_status need_driver(const char *fn) {
     return gaio__fail(GAIO_ERR_DRIVER, fn, "the CUDA driver is not usable: %s", gaio__cu_unavailable_reason());
 }
 
-gaio_status gaio__lib_load(const char *fn, const void *image, const char *path, void **handle) {
+gaio_status gaio__cuda_lib_load(const char *fn, const void *image, const char *path, void **handle) {
     const gaio_cu_table *cu = gaio__cu();
     if (!cu) return need_driver(fn);
     CUlibrary lib = NULL;
@@ -19,7 +19,7 @@ gaio_status gaio__lib_load(const char *fn, const void *image, const char *path, 
     return GAIO_OK;
 }
 
-void gaio__lib_unload(void *handle) {
+void gaio__cuda_lib_unload(void *handle) {
     const gaio_cu_table *cu = gaio__cu();
     if (cu && handle) cu->cuLibraryUnload((CUlibrary)handle);
 }
@@ -94,12 +94,17 @@ static gaio_status param_sizes(const char *fn, CUkernel k, size_t *n, size_t **s
     return st;
 }
 
-gaio_status gaio__lib_kernel(const char *fn, void *handle, const char *name, void **kernel, size_t *nargs,
-                             size_t **sizes) {
+gaio_status gaio__cuda_lib_kernel(const char *fn, void *handle, const char *name, void **kernel, size_t *nargs,
+                                  size_t **sizes) {
     const gaio_cu_table *cu = gaio__cu();
     if (!cu) return need_driver(fn);
     CUkernel k = NULL;
     CUresult r = cu->cuLibraryGetKernel(&k, (CUlibrary)handle, name);
+    if (!nargs && r == CUDA_SUCCESS) {
+        *kernel = k;
+        return GAIO_OK;
+    }
+    if (!nargs && r == CUDA_ERROR_NOT_FOUND) return GAIO_ERR_NOT_FOUND; /* find only: no message */
     if (r == CUDA_ERROR_NOT_FOUND)
         return gaio__fail(GAIO_ERR_NOT_FOUND, fn, "the library has no kernel named '%s' (declare it extern \"C\")",
                           name);
@@ -113,8 +118,32 @@ gaio_status gaio__lib_kernel(const char *fn, void *handle, const char *name, voi
     return GAIO_OK;
 }
 
-gaio_status gaio__lib_symbol(const char *fn, void *handle, gaio_context *ctx, const char *name, bool managed,
-                             void **ptr, size_t *bytes) {
+/* Lists a library's kernels (drivers >= 12.4): gaio's own kernels are then found by
+ * name without a cuLibraryGetKernel on a library that lacks the name, a failed call
+ * that compute-sanitizer reports as an API error in every user's run. */
+gaio_status gaio__cuda_lib_kernels(const char *fn, void *handle,
+                                   void (*each)(void *user, const char *name, void *kernel), void *user) {
+    const gaio_cu_table *cu = gaio__cu();
+    if (!cu) return need_driver(fn);
+    if (!cu->cuLibraryGetKernelCount || !cu->cuLibraryEnumerateKernels || !cu->cuKernelGetName)
+        return GAIO_ERR_NOT_SUPPORTED;
+    unsigned count = 0;
+    if (cu->cuLibraryGetKernelCount(&count, (CUlibrary)handle) != CUDA_SUCCESS) return GAIO_ERR_NOT_SUPPORTED;
+    CUkernel *ks = calloc(count ? count : 1, sizeof *ks);
+    if (!ks) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    gaio_status st = GAIO_OK;
+    if (cu->cuLibraryEnumerateKernels(ks, count, (CUlibrary)handle) != CUDA_SUCCESS) st = GAIO_ERR_NOT_SUPPORTED;
+    for (unsigned j = 0; st == GAIO_OK && j < count; j++) {
+        const char *name = NULL;
+        if (cu->cuKernelGetName(&name, ks[j]) != CUDA_SUCCESS || !name) st = GAIO_ERR_NOT_SUPPORTED;
+        else each(user, name, ks[j]);
+    }
+    free(ks);
+    return st;
+}
+
+gaio_status gaio__cuda_lib_symbol(const char *fn, void *handle, gaio_context *ctx, const char *name, bool managed,
+                                  void **ptr, size_t *bytes) {
     const gaio_cu_table *cu = gaio__cu();
     if (!cu) return need_driver(fn);
     if (ctx->be->kind != GAIO_DEVICE_CUDA)

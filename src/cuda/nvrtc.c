@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "core/dynlib.h"
-#include "core/library_backend.h"
 #include "cuda/cuda_internal.h"
 
 #define NVRTC_FUNCTIONS(X)                                                                                   \
@@ -66,8 +65,8 @@ static bool has_arch(const char *const *options, size_t n, bool *real) {
     return false;
 }
 
-gaio_status gaio__lib_compile(const char *fn, const char *source, const char *name, const char *const *options,
-                              size_t noptions, char *log, size_t log_size, void **image) {
+gaio_status gaio__cuda_lib_compile(const char *fn, const char *source, const char *name, const char *const *options,
+                                   size_t noptions, char *log, size_t log_size, void **image) {
     pthread_once(&once, load);
     if (missing[0]) return gaio__fail(GAIO_ERR_DRIVER, fn, "%s", missing);
     bool real = false;

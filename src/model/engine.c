@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "core/object.h"
-#include "cpu/half.h"
+#include "core/half.h"
 #include "gaio/buffer.h"
 #include "gaio/context.h"
 #include "gaio/device.h"

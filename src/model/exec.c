@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/op.h"
-#include "cpu/half.h"
+#include "core/half.h"
 #include "gaio/buffer.h"
 #include "gaio/context.h"
 #include "gaio/event.h"

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cpu/half.h"
+#include "core/half.h"
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "cpu/half.h"
+#include "core/half.h"
 
 static double get(const mvalue *v, size_t i) {
     return v->elem == MT_F16 ? (double)h2f(((const uint16_t *)v->data)[i]) : (double)((const float *)v->data)[i];

@@ -1,14 +1,14 @@
 /* Image descriptors: packed strides, explicit strides, ROI and batch views, and
- * every way a descriptor can be wrong (each named in the message). Also the CPU
- * backend's parallel-for that host image kernels split their work with. */
+ * every way a descriptor can be wrong (each named in the message). Also the worker
+ * pool's parallel-for that host image kernels split their work with. */
 #include <stdatomic.h>
 
 #include "common.h"
 #include "image/image_test.h"
 
-/* Internal: the worker pool's parallel-for (src/cpu/workers.h). */
+/* Internal: the worker pool's parallel-for (src/core/workers.h). */
 typedef void (*gaio_range_fn)(void *arg, size_t begin, size_t end);
-void gaio__cpu_parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg);
+void gaio__parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg);
 
 #define BAD(call, needle) EXPECT_INVALID(call, "gaio_image_", needle)
 
@@ -119,7 +119,7 @@ static gaio_status pf_kernel(const gaio_launch_info *info, void *const *args) {
     memcpy(&n, args[0], sizeof n);
     pf_arg a = {calloc(n, 1), 0};
     CHECK(a.hits);
-    gaio__cpu_parallel_for(n, 3, pf_body, &a);
+    gaio__parallel_for(n, 3, pf_body, &a);
     gaio_status st = GAIO_OK;
     for (size_t i = 0; i < n; i++)
         if (atomic_load(&a.hits[i]) != 1) st = GAIO_ERR_USER;

@@ -37,7 +37,7 @@
 
 #include <pthread.h>
 
-#include "cpu/half.h"
+#include "core/half.h"
 
 #define FN "gaio_conv2d"
 #define CACHE_ENTRIES 64

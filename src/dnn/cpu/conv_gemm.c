@@ -39,8 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/half.h"
-#include "cpu/workers.h"
+#include "core/half.h"
+#include "core/workers.h"
 #include "dnn/cpu/conv_gemm.h"
 #include "dnn/cpu/openblas.h"
 #include "dnn/cpu/tables.h"
@@ -156,7 +156,7 @@ static void plan_make(const gaio__conv_args *a, plan *pl) {
     int64_t per_pixel = (pl->direct ? 0 : pl->Kd) + pl->Kg;
     int64_t mt = TILE_FLOATS / max64(per_pixel, 1);
     mt = min64(max64(MIN_TILE, min64(mt, MAX_TILE)), pl->span);
-    int threads = gaio__cpu_worker_count();
+    int threads = gaio__pool_size();
     if (threads < 1) threads = 1;
     /* Too few tiles to go round: first blocks of output channels (each sgemm call packs
      * its block of W again, so that the weights of a layer of few pixels and many
@@ -781,7 +781,7 @@ gaio_status gaio__conv_gemm(const gaio__conv_args *a) {
             return gaio__fail(GAIO_ERR_NO_MEMORY, FN, "out of host memory for %lld x %lld f32 weights", (long long)a->k,
                               (long long)pl->Kd);
         pack_job pj = {.a = a, .Cg = pl->Cg, .Kd = pl->Kd, .rsc = pl->rsc, .dst = wpack};
-        gaio__cpu_parallel_for((size_t)a->k, (size_t)max64(1, 16384 / max64(pl->Kd, 1)), pack_range, &pj);
+        gaio__parallel_for((size_t)a->k, (size_t)max64(1, 16384 / max64(pl->Kd, 1)), pack_range, &pj);
         j.w = wpack;
         j.ldw = pl->Kd;
     }
@@ -799,7 +799,7 @@ gaio_status gaio__conv_gemm(const gaio__conv_args *a) {
     const size_t items = (size_t)(pl->G * pl->units * pl->tiles * pl->kblocks);
     const double flops_item = 2.0 * (double)pl->mt * (double)pl->kb * (double)pl->Kd;
     const size_t grain = flops_item >= MIN_CHUNK_FLOPS ? 1 : (size_t)(MIN_CHUNK_FLOPS / flops_item);
-    gaio__cpu_parallel_for(items, grain, conv_range, &j);
+    gaio__parallel_for(items, grain, conv_range, &j);
     free(wpack);
     free(bias32);
     if (atomic_load_explicit(&j.no_memory, memory_order_relaxed))

@@ -5,7 +5,7 @@
  * time, split over the worker pool; the arithmetic is depthwise_math.h's. */
 #include <string.h>
 
-#include "cpu/workers.h"
+#include "core/workers.h"
 #include "dnn/cpu/tables.h"
 #include "dnn/depthwise_math.h"
 
@@ -44,7 +44,7 @@ static gaio_status dnn_conv_depthwise(const gaio_launch_info *info, void *const 
     const int64_t rows = j.y.shape[0] * j.y.shape[1] * j.y.shape[2];
     int64_t per_row = j.y.shape[3] * j.w.shape[2] * j.w.shape[3];
     int64_t grain = per_row > 0 ? 16384 / per_row : 1;
-    gaio__cpu_parallel_for((size_t)rows, (size_t)(grain < 1 ? 1 : grain), dw_rows, &j);
+    gaio__parallel_for((size_t)rows, (size_t)(grain < 1 ? 1 : grain), dw_rows, &j);
     return GAIO_OK;
 }
 

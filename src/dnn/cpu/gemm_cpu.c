@@ -3,7 +3,7 @@
  *
  * D is cut into tiles of whole rows (and, when there are too few rows to feed every
  * worker, of columns too): one work item is (batch, row block, column tile), and
- * gaio__cpu_parallel_for hands items to the workers. Each item is one single-threaded
+ * gaio__parallel_for hands items to the workers. Each item is one single-threaded
  * sgemm; its epilogue (bias, activation, f16 rounding) runs on the tile right after,
  * while it is still in cache.
  *
@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/half.h"
-#include "cpu/workers.h"
+#include "core/half.h"
+#include "core/workers.h"
 #include "dnn/cpu/openblas.h"
 #include "dnn/dnn_internal.h"
 
@@ -257,7 +257,7 @@ gaio_status gaio__gemm_cpu(const gaio__gemm_args *g) {
     }
 
     /* Tiles. */
-    int threads = gaio__cpu_worker_count();
+    int threads = gaio__pool_size();
     if (threads < 1) threads = 1;
     double flops_row = 2.0 * (double)g->n * (double)(g->k > 0 ? g->k : 1);
     double total = flops_row * (double)g->m * (double)g->batch;
@@ -335,9 +335,9 @@ gaio_status gaio__gemm_cpu(const gaio__gemm_args *g) {
             bconv_job bj = {.g = g, .batch0 = b0, .rows = brows, .cols = bcols, .dst = bf};
             int64_t nconv = job.bf_stride != 0 ? nbat : 1;
             size_t row_grain = (size_t)max64(1, 32768 / max64(bcols, 1));
-            gaio__cpu_parallel_for((size_t)(nconv * brows), row_grain, bconv_range, &bj);
+            gaio__parallel_for((size_t)(nconv * brows), row_grain, bconv_range, &bj);
         }
-        gaio__cpu_parallel_for((size_t)(nbat * job.row_blocks * job.col_tiles), grain, gemm_range, &job);
+        gaio__parallel_for((size_t)(nbat * job.row_blocks * job.col_tiles), grain, gemm_range, &job);
         if (atomic_load_explicit(&job.no_memory, memory_order_relaxed)) break;
     }
     free(bf);

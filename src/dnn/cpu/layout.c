@@ -7,7 +7,7 @@
  * A row whose elements are adjacent on both sides is one memcpy. */
 #include <string.h>
 
-#include "cpu/workers.h"
+#include "core/workers.h"
 #include "dnn/cpu/tables.h"
 #include "dnn/ktensor.h"
 
@@ -57,7 +57,7 @@ static gaio_status layout_copy(const gaio_launch_info *info, void *const *args) 
     /* Chunks of at least ~64 KiB moved, so that small copies stay on one thread. */
     int64_t row_bytes = j.y.shape[last] * (int64_t)j.es;
     size_t grain = (size_t)((65536 + row_bytes - 1) / row_bytes);
-    gaio__cpu_parallel_for((size_t)rows, grain ? grain : 1, copy_rows, &j);
+    gaio__parallel_for((size_t)rows, grain ? grain : 1, copy_rows, &j);
     return GAIO_OK;
 }
 

@@ -10,8 +10,8 @@
  * special: a chunk is read before it is written. */
 #include <string.h>
 
-#include "cpu/half.h"
-#include "cpu/workers.h"
+#include "core/half.h"
+#include "core/workers.h"
 #include "dnn/cpu/tables.h"
 #include "dnn/pointwise_math.h"
 
@@ -176,7 +176,7 @@ static gaio_status pw_run(pw_job *j) {
     /* Work items of at least ~64 KiB: small tensors stay on one thread. */
     int64_t item = (j->len < j->seg ? j->len : j->seg) * (int64_t)bytes;
     size_t grain = (size_t)((65536 + item - 1) / item);
-    gaio__cpu_parallel_for((size_t)(rows * j->nseg), grain ? grain : 1, pw_range, j);
+    gaio__parallel_for((size_t)(rows * j->nseg), grain ? grain : 1, pw_range, j);
     return GAIO_OK;
 }
 

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu/workers.h"
+#include "core/workers.h"
 #include "dnn/cpu/tables.h"
 #include "dnn/reduce_math.h"
 
@@ -50,7 +50,7 @@ static gaio_status dnn_softmax(const gaio_launch_info *info, void *const *args) 
     int64_t total = 1;
     for (int32_t i = 0; i < j.x.ndim; i++) total *= j.x.shape[i];
     int64_t len = j.x.shape[j.axis];
-    gaio__cpu_parallel_for((size_t)(total / len), grain(3 * len), softmax_rows, &j);
+    gaio__parallel_for((size_t)(total / len), grain(3 * len), softmax_rows, &j);
     return GAIO_OK;
 }
 
@@ -80,7 +80,7 @@ static gaio_status dnn_pool2d(const gaio_launch_info *info, void *const *args) {
     memcpy(&j.y, args[1], sizeof j.y);
     memcpy(&j.p, args[2], sizeof j.p);
     int64_t rows = j.y.shape[0] * j.y.shape[1] * j.y.shape[2];
-    gaio__cpu_parallel_for((size_t)rows, grain(j.y.shape[3] * (int64_t)j.p.kh * j.p.kw), pool_rows, &j);
+    gaio__parallel_for((size_t)rows, grain(j.y.shape[3] * (int64_t)j.p.kh * j.p.kw), pool_rows, &j);
     return GAIO_OK;
 }
 
@@ -108,7 +108,7 @@ static gaio_status dnn_global_avg_pool(const gaio_launch_info *info, void *const
     gap_job j;
     memcpy(&j.x, args[0], sizeof j.x);
     memcpy(&j.y, args[1], sizeof j.y);
-    gaio__cpu_parallel_for((size_t)(j.x.shape[0] * j.x.shape[1]), grain(j.x.shape[2] * j.x.shape[3]), gap_planes, &j);
+    gaio__parallel_for((size_t)(j.x.shape[0] * j.x.shape[1]), grain(j.x.shape[2] * j.x.shape[3]), gap_planes, &j);
     return GAIO_OK;
 }
 

@@ -1,9 +1,9 @@
-/* The DNN stage's host kernels, registered with the built-in ones at startup
- * (src/cpu/builtin_kernels.c). Each table ends with an entry whose name is NULL. */
+/* The DNN stage's host kernels, registered with the core's kernel registry by
+ * src/dnn/kernels.c. Each table ends with an entry whose name is NULL. */
 #ifndef GAIO_DNN_CPU_TABLES_H
 #define GAIO_DNN_CPU_TABLES_H
 
-#include "core/builtin_kernels.h"
+#include "core/kernel_registry.h"
 
 extern const gaio_builtin_kernel gaio__dnn_pointwise_kernels[];
 extern const gaio_builtin_kernel gaio__dnn_reduce_kernels[];

@@ -111,7 +111,7 @@ static gaio_status cvt_color(const gaio_launch_info *info, void *const *args) {
     j.nseg = (j.a.cols + SEG_PIXELS - 1) / SEG_PIXELS;
     int64_t seg = j.a.cols < SEG_PIXELS ? j.a.cols : SEG_PIXELS;
     size_t grain = gaio_rows_grain(seg * (j.a.scn + j.a.dcn) * (int64_t)j.esize);
-    gaio__cpu_parallel_for((size_t)(j.a.rows * j.nseg), grain, color_range, &j);
+    gaio__parallel_for((size_t)(j.a.rows * j.nseg), grain, color_range, &j);
     return GAIO_OK;
 }
 
@@ -197,7 +197,7 @@ static gaio_status yuv420_to_rgb(const gaio_launch_info *info, void *const *args
     j.m = GAIO_KARG(gaio_kyuv, args, 2);
     int64_t pairs = (int64_t)j.src.batch * (j.src.height / 2);
     size_t grain = gaio_rows_grain((int64_t)j.src.width * (3 + 2 * j.m.dcn)); /* a pair's bytes, in and out */
-    gaio__cpu_parallel_for((size_t)pairs, grain, yuv_range, &j);
+    gaio__parallel_for((size_t)pairs, grain, yuv_range, &j);
     return GAIO_OK;
 }
 

@@ -10,7 +10,7 @@
  * the same results for every input, NaN and infinities included. */
 #include <string.h>
 
-#include "cpu/half.h"
+#include "core/half.h"
 #include "image/cpu/host_kernel.h"
 #include "image/cpu/tables.h"
 
@@ -22,7 +22,7 @@ gaio_status gaio__img_reformat_host(const gaio_launch_info *info, void *const *a
 
 #include "image/kargs.h"
 
-/* ---- bit-exact element conversions, vectorisable (f16: cpu/half.h) ---- */
+/* ---- bit-exact element conversions, vectorisable (f16: core/half.h) ---- */
 
 /* Clamping the bits (floats of one sign order as their bit patterns do), then adding
  * 1.5 * 2^23 rounds to an integer, to nearest even, and leaves it in the low
@@ -190,7 +190,7 @@ static gaio_status img_convert(const gaio_launch_info *info, void *const *args) 
     j.nseg = (j.len + j.seg - 1) / j.seg;
     int64_t rows = (int64_t)j.s.batch * j.s.planes * j.s.height;
     int64_t item_bytes = (j.len < j.seg ? j.len : j.seg) * (int64_t)(j.es + j.ed);
-    gaio__cpu_parallel_for((size_t)(rows * j.nseg), gaio_rows_grain(item_bytes), convert_range, &j);
+    gaio__parallel_for((size_t)(rows * j.nseg), gaio_rows_grain(item_bytes), convert_range, &j);
     return GAIO_OK;
 }
 
@@ -255,7 +255,7 @@ static gaio_status img_normalize(const gaio_launch_info *info, void *const *args
     j->nseg = (j->len + j->seg - 1) / j->seg;
     int64_t rows = (int64_t)j->s.batch * j->s.planes * j->s.height;
     int64_t item_bytes = (j->len < j->seg ? j->len : j->seg) * (int64_t)(j->es + j->ed);
-    gaio__cpu_parallel_for((size_t)(rows * j->nseg), gaio_rows_grain(item_bytes), normalize_range, j);
+    gaio__parallel_for((size_t)(rows * j->nseg), gaio_rows_grain(item_bytes), normalize_range, j);
     return GAIO_OK;
 }
 

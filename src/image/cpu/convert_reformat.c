@@ -180,6 +180,6 @@ gaio_status gaio__img_reformat_host(const gaio_launch_info *info, void *const *a
     j.nseg = ((int64_t)j.s.width + SEG_PIXELS - 1) / SEG_PIXELS;
     int64_t rows = (int64_t)j.s.batch * j.s.height;
     int64_t w = j.s.width < SEG_PIXELS ? j.s.width : SEG_PIXELS;
-    gaio__cpu_parallel_for((size_t)(rows * j.nseg), gaio_rows_grain(w * j.c * (int64_t)j.e * 2), reformat_range, &j);
+    gaio__parallel_for((size_t)(rows * j.nseg), gaio_rows_grain(w * j.c * (int64_t)j.e * 2), reformat_range, &j);
     return GAIO_OK;
 }

@@ -120,7 +120,7 @@ static void border_rows(void *arg, size_t begin, size_t end) {
 
 static gaio_status run_rows(row_job *j, gaio_range_fn fn) {
     size_t rows = (size_t)j->d.batch * (size_t)j->d.planes * (size_t)j->d.height;
-    gaio__cpu_parallel_for(rows, gaio_rows_grain((int64_t)j->d.width * j->pb), fn, j);
+    gaio__parallel_for(rows, gaio_rows_grain((int64_t)j->d.width * j->pb), fn, j);
     return GAIO_OK;
 }
 
@@ -205,7 +205,7 @@ static gaio_status k_rotate(const gaio_launch_info *info, void *const *args) {
     j.pb = pixel_bytes(&j.d);
     j.bands = (j.d.height + ROT_TILE - 1) / ROT_TILE;
     size_t items = (size_t)j.d.batch * (size_t)j.d.planes * (size_t)j.bands;
-    gaio__cpu_parallel_for(items, gaio_rows_grain((int64_t)j.d.width * j.pb * ROT_TILE), rotate_bands, &j);
+    gaio__parallel_for(items, gaio_rows_grain((int64_t)j.d.width * j.pb * ROT_TILE), rotate_bands, &j);
     return GAIO_OK;
 }
 

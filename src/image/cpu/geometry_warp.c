@@ -150,7 +150,7 @@ gaio_status gaio__img_warp_affine_host(const gaio_launch_info *info, void *const
     }
     size_t rows = (size_t)j.d.batch * (size_t)j.d.planes * (size_t)j.d.height;
     int64_t cost = (int64_t)j.d.width * j.d.channels * (j.linear ? 16 : 4); /* rough work per row, in bytes moved */
-    gaio__cpu_parallel_for(rows, gaio_rows_grain(cost), warp_rows, &j);
+    gaio__parallel_for(rows, gaio_rows_grain(cost), warp_rows, &j);
     free(j.adelta);
     return GAIO_OK;
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/builtin_kernels.h"
-#include "cpu/workers.h"
+#include "core/workers.h"
 #include "image/kimg.h"
 
 /* A copy of by-value argument i (arguments are only 16-byte aligned). */

@@ -216,7 +216,7 @@ static gaio_status preprocess(const gaio_launch_info *info, void *const *args) {
     size_t grain = gaio_rows_grain(row_bytes);
     j.band = (int32_t)(grain < (size_t)j.dst.height ? grain : (size_t)j.dst.height);
     j.nbands = (j.dst.height + j.band - 1) / j.band;
-    gaio__cpu_parallel_for((size_t)count * (size_t)j.nbands, 1, pre_range, &j);
+    gaio__parallel_for((size_t)count * (size_t)j.nbands, 1, pre_range, &j);
     return atomic_load(&j.failed) ? GAIO_ERR_NO_MEMORY : GAIO_OK;
 }
 

@@ -17,7 +17,7 @@
  * weights, INTER_RESIZE_COEF_BITS, products summed exactly in int32, one rounding
  * shift of 22 bits): both orders, and the CUDA kernels, give the same integer.
  * AREA's box filter and u16 / f32 use float, as OpenCV does.
- * Work is split over images x output rows with gaio__cpu_parallel_for. */
+ * Work is split over images x output rows with gaio__parallel_for. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -562,7 +562,7 @@ static gaio_status resize_host(const gaio_launch_info *info, void *const *args) 
     if (st == GAIO_OK) {
         size_t n = (size_t)r.count * (size_t)r.dst.planes * (size_t)r.dst.height;
         int64_t row_bytes = (int64_t)r.dst.width * r.cn * r.esize;
-        gaio__cpu_parallel_for(n, gaio_rows_grain(row_bytes), run_range, &r);
+        gaio__parallel_for(n, gaio_rows_grain(row_bytes), run_range, &r);
         if (atomic_load(&r.failed)) st = GAIO_ERR_NO_MEMORY;
     }
     for (int32_t j = 0; j < nplans; j++) plan_free(owned[j]);

@@ -1,10 +1,10 @@
 /* The host kernels of the image ops, one table per family (src/image/cpu/<family>.c);
- * src/cpu/builtin_kernels.c registers them with gaio's own kernels. The CUDA twins
+ * src/image/kernels.c registers them with the core's kernel registry. The CUDA twins
  * of the same names live in src/kernels/image/<family>.cu. */
 #ifndef GAIO_IMAGE_CPU_TABLES_H
 #define GAIO_IMAGE_CPU_TABLES_H
 
-#include "core/builtin_kernels.h"
+#include "core/kernel_registry.h"
 
 extern const gaio_builtin_kernel gaio__img_resize_kernels[];
 extern const gaio_builtin_kernel gaio__img_geometry_kernels[];

@@ -1,8 +1,8 @@
 /* binary16 <-> binary32 for host kernels: bit-exact (the results of kimg.h's
  * gaio_k_f16_to_f32 / gaio_k_f32_to_f16, which the CUDA kernels use) and written
  * without branches, so that loops over them vectorise. */
-#ifndef GAIO_CPU_HALF_H
-#define GAIO_CPU_HALF_H
+#ifndef GAIO_CORE_HALF_H
+#define GAIO_CORE_HALF_H
 
 #include <stdint.h>
 #include <string.h>

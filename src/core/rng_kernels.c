@@ -1,10 +1,9 @@
-/* Host implementations of gaio's built-in kernels. */
+/* The core's own kernels, the random numbers of core/rng.c: their host versions
+ * here, their CUDA versions in src/kernels/rng.cu (embedded as gaio__core_device_code). */
 #include <string.h>
 
-#include "core/builtin_kernels.h"
+#include "core/kernel_registry.h"
 #include "core/philox.h"
-#include "dnn/cpu/tables.h"
-#include "image/cpu/tables.h"
 
 typedef struct rng_args {
     void *dst;
@@ -77,12 +76,10 @@ static const gaio_builtin_kernel builtins[] = {
     {NULL, NULL, 0, NULL},
 };
 
-const gaio_builtin_kernel *const *gaio__builtin_kernel_tables(void) {
-    static const gaio_builtin_kernel *const tables[] = {
-        builtins,
-        GAIO_IMAGE_KERNEL_TABLES,
-        GAIO_DNN_KERNEL_TABLES,
-        NULL,
-    };
-    return tables;
-}
+extern const gaio_device_code gaio__core_device_code[]; /* generated: cmake/embed_fatbin.cmake */
+
+static const gaio_builtin_kernel *const host_tables[] = {builtins, NULL};
+
+static const gaio_kernel_set rng_kernels = {"core", host_tables, gaio__core_device_code};
+
+void gaio__rng_register_kernels(void) { gaio__kernels_register(&rng_kernels); }

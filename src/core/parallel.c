@@ -1,15 +1,16 @@
-/* gaio__cpu_parallel_for: data parallelism for host kernels over the worker pool.
+/* gaio__parallel_for: data parallelism for host kernels over the worker pool.
  *
  * A job is shared by its caller and by helper tasks queued on the pool. Everyone
  * claims chunks from one atomic counter; the caller waits only for chunks that
  * were claimed and are running, never for a helper that has not started (a helper
  * that starts late finds nothing left and drops its reference). So the pool can be
  * busy, or a host kernel can run on every worker at once, without deadlock. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/object.h"
-#include "cpu/workers.h"
+#include "core/workers.h"
 
 #define MAX_HELPERS 63
 
@@ -24,7 +25,7 @@ typedef struct pjob {
     pthread_cond_t cond;
     int waiting;
     struct phelper {
-        gaio_task task;
+        gaio_work work;
         struct pjob *job;
     } helpers[MAX_HELPERS];
 } pjob;
@@ -51,16 +52,16 @@ static void pjob_work(pjob *j) {
     }
 }
 
-static void helper_run(gaio_task *t) {
-    pjob *j = ((struct phelper *)t)->job;
+static void helper_run(gaio_work *w) {
+    pjob *j = ((struct phelper *)w)->job;
     pjob_work(j);
     pjob_unref(j);
 }
 
-void gaio__cpu_parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg) {
+void gaio__parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg) {
     if (n == 0) return;
     if (grain == 0) grain = 1;
-    int threads = gaio__cpu_worker_count();
+    int threads = gaio__pool_size();
     if (threads < 1) threads = 1;
     size_t max_chunks = (size_t)threads * 4; /* some slack for uneven chunks */
     size_t chunk = (n + max_chunks - 1) / max_chunks;
@@ -86,8 +87,8 @@ void gaio__cpu_parallel_for(size_t n, size_t grain, gaio_range_fn fn, void *arg)
     pthread_cond_init(&j->cond, NULL);
     for (size_t i = 0; i < helpers; i++) {
         j->helpers[i].job = j;
-        j->helpers[i].task.fn = helper_run;
-        gaio__cpu_task_push(&j->helpers[i].task);
+        j->helpers[i].work.run = helper_run;
+        gaio__pool_push(&j->helpers[i].work, GAIO_POOL_URGENT);
     }
     pjob_work(j);
     if (atomic_load_explicit(&j->done, memory_order_acquire) != chunks) {

@@ -1,5 +1,8 @@
-#include "cpu/workers.h"
+/* The worker pool's run queue: one FIFO per level, a mask of the non-empty ones
+ * that workers read without the lock. */
+#include "core/workers.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,81 +10,54 @@
 #include "core/clock.h"
 #include "core/object.h"
 
-#define LEVELS (GAIO_CPU_MAX_PRIORITY + 1)
+#define LEVELS (GAIO_POOL_URGENT + 1)
 /* Before sleeping, an idle worker watches the queue this long: new work then
  * starts without a futex wake-up, and an idle process still costs no CPU. */
 #define SPIN_NS 20000
 
-#define TASK_BIT (1u << 31)
-
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    cpu_stream *head[LEVELS], *tail[LEVELS];
-    atomic_uint ready_mask; /* bit l: level l is non-empty; TASK_BIT: tasks wait */
-    gaio_task *task_head, *task_tail;
+    gaio_work *head[LEVELS], *tail[LEVELS];
+    atomic_uint ready_mask; /* bit l: level l is non-empty */
     int sleeping;
     bool stop;
     pthread_t *threads;
 } rq = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 /* The pool's size: set before the workers start, so that host kernels running on
- * them read it without a lock (gaio__cpu_parallel_for). */
+ * them read it without a lock (gaio__parallel_for). */
 static atomic_int worker_count;
 
-int gaio__cpu_worker_count(void) { return atomic_load_explicit(&worker_count, memory_order_relaxed); }
+int gaio__pool_size(void) { return atomic_load_explicit(&worker_count, memory_order_relaxed); }
 
-void gaio__cpu_rq_push(cpu_stream *cs) {
-    int l = cs->level;
+void gaio__pool_push(gaio_work *work, int l) {
     pthread_mutex_lock(&rq.lock);
-    cs->rq_next = NULL;
-    if (rq.tail[l]) rq.tail[l]->rq_next = cs;
-    else rq.head[l] = cs;
-    rq.tail[l] = cs;
+    work->next = NULL;
+    if (rq.tail[l]) rq.tail[l]->next = work;
+    else rq.head[l] = work;
+    rq.tail[l] = work;
     atomic_fetch_or_explicit(&rq.ready_mask, 1u << l, memory_order_release);
     if (rq.sleeping) pthread_cond_signal(&rq.cond);
     pthread_mutex_unlock(&rq.lock);
 }
 
-void gaio__cpu_task_push(gaio_task *task) {
-    pthread_mutex_lock(&rq.lock);
-    task->next = NULL;
-    if (rq.task_tail) rq.task_tail->next = task;
-    else rq.task_head = task;
-    rq.task_tail = task;
-    atomic_fetch_or_explicit(&rq.ready_mask, TASK_BIT, memory_order_release);
-    if (rq.sleeping) pthread_cond_signal(&rq.cond);
-    pthread_mutex_unlock(&rq.lock);
-}
-
-/* Under rq.lock: the oldest task, or NULL. */
-static gaio_task *task_take(void) {
-    gaio_task *t = rq.task_head;
-    if (!t) return NULL;
-    rq.task_head = t->next;
-    if (!rq.task_head) {
-        rq.task_tail = NULL;
-        atomic_fetch_and_explicit(&rq.ready_mask, ~TASK_BIT, memory_order_relaxed);
-    }
-    return t;
-}
-
-bool gaio__cpu_rq_more_urgent(int level) {
+bool gaio__pool_more_urgent(int level) {
     return (atomic_load_explicit(&rq.ready_mask, memory_order_relaxed) >> (level + 1)) != 0;
 }
 
-/* Under rq.lock: the most urgent ready stream, or NULL. */
-static cpu_stream *rq_take(void) {
-    unsigned mask = atomic_load_explicit(&rq.ready_mask, memory_order_relaxed) & ~TASK_BIT;
+/* Under rq.lock: the oldest item of the most urgent non-empty level, or NULL. */
+static gaio_work *rq_take(void) {
+    unsigned mask = atomic_load_explicit(&rq.ready_mask, memory_order_relaxed);
     if (!mask) return NULL;
     int l = 31 - __builtin_clz(mask);
-    cpu_stream *cs = rq.head[l];
-    rq.head[l] = cs->rq_next;
+    gaio_work *w = rq.head[l];
+    rq.head[l] = w->next;
     if (!rq.head[l]) {
         rq.tail[l] = NULL;
         atomic_fetch_and_explicit(&rq.ready_mask, ~(1u << l), memory_order_relaxed);
     }
-    return cs;
+    return w;
 }
 
 static void *worker_main(void *arg) {
@@ -90,17 +66,10 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&rq.lock);
     for (;;) {
         if (rq.stop) break;
-        gaio_task *task = task_take();
-        if (task) {
+        gaio_work *w = rq_take();
+        if (w) {
             pthread_mutex_unlock(&rq.lock);
-            task->fn(task);
-            pthread_mutex_lock(&rq.lock);
-            continue;
-        }
-        cpu_stream *cs = rq_take();
-        if (cs) {
-            pthread_mutex_unlock(&rq.lock);
-            gaio__cpu_stream_drain(cs);
+            w->run(w);
             pthread_mutex_lock(&rq.lock);
             continue;
         }
@@ -124,7 +93,7 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-gaio_status gaio__cpu_workers_start(int count) {
+gaio_status gaio__pool_start(int count) {
     pthread_t *threads = calloc((size_t)count, sizeof *threads);
     if (!threads) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for %d worker threads", count);
     pthread_mutex_lock(&rq.lock);
@@ -148,7 +117,7 @@ gaio_status gaio__cpu_workers_start(int count) {
     return GAIO_OK;
 }
 
-void gaio__cpu_workers_stop(void) {
+void gaio__pool_stop(void) {
     pthread_mutex_lock(&rq.lock);
     rq.stop = true;
     pthread_cond_broadcast(&rq.cond);
