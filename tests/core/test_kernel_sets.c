@@ -92,9 +92,11 @@ static void round_on(int device) {
         OK(gaio_stream_synchronize(s));
         CHECK(atomic_load(&host_calls) == 15);
     } else {
-        /* The broken set first: its failure must not stop the other set loading. */
-        fails_with(launch(s, "gaio_test_broken", 8), "loading gaio's broken kernels (broken.ptx): cuLibraryLoadData");
-        fails_with(launch(s, "gaio_test_broken", 8), "loading gaio's broken kernels (broken.ptx)"); /* remembered */
+        /* The broken set first: its failure must not stop the other set loading. The fake
+         * refuses the bytes at cuLibraryLoadData; a real driver (lazy loading) may take
+         * them and then find no kernel in them: either way the message names the set. */
+        fails_with(launch(s, "gaio_test_broken", 8), "gaio's broken ");
+        fails_with(launch(s, "gaio_test_broken", 8), "gaio's broken "); /* again, not another state */
         OK(launch(s, "gaio_test_set_b", 2)); /* from the second image of the set */
         OK(launch(s, "gaio_test_set_a", 1));
         FAILS(GAIO_ERR_NOT_FOUND, launch(s, "gaio_test_set_missing", 4), "gaio_launch");
