@@ -67,7 +67,7 @@ except ImportError:  # the pip-installed package's venv has none; ONNX's expecte
 SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
              "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape",
              "Transpose", "Concat", "Softmax", "Identity", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze",
-             "Cast", "ReduceMean", "Dropout")
+             "Cast", "ReduceMean", "Dropout", "Slice")
 #: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
 LOAD_TIME_ONLY = {"Constant", "Shape", "Gather"}
 #: supported operators none of whose ONNX cases gaio can run, and why
@@ -106,6 +106,8 @@ EXPECTED_UNSUPPORTED = {
     "test_matmul_4d": ("MatMul of two 4-D operands", "(MatMul): batched operands of rank 4 and 4"),
     "test_reshape_allowzero_reordered": ("an empty graph input", "gaio runs no empty tensors"),
     "test_dropout_default_ratio": ("Dropout's ratio a 0-D graph input", "is a scalar (0-D)"),
+    "test_slice_neg_steps": ("Slice with a negative step", "negative steps"),
+    "test_slice_start_out_of_bounds": ("an empty Slice", "gaio runs no empty tensors"),
     "test_unsqueeze_three_axes": ("a 6-D graph output", "has 6 dimensions: gaio tensors have 1 to 5"),
     "test_unsqueeze_unsorted_axes": ("a 6-D graph output", "has 6 dimensions: gaio tensors have 1 to 5"),
     # ReduceMean is the 4-D spatial global pool only.

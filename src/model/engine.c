@@ -118,7 +118,9 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
         bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN) &&
                          j == 1;
         bool clip_arg = n->op == OP_CLIP && j > 0;
-        if (shape_arg || clip_arg) {
+        if (n->op == OP_DROPOUT && j > 0) continue; /* ratio, training_mode: not read at inference */
+        bool slice_arg = n->op == OP_SLICE && j > 0; /* resolved at load */
+        if (shape_arg || clip_arg || slice_arg) {
             if (!val->data)
                 return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): input %d is computed at run time", n->name,
                                   n->op_type, (int)j);

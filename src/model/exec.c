@@ -329,6 +329,21 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         for (int32_t j = 0; j < n->nin; j++) ts[j] = tensor(r, n->in[j]), ps[j] = &ts[j];
         return gaio_concat(s, ps, n->nin, (int32_t)a->axis, &y);
     }
+    case OP_SLICE: { /* the input's strided view, copied out */
+        gaio_tensor v;
+        gaio_status st = gaio_tensor_check(&x, &v, NULL);
+        if (st != GAIO_OK) return st;
+        int32_t skip = r->e->v[n->in[0]].ndim - v.ndim; /* leading 1s tensor() dropped */
+        size_t es = gaio_dtype_size(v.dtype);
+        for (int32_t d = 0; d < v.ndim; d++) {
+            int32_t m = d + (skip > 0 ? skip : 0);
+            v.offset += (size_t)(a->slice_start[m] * v.strides[d]) * es;
+            v.strides[d] *= a->slice_step[m];
+            v.shape[d] = y.shape[d];
+        }
+        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
+        return gaio_unary(s, &v, &y, &p);
+    }
     case OP_SOFTMAX:
         if (a->coerce_2d) { /* opset < 13: [outer, the rest], both packed in the same order */
             const xvalue *xv = &r->e->v[n->in[0]];

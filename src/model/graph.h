@@ -50,6 +50,7 @@ typedef enum model_op {
     OP_CAST,
     OP_REDUCE_MEAN, /* over the spatial axes of a 4-D tensor: torch's dynamo exporter's global pool */
     OP_DROPOUT,     /* inference: its input (engine files store op numbers: new ones go last) */
+    OP_SLICE,       /* positive steps: a strided view copied out */
     OP_COUNT
 } model_op;
 
@@ -88,6 +89,11 @@ typedef struct mattrs {
     int64_t axis;
     /* Softmax of opset < 13: over the dimensions from axis on, flattened into one */
     int32_t coerce_2d;
+    /* Slice, resolved at load for every dimension (opset < 10's attributes in axes /
+     * naxes for axes, these for starts and ends until then) */
+    int64_t slice_start[GAIO_MODEL_MAX_NDIM], slice_step[GAIO_MODEL_MAX_NDIM];
+    int64_t slice_end[GAIO_MODEL_MAX_NDIM];
+    int32_t nslice; /* starts / ends given as attributes (opset < 10) */
     /* Transpose */
     int32_t nperm;
     int64_t perm[GAIO_MODEL_MAX_NDIM];

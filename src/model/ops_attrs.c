@@ -72,6 +72,7 @@ static const opspec specs[OP_COUNT] = {
     [OP_CAST] = {1, 1, 1, {{"to", T_I, 1, 0}, {"saturate", T_I, 19, 0}}},
     [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1, 17}, {"keepdims", T_I, 1, 0}, {"noop_with_empty_axes", T_I, 18, 0}}},
     [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12, 0}}},
+    [OP_SLICE] = {1, 5, 1, {{"starts", T_IS, 1, 9}, {"ends", T_IS, 1, 9}, {"axes", T_IS, 1, 9}}},
 };
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
@@ -83,6 +84,8 @@ static void io_for_opset(const mgraph *g, model_op op, int32_t *min_in, int32_t 
         (op == OP_REDUCE_MEAN && v < 18) || (op == OP_DROPOUT && v < 12))
         *max_in = 1;
     if (op == OP_UNSQUEEZE && v >= 13) *min_in = 2;
+    if (op == OP_SLICE) *min_in = *max_in = 1;
+    if (op == OP_SLICE && v >= 10) *min_in = 3, *max_in = 5;
 }
 
 static bool in_opset(const mgraph *g, const aspec *a) {
@@ -282,6 +285,23 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
             return GAIO_OK;
         }
         break;
+    case OP_SLICE: /* opsets up to 9: starts, ends and axes as attributes */
+        if (at->n_ints > GAIO_MODEL_MAX_NDIM)
+            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "attribute '%s' has %zu entries; gaio's rank limit is %d",
+                                   nm, at->n_ints, GAIO_MODEL_MAX_NDIM);
+        if (!strcmp(nm, "axes")) {
+            a->naxes = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++) a->axes[i] = at->ints[i];
+            return GAIO_OK;
+        }
+        if (!strcmp(nm, "starts") || !strcmp(nm, "ends")) {
+            if (a->nslice && a->nslice != (int32_t)at->n_ints)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attributes 'starts' and 'ends' differ in length");
+            a->nslice = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++) *(nm[0] == 's' ? &a->slice_start[i] : &a->slice_end[i]) = at->ints[i];
+            return GAIO_OK;
+        }
+        break;
     case OP_DROPOUT: /* the identity at inference: its ratio is only checked */
         if (!strcmp(nm, "ratio")) {
             if (!(at->f >= 0.0f && at->f < 1.0f))
@@ -422,6 +442,13 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_UNSQUEEZE:
         if (g->opset < 13 && !(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' is required");
+        break;
+    case OP_SLICE:
+        if (g->opset < 10 && (seen & 3u) != 3u)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attributes 'starts' and 'ends' are required");
+        if (g->opset < 10 && (seen & 4u) && a->naxes != a->nslice)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' has %d entries, 'starts' %d", a->naxes,
+                                   a->nslice);
         break;
     case OP_CONSTANT:
         if (seen == 0 || (seen & (seen - 1)))

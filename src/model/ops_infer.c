@@ -359,6 +359,109 @@ static gaio_status infer_unary(const char *fn, mgraph *g, mnode *n, shp *o) {
     return GAIO_OK;
 }
 
+/* A constant list of int64 or int32 values (Slice's starts, ends, axes, steps). */
+static gaio_status const_ints(const char *fn, const mnode *n, const mvalue *v, const char *what, int64_t *vals,
+                              int *count) {
+    if (!is_int(v->elem))
+        return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' is %s; it must be int64 or int32", what, v->name, gaio__mt_name(v->elem));
+    if (v->ndim > 1) return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' has rank %d; it must be 1", what, v->name, v->ndim);
+    if (!v->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s '%s' is computed at run time", what, v->name);
+    TRY(const_ok(fn, n, v));
+    int64_t c = numel(v);
+    if (c > MAXD) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s has %lld entries; gaio's rank limit is %d", what, (long long)c, MAXD);
+    for (int64_t i = 0; i < c; i++) TRY(get_ints(fn, n, v, i, &vals[i]));
+    *count = (int)c;
+    return GAIO_OK;
+}
+
+/* Clamped as ONNX says for a positive step: negative values count from the end. */
+static int64_t slice_clamp(int64_t v, int64_t dim) {
+    if (v < 0) v = v < -dim ? 0 : v + dim;
+    return v > dim ? dim : v;
+}
+
+/* A constant input sliced at load (Shape -> Slice chains): element by element. */
+static gaio_status fold_slice(const char *fn, mgraph *g, const mnode *n, const mvalue *x, const shp *o, mvalue *out) {
+    if (!x->data) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    size_t es = gaio__mt_size(x->elem);
+    int64_t cnt = 1, xs[MAXD];
+    for (int d = 0; d < o->ndim; d++) cnt *= o->d[d];
+    int64_t m = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) xs[d] = m, m *= x->dims[d];
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    if (skip) return GAIO_OK;
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t rest = i, src = 0;
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            int64_t k = rest % o->d[d];
+            rest /= o->d[d];
+            src += (n->a.slice_start[d] + k * n->a.slice_step[d]) * xs[d];
+        }
+        memcpy((char *)out->data + (size_t)i * es, (const char *)x->data + (size_t)src * es, es);
+    }
+    return GAIO_OK;
+}
+
+/* Slice: starts / ends / axes / steps (inputs from opset 10, attributes before, with no
+ * steps) resolved for every dimension into the node's attributes: the run is a
+ * strided view of the input copied out. Positive steps only (gaio's strides are). */
+static gaio_status infer_slice(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *x = in_v(g, n, 0);
+    mattrs *a = &n->a;
+    int r = x->ndim;
+    int64_t starts[MAXD], ends[MAXD], axes[MAXD], steps[MAXD];
+    int ns = 0, ne = 0, na = -1, nst = -1;
+    if (g->opset < 10) {
+        ns = ne = a->nslice;
+        for (int i = 0; i < ns; i++) starts[i] = a->slice_start[i], ends[i] = a->slice_end[i];
+        if (a->naxes) {
+            na = a->naxes;
+            for (int i = 0; i < na; i++) axes[i] = a->axes[i];
+        }
+    } else {
+        TRY(const_ints(fn, n, in_v(g, n, 1), "starts", starts, &ns));
+        TRY(const_ints(fn, n, in_v(g, n, 2), "ends", ends, &ne));
+        if (in_v(g, n, 3)) TRY(const_ints(fn, n, in_v(g, n, 3), "axes", axes, &na));
+        if (in_v(g, n, 4)) TRY(const_ints(fn, n, in_v(g, n, 4), "steps", steps, &nst));
+    }
+    if (ns != ne) return FAIL(GAIO_ERR_INVALID_ARG, "starts has %d entries, ends %d", ns, ne);
+    if ((na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+        return FAIL(GAIO_ERR_INVALID_ARG, "starts has %d entries, axes %d, steps %d", ns, na, nst);
+    if (ns > r) return FAIL(GAIO_ERR_INVALID_ARG, "%d axes sliced of a rank-%d input", ns, r);
+    int64_t st[MAXD], en[MAXD], sp[MAXD];
+    bool seen[MAXD] = {false};
+    for (int d = 0; d < r; d++) st[d] = 0, sp[d] = 1, en[d] = x->dims[d];
+    for (int i = 0; i < ns; i++) {
+        int64_t ax = i;
+        if (na >= 0) TRY(norm_axis(fn, n, axes[i], r, &ax));
+        if (seen[ax]) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld is sliced twice", (long long)ax);
+        seen[ax] = true;
+        int64_t step = nst >= 0 ? steps[i] : 1, dim = x->dims[ax];
+        if (step == 0) return FAIL(GAIO_ERR_INVALID_ARG, "step 0 on axis %lld", (long long)ax);
+        if (step < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "negative steps (axis %lld reversed) are not supported", (long long)ax);
+        if (dim < 0) { /* symbolic: only the whole of it */
+            if (starts[i] == 0 && ends[i] >= INT32_MAX && step == 1) continue;
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "slicing symbolic dimension '%s' (axis %lld) is not supported", dname(x, (int)ax),
+                        (long long)ax);
+        }
+        st[ax] = slice_clamp(starts[i], dim), en[ax] = slice_clamp(ends[i], dim), sp[ax] = step;
+    }
+    o->ndim = 0;
+    for (int d = 0; d < r; d++) {
+        if (x->dims[d] < 0) {
+            shp_push(o, x->dims[d], dname(x, d));
+        } else {
+            int64_t c = en[d] > st[d] ? (en[d] - st[d] + sp[d] - 1) / sp[d] : 0;
+            if (!c) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the slice of axis %d is empty: gaio runs no empty tensors", d);
+            shp_push(o, c, "");
+        }
+        a->slice_start[d] = st[d], a->slice_step[d] = sp[d], a->slice_end[d] = en[d];
+    }
+    return fold_slice(fn, g, n, x, o, out);
+}
+
 /* Dropout runs as its input at inference; a training_mode input (opset 12) must say
  * so: a constant false. */
 static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
@@ -755,6 +858,7 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_REDUCE_MEAN: TRY(infer_reduce_mean(fn, g, n, &o)); break;
     case OP_SQUEEZE: TRY(infer_squeeze(fn, g, n, &o)); fold_same = true; break;
     case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
+    case OP_SLICE: TRY(infer_slice(fn, g, n, &o, out)); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
     }
     int64_t p;

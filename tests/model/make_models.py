@@ -235,6 +235,32 @@ def cnn_old(batch):
                   vi("map_prob", F32, [batch, 16, 8, 8])], inits, 7)
 
 
+def slice_cnn():
+    """Slice as vision models use it (opset 13): every second channel of a feature map
+    (a step), a crop with a negative end on two spatial axes, and the batch read back
+    through Shape -> Slice -> Concat -> Reshape, which folds at load."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    n = [
+        helper.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Slice", ["r1", "ch_s", "ch_e", "ch_a", "ch_st"], ["half"], name="every_second_channel"),
+        helper.make_node("Slice", ["half", "sp_s", "sp_e", "sp_a"], ["crop"], name="crop"),
+        helper.make_node("Conv", ["crop", "c2_w", "c2_b"], ["c2"], name="conv2", kernel_shape=[1, 1]),
+        helper.make_node("Shape", ["c2"], ["shape"], name="shape"),
+        helper.make_node("Slice", ["shape", "b_s", "b_e"], ["batch"], name="batch_of"),
+        helper.make_node("Concat", ["batch", "minus1"], ["newshape"], name="concat", axis=0),
+        helper.make_node("Reshape", ["c2", "newshape"], ["y"], name="flatten"),
+    ]
+    inits = [
+        layer_weights("c1_w", 8, 3, 3, 3), weights("c1_b", 8), layer_weights("c2_w", 6, 4, 1, 1), weights("c2_b", 6),
+        i64("ch_s", [1]), i64("ch_e", [8]), i64("ch_a", [1]), i64("ch_st", [2]),
+        i64("sp_s", [1, 2]), i64("sp_e", [-1, 14]), i64("sp_a", [2, 3]),
+        i64("b_s", [0]), i64("b_e", [1]), i64("minus1", [-1]),
+    ]
+    m = model(n, [vi("x", F32, [2, 3, 16, 16])], [vi("y", F32, [2, 6 * 14 * 12])], inits, 13)
+    return m, [(op, name) for op, name in kept(m) if name not in ("shape", "batch_of", "concat")]
+
+
 def flatten_chain():
     """torch.flatten as the exporter writes it: the batch read back with Shape ->
     Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
@@ -503,6 +529,9 @@ def main():
         # the converter's Constant nodes (Clip's bounds, Dropout's ratio) fold at load
         good(outdir, "cnn_opset%d.onnx" % v, m, [nd for nd in kept(m) if nd[0] != "Constant"], inits_min=True,
              canary="c1_w,c1_b")
+    m, nodes = slice_cnn()
+    # conv2 is the canary: channels 0, 2, 4, 6 of conv1 are sliced away, a zeroed one unseen
+    good(outdir, "slice_cnn.onnx", m, nodes, inits_min=True, canary="c2_w,c2_b")
     m, nodes = flatten_chain()
     good(outdir, "flatten_chain.onnx", m, nodes, inits_min=True)
     m = dynamo_linear()
