@@ -22,6 +22,7 @@
 #include "gaio/context.h"
 #include "gaio/event.h"
 #include "gaio/future.h"
+#include "gaio/memory.h"
 #include "gaio/stream.h"
 #include "model/engine_internal.h"
 
@@ -343,6 +344,28 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         }
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         return gaio_unary(s, &v, &y, &p);
+    }
+    case OP_PAD: { /* the fill, then the input into the middle of the output */
+        gaio_tensor yr;
+        size_t bytes = 0;
+        gaio_status st = gaio_tensor_check(&y, &yr, &bytes);
+        if (st == GAIO_OK) st = gaio_memset_async(s, yr.buffer, yr.offset, 0, bytes);
+        if (st == GAIO_OK && a->pad_value != 0.0f) { /* + the value, from its constant (a weight) */
+            gaio_tensor c = tensor(r, n->in[2]);
+            c.ndim = yr.ndim, c.layout = GAIO_TENSOR_ROW_MAJOR;
+            for (int32_t d = 0; d < c.ndim; d++) c.shape[d] = 1, c.strides[d] = 0;
+            st = gaio_binary(s, GAIO_BINARY_ADD, &yr, &c, &yr, NULL);
+        }
+        if (st != GAIO_OK) return st;
+        int32_t skip = r->e->v[sp->out].ndim - yr.ndim;
+        size_t es = gaio_dtype_size(yr.dtype);
+        gaio_tensor mid = yr;
+        for (int32_t d = 0; d < yr.ndim; d++) {
+            mid.offset += (size_t)(a->pad_begin[d + (skip > 0 ? skip : 0)] * yr.strides[d]) * es;
+            mid.shape[d] = x.shape[d];
+        }
+        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
+        return gaio_unary(s, &x, &mid, &p);
     }
     case OP_SOFTMAX:
         if (a->coerce_2d) { /* opset < 13: [outer, the rest], both packed in the same order */

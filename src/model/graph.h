@@ -51,6 +51,7 @@ typedef enum model_op {
     OP_REDUCE_MEAN, /* over the spatial axes of a 4-D tensor: torch's dynamo exporter's global pool */
     OP_DROPOUT,     /* inference: its input (engine files store op numbers: new ones go last) */
     OP_SLICE,       /* positive steps: a strided view copied out */
+    OP_PAD,         /* constant mode: a fill, then the input copied into the middle */
     OP_COUNT
 } model_op;
 
@@ -94,6 +95,11 @@ typedef struct mattrs {
     int64_t slice_start[GAIO_MODEL_MAX_NDIM], slice_step[GAIO_MODEL_MAX_NDIM];
     int64_t slice_end[GAIO_MODEL_MAX_NDIM];
     int32_t nslice; /* starts / ends given as attributes (opset < 10) */
+    /* Pad: per dimension, resolved at load (opset < 11's pads attribute: npad raw values
+     * in pad_begin then pad_end order until then); the fill value */
+    int64_t pad_begin[GAIO_MODEL_MAX_NDIM], pad_end[GAIO_MODEL_MAX_NDIM];
+    int32_t npad, pad_mode; /* pad_mode: 0 constant, 1 reflect, 2 edge, 3 wrap */
+    float pad_value;
     /* Transpose */
     int32_t nperm;
     int64_t perm[GAIO_MODEL_MAX_NDIM];

@@ -38,6 +38,7 @@ static const char *const op_names[OP_COUNT] = {
     [OP_REDUCE_MEAN] = "ReduceMean",
     [OP_DROPOUT] = "Dropout",
     [OP_SLICE] = "Slice",
+    [OP_PAD] = "Pad",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

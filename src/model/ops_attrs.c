@@ -73,6 +73,7 @@ static const opspec specs[OP_COUNT] = {
     [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1, 17}, {"keepdims", T_I, 1, 0}, {"noop_with_empty_axes", T_I, 18, 0}}},
     [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12, 0}}},
     [OP_SLICE] = {1, 5, 1, {{"starts", T_IS, 1, 9}, {"ends", T_IS, 1, 9}, {"axes", T_IS, 1, 9}}},
+    [OP_PAD] = {1, 4, 1, {{"mode", T_S, 1, 0}, {"pads", T_IS, 1, 10}, {"value", T_F, 1, 10}}},
 };
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
@@ -86,6 +87,8 @@ static void io_for_opset(const mgraph *g, model_op op, int32_t *min_in, int32_t 
     if (op == OP_UNSQUEEZE && v >= 13) *min_in = 2;
     if (op == OP_SLICE) *min_in = *max_in = 1;
     if (op == OP_SLICE && v >= 10) *min_in = 3, *max_in = 5;
+    if (op == OP_PAD) *min_in = 1, *max_in = v < 11 ? 1 : v < 18 ? 3 : 4;
+    if (op == OP_PAD && v >= 11) *min_in = 2;
 }
 
 static bool in_opset(const mgraph *g, const aspec *a) {
@@ -302,6 +305,25 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
             return GAIO_OK;
         }
         break;
+    case OP_PAD:
+        if (!strcmp(nm, "mode")) {
+            static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+            for (int32_t i = 0; i < 4; i++)
+                if (at->s.len == strlen(modes[i]) && at->s.data && !memcmp(at->s.data, modes[i], at->s.len))
+                    return a->pad_mode = i, GAIO_OK;
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'mode' is '%.*s' (constant, reflect, edge or wrap)",
+                                   at->s.len > 32 ? 32 : (int)at->s.len, at->s.data ? (const char *)at->s.data : "");
+        }
+        if (!strcmp(nm, "value")) return get_float(fn, n, at, &a->pad_value); /* opsets up to 10 */
+        if (!strcmp(nm, "pads")) { /* opsets up to 10: begins then ends */
+            if (at->n_ints % 2 || at->n_ints > 2 * GAIO_MODEL_MAX_NDIM)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' has %zu values", at->n_ints);
+            a->npad = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++)
+                *(i < at->n_ints / 2 ? &a->pad_begin[i] : &a->pad_end[i - at->n_ints / 2]) = at->ints[i];
+            return GAIO_OK;
+        }
+        break;
     case OP_DROPOUT: /* the identity at inference: its ratio is only checked */
         if (!strcmp(nm, "ratio")) {
             if (!(at->f >= 0.0f && at->f < 1.0f))
@@ -442,6 +464,9 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_UNSQUEEZE:
         if (g->opset < 13 && !(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' is required");
+        break;
+    case OP_PAD:
+        if (g->opset < 11 && !(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' is required");
         break;
     case OP_SLICE:
         if (g->opset < 10 && (seen & 3u) != 3u)

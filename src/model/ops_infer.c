@@ -462,6 +462,67 @@ static gaio_status infer_slice(const char *fn, mgraph *g, mnode *n, shp *o, mval
     return fold_slice(fn, g, n, x, o, out);
 }
 
+/* Pad: pads (an attribute before opset 11, then an input; axes from 18) resolved per
+ * dimension; constant mode only, its value a constant. */
+static gaio_status infer_pad(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0), *pv = in_v(g, n, 1), *cv = in_v(g, n, 2), *av = in_v(g, n, 3);
+    mattrs *a = &n->a;
+    int r = x->ndim;
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    if (a->pad_mode != 0)
+        return FAIL(GAIO_ERR_NOT_SUPPORTED, "mode '%s' is not supported (constant only)", modes[a->pad_mode & 3]);
+    int64_t raw[2 * MAXD], axes[MAXD];
+    int np = 0, na = r;
+    if (g->opset < 11) {
+        np = a->npad;
+        for (int i = 0; i < np / 2; i++) raw[i] = a->pad_begin[i], raw[np / 2 + i] = a->pad_end[i];
+    } else {
+        if (!is_int(pv->elem) || pv->ndim > 1) return FAIL(GAIO_ERR_INVALID_ARG, "pads '%s' is not a 1-D int64 list", pv->name);
+        if (!pv->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "pads '%s' is computed at run time", pv->name);
+        TRY(const_ok(fn, n, pv));
+        if (numel(pv) > 2 * MAXD) return FAIL(GAIO_ERR_INVALID_ARG, "pads has %lld values", (long long)numel(pv));
+        np = (int)numel(pv);
+        for (int i = 0; i < np; i++) TRY(get_ints(fn, n, pv, i, &raw[i]));
+        if (cv) {
+            if (!is_float(cv->elem) || numel(cv) != 1)
+                return FAIL(GAIO_ERR_INVALID_ARG, "constant_value '%s' is not one float", cv->name);
+            if (!cv->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "constant_value '%s' is computed at run time", cv->name);
+            TRY(const_ok(fn, n, cv));
+            if (cv->elem == MT_F32) memcpy(&a->pad_value, cv->data, 4);
+            else {
+                uint16_t h;
+                memcpy(&h, cv->data, 2);
+                a->pad_value = h2f(h);
+            }
+        }
+        if (av) TRY(const_ints(fn, n, av, "axes", axes, &na));
+    }
+    if (!av)
+        for (int i = 0; i < r; i++) axes[i] = i;
+    if (np != 2 * na) return FAIL(GAIO_ERR_INVALID_ARG, "pads has %d values for %d axes", np, na);
+    for (int d = 0; d < r; d++) a->pad_begin[d] = a->pad_end[d] = 0;
+    bool seen[MAXD] = {false};
+    for (int i = 0; i < na; i++) {
+        int64_t ax = 0;
+        TRY(norm_axis(fn, n, axes[i], r, &ax));
+        if (seen[ax]) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld is padded twice", (long long)ax);
+        seen[ax] = true;
+        int64_t b = raw[i], e = raw[na + i];
+        if (b < 0 || e < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "negative pads (a crop) on axis %lld are not supported", (long long)ax);
+        if (b > INT32_MAX || e > INT32_MAX) return FAIL(GAIO_ERR_INVALID_ARG, "pads on axis %lld are out of range", (long long)ax);
+        if ((b || e) && x->dims[ax] < 0)
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "padding symbolic dimension '%s' is not supported", dname(x, (int)ax));
+        a->pad_begin[ax] = b, a->pad_end[ax] = e;
+    }
+    if (g->opset < 11 && a->pad_value != 0.0f)
+        return FAIL(GAIO_ERR_NOT_SUPPORTED, "a fill value other than 0 in opset %lld (attribute 'value') is not supported",
+                    (long long)g->opset);
+    o->ndim = 0;
+    for (int d = 0; d < r; d++)
+        shp_push(o, x->dims[d] < 0 ? x->dims[d] : x->dims[d] + a->pad_begin[d] + a->pad_end[d], dname(x, d));
+    return GAIO_OK;
+}
+
 /* Dropout runs as its input at inference; a training_mode input (opset 12) must say
  * so: a constant false. */
 static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
@@ -859,6 +920,7 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_SQUEEZE: TRY(infer_squeeze(fn, g, n, &o)); fold_same = true; break;
     case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
     case OP_SLICE: TRY(infer_slice(fn, g, n, &o, out)); break;
+    case OP_PAD: TRY(need_float(fn, n, x)); TRY(infer_pad(fn, g, n, &o)); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
     }
     int64_t p;

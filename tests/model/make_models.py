@@ -261,6 +261,25 @@ def slice_cnn():
     return m, [(op, name) for op, name in kept(m) if name not in ("shape", "batch_of", "concat")]
 
 
+def pad_cnn(opset):
+    """Pad in constant mode before a valid convolution: zeros around H and W (uneven,
+    TensorFlow's "same" as exporters write it) and, from opset 11, an extra channel
+    of 0.5 on each side (a constant_value input); opset 10 gives pads as an attribute."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    if opset >= 11:
+        n = [helper.make_node("Pad", ["x", "sp_pads"], ["xp"], name="same_pad"),
+             helper.make_node("Pad", ["xp", "ch_pads", "half"], ["xc"], name="channel_pad")]
+        inits = [i64("sp_pads", [0, 0, 1, 2, 0, 0, 2, 1]), i64("ch_pads", [0, 1, 0, 0, 0, 1, 0, 0]),
+                 numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+        cin = 5
+    else:
+        n = [helper.make_node("Pad", ["x"], ["xc"], name="same_pad", pads=[0, 0, 1, 2, 0, 0, 2, 1], mode="constant")]
+        inits, cin = [], 3
+    n.append(helper.make_node("Conv", ["xc", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3]))
+    inits += [layer_weights("w", 8, cin, 3, 3), weights("b", 8)]
+    return model(n, [vi("x", F32, ["N", 3, 12, 12])], [vi("y", F32, ["N", 8, 13, 13])], inits, opset)
+
+
 def flatten_chain():
     """torch.flatten as the exporter writes it: the batch read back with Shape ->
     Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
@@ -529,6 +548,13 @@ def main():
         # the converter's Constant nodes (Clip's bounds, Dropout's ratio) fold at load
         good(outdir, "cnn_opset%d.onnx" % v, m, [nd for nd in kept(m) if nd[0] != "Constant"], inits_min=True,
              canary="c1_w,c1_b")
+    for v in (10, 13):
+        m = pad_cnn(v)
+        good(outdir, "pad_cnn_opset%d.onnx" % v, m, kept(m), canary="w,b")
+    m = small([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_reflect", mode="reflect")],
+              [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")], opset=13)
+    save(m, outdir, "bad_pad_reflect.onnx")
+    bad("bad_pad_reflect.onnx", "NOT_SUPPORTED", "pad_reflect", "mode 'reflect'")
     m, nodes = slice_cnn()
     # conv2 is the canary: channels 0, 2, 4, 6 of conv1 are sliced away, a zeroed one unseen
     good(outdir, "slice_cnn.onnx", m, nodes, inits_min=True, canary="c2_w,c2_b")
