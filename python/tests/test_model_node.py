@@ -67,7 +67,7 @@ except ImportError:  # the pip-installed package's venv has none; ONNX's expecte
 SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
              "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape",
              "Transpose", "Concat", "Softmax", "Identity", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze",
-             "Cast", "ReduceMean", "Dropout", "Slice", "Pad")
+             "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split")
 #: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
 LOAD_TIME_ONLY = {"Constant", "Shape", "Gather"}
 #: supported operators none of whose ONNX cases gaio can run, and why
@@ -109,6 +109,7 @@ EXPECTED_UNSUPPORTED = {
     "test_reshape_allowzero_reordered": ("an empty graph input", "gaio runs no empty tensors"),
     "test_dropout_default_ratio": ("Dropout's ratio a 0-D graph input", "is a scalar (0-D)"),
     "test_slice_neg_steps": ("Slice with a negative step", "negative steps"),
+    "test_split_zero_size_splits": ("an empty graph input", "gaio runs no empty tensors"),
     "test_constant_pad": ("Pad's constant_value a graph input", "constant_value 'value' is computed at run time"),
     "test_slice_start_out_of_bounds": ("an empty Slice", "gaio runs no empty tensors"),
     "test_unsqueeze_three_axes": ("a 6-D graph output", "has 6 dimensions: gaio tensors have 1 to 5"),

@@ -345,6 +345,19 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         return gaio_unary(s, &v, &y, &p);
     }
+    case OP_SPLIT: { /* this step's part: the input's strided view along axis, copied out */
+        int64_t at = 0;
+        for (int32_t k = 0; k < n->nout && n->out[k] != sp->out; k++) at += a->split_sizes[k];
+        gaio_tensor v;
+        gaio_status st = gaio_tensor_check(&x, &v, NULL);
+        if (st != GAIO_OK) return st;
+        int32_t ax = (int32_t)a->axis - (r->e->v[n->in[0]].ndim - v.ndim); /* less the leading 1s tensor() dropped */
+        if (ax < 0 || ax >= v.ndim) return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Split): axis out of view", n->name);
+        v.offset += (size_t)(at * v.strides[ax]) * gaio_dtype_size(v.dtype);
+        for (int32_t d = 0; d < v.ndim; d++) v.shape[d] = y.shape[d];
+        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
+        return gaio_unary(s, &v, &y, &p);
+    }
     case OP_PAD: { /* the fill, then the input into the middle of the output */
         gaio_tensor yr;
         size_t bytes = 0;

@@ -52,6 +52,7 @@ typedef enum model_op {
     OP_DROPOUT,     /* inference: its input (engine files store op numbers: new ones go last) */
     OP_SLICE,       /* positive steps: a strided view copied out */
     OP_PAD,         /* constant mode: a fill, then the input copied into the middle */
+    OP_SPLIT,       /* one step per output: each a strided view copied out */
     OP_COUNT
 } model_op;
 
@@ -100,6 +101,11 @@ typedef struct mattrs {
     int64_t pad_begin[GAIO_MODEL_MAX_NDIM], pad_end[GAIO_MODEL_MAX_NDIM];
     int32_t npad, pad_mode; /* pad_mode: 0 constant, 1 reflect, 2 edge, 3 wrap */
     float pad_value;
+    /* Split: each output's size along axis, resolved at load (opset < 13's split
+     * attribute, or num_outputs from 18, until then) */
+#define GAIO_MODEL_MAX_SPLIT 16
+    int64_t split_sizes[GAIO_MODEL_MAX_SPLIT];
+    int32_t nsplit, num_outputs;
     /* Transpose */
     int32_t nperm;
     int64_t perm[GAIO_MODEL_MAX_NDIM];

@@ -39,6 +39,7 @@ static const char *const op_names[OP_COUNT] = {
     [OP_DROPOUT] = "Dropout",
     [OP_SLICE] = "Slice",
     [OP_PAD] = "Pad",
+    [OP_SPLIT] = "Split",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

@@ -74,6 +74,7 @@ static const opspec specs[OP_COUNT] = {
     [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12, 0}}},
     [OP_SLICE] = {1, 5, 1, {{"starts", T_IS, 1, 9}, {"ends", T_IS, 1, 9}, {"axes", T_IS, 1, 9}}},
     [OP_PAD] = {1, 4, 1, {{"mode", T_S, 1, 0}, {"pads", T_IS, 1, 10}, {"value", T_F, 1, 10}}},
+    [OP_SPLIT] = {1, 2, GAIO_MODEL_MAX_SPLIT, {{"axis", T_I, 1, 0}, {"split", T_IS, 1, 12}, {"num_outputs", T_I, 18, 0}}},
 };
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
@@ -89,6 +90,7 @@ static void io_for_opset(const mgraph *g, model_op op, int32_t *min_in, int32_t 
     if (op == OP_SLICE && v >= 10) *min_in = 3, *max_in = 5;
     if (op == OP_PAD) *min_in = 1, *max_in = v < 11 ? 1 : v < 18 ? 3 : 4;
     if (op == OP_PAD && v >= 11) *min_in = 2;
+    if (op == OP_SPLIT && v < 13) *max_in = 1;
 }
 
 static bool in_opset(const mgraph *g, const aspec *a) {
@@ -132,7 +134,9 @@ static gaio_status check_io(const char *fn, const mgraph *g, const mnode *n, con
     if (n->out[0] < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "its first output is omitted");
     /* The optional outputs are the training statistics (BatchNormalization) and the
      * argmax (MaxPool): nothing gaio computes. */
-    for (int32_t i = 1; i < n->nout; i++)
+    for (int32_t i = 1; i < n->nout && n->op == OP_SPLIT; i++)
+        if (n->out[i] < 0) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d is omitted", i);
+    for (int32_t i = 1; i < n->nout && n->op != OP_SPLIT; i++)
         if (n->out[i] >= 0)
             return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d (%s) is not supported", i,
                                    n->op == OP_MAX_POOL ? "Indices" : n->op == OP_DROPOUT ? "mask" : "training statistics");
@@ -271,8 +275,24 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     case OP_CONCAT:
     case OP_SOFTMAX:
     case OP_GATHER:
+    case OP_SPLIT:
         /* Ranges are checked against the input's rank at inference. */
         if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK;
+        if (!strcmp(nm, "split")) { /* Split, opsets up to 12 */
+            if (at->n_ints > GAIO_MODEL_MAX_SPLIT)
+                return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%zu parts; gaio splits into at most %d", at->n_ints,
+                                       GAIO_MODEL_MAX_SPLIT);
+            a->nsplit = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++) a->split_sizes[i] = at->ints[i];
+            return GAIO_OK;
+        }
+        if (!strcmp(nm, "num_outputs")) { /* Split, opset 18 */
+            if (at->i < 1 || at->i > GAIO_MODEL_MAX_SPLIT)
+                return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "num_outputs %lld (gaio splits into 1 to %d)",
+                                       (long long)at->i, GAIO_MODEL_MAX_SPLIT);
+            a->num_outputs = (int32_t)at->i;
+            return GAIO_OK;
+        }
         break;
     case OP_CLIP: /* opsets 6-10 */
         if (!strcmp(nm, "min")) return get_float_any(n, at, &a->clip_min);

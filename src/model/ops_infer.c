@@ -523,6 +523,66 @@ static gaio_status infer_pad(const char *fn, mgraph *g, mnode *n, shp *o) {
     return GAIO_OK;
 }
 
+/* Split: the parts' sizes along axis (an input from opset 13, an attribute before;
+ * else equal parts, the last one smaller where num_outputs (18) does not divide) into
+ * the node's attributes; every output's shape set here (the caller sets the first's
+ * again from *o). A constant input folds. */
+static gaio_status infer_split(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0), *sv = in_v(g, n, 1);
+    mattrs *a = &n->a;
+    int64_t ax = 0;
+    TRY(norm_axis(fn, n, a->axis, x->ndim, &ax));
+    a->axis = ax;
+    int64_t dim = x->dims[ax];
+    if (dim < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "splitting symbolic dimension '%s' is not supported", dname(x, (int)ax));
+    int parts = n->nout;
+    if (sv) {
+        if (!is_int(sv->elem) || sv->ndim > 1) return FAIL(GAIO_ERR_INVALID_ARG, "split '%s' is not a 1-D int64 list", sv->name);
+        if (!sv->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "split '%s' is computed at run time", sv->name);
+        TRY(const_ok(fn, n, sv));
+        if (numel(sv) != parts) return FAIL(GAIO_ERR_INVALID_ARG, "split has %lld sizes for %d outputs", (long long)numel(sv), parts);
+        for (int k = 0; k < parts; k++) TRY(get_ints(fn, n, sv, k, &a->split_sizes[k]));
+    } else if (a->nsplit) {
+        if (a->nsplit != parts) return FAIL(GAIO_ERR_INVALID_ARG, "split has %d sizes for %d outputs", a->nsplit, parts);
+    } else {
+        if (a->num_outputs && a->num_outputs != parts)
+            return FAIL(GAIO_ERR_INVALID_ARG, "num_outputs is %d but the node has %d outputs", a->num_outputs, parts);
+        if (!a->num_outputs && dim % parts)
+            return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld (%lld) does not split into %d equal parts", (long long)ax, (long long)dim, parts);
+        int64_t each = (dim + parts - 1) / parts;
+        for (int k = 0; k < parts; k++) a->split_sizes[k] = k < parts - 1 ? each : dim - each * (parts - 1);
+    }
+    a->nsplit = parts;
+    int64_t sum = 0;
+    for (int k = 0; k < parts; k++) {
+        if (a->split_sizes[k] <= 0)
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "part %d has size %lld: gaio runs no empty tensors", k, (long long)a->split_sizes[k]);
+        sum += a->split_sizes[k];
+    }
+    if (sum != dim) return FAIL(GAIO_ERR_INVALID_ARG, "the parts add up to %lld, axis %lld has %lld", (long long)sum, (long long)ax, (long long)dim);
+    int64_t outer = 1, inner = 1, at = 0;
+    for (int d = 0; d < ax; d++) outer *= x->dims[d] < 0 ? 1 : x->dims[d];
+    for (int d = (int)ax + 1; d < x->ndim; d++) inner *= x->dims[d];
+    size_t es = gaio__mt_size(x->elem);
+    if (x->data) TRY(const_ok(fn, n, x));
+    for (int k = 0; k < parts; k++) {
+        mvalue *ov = &g->values[n->out[k]];
+        ov->elem = x->elem, ov->ndim = x->ndim;
+        for (int d = 0; d < x->ndim; d++)
+            ov->dims[d] = d == ax ? a->split_sizes[k] : x->dims[d], ov->dim_names[d] = d == ax ? "" : dname(x, d);
+        if (x->data) { /* a constant: this part's rows of each outer block */
+            bool skip;
+            size_t blk = (size_t)(a->split_sizes[k] * inner) * es;
+            TRY(fold_alloc(fn, g, n, ov, (size_t)outer * blk, &skip));
+            for (int64_t i = 0; !skip && i < outer; i++)
+                memcpy((char *)ov->data + (size_t)i * blk, (const char *)x->data + ((size_t)(i * dim + at) * (size_t)inner) * es, blk);
+        }
+        at += a->split_sizes[k];
+    }
+    shp_of(&g->values[n->out[0]], o);
+    return GAIO_OK;
+}
+
 /* Dropout runs as its input at inference; a training_mode input (opset 12) must say
  * so: a constant false. */
 static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
@@ -921,6 +981,7 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
     case OP_SLICE: TRY(infer_slice(fn, g, n, &o, out)); break;
     case OP_PAD: TRY(need_float(fn, n, x)); TRY(infer_pad(fn, g, n, &o)); break;
+    case OP_SPLIT: TRY(infer_split(fn, g, n, &o)); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
     }
     int64_t p;

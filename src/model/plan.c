@@ -84,7 +84,10 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
     int32_t *emit_at = malloc(((size_t)nn + 1) * sizeof *emit_at);
     bool *absorbed = calloc((size_t)nn + 1, sizeof *absorbed);
     xstep *fused = calloc((size_t)nn + 1, sizeof *fused);
-    p->steps = calloc((size_t)nn + 1, sizeof *p->steps);
+    size_t cap = (size_t)nn + 1; /* a step per node, and per further output of a Split */
+    for (int32_t i = 0; i < nn; i++)
+        if (g->nodes[i].op == OP_SPLIT && g->nodes[i].nout > 1) cap += (size_t)g->nodes[i].nout - 1;
+    p->steps = calloc(cap, sizeof *p->steps);
     gaio_status st = GAIO_OK;
     if (!readers || !reader || !emit_at || !absorbed || !fused || !p->steps) {
         st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory planning the model");
@@ -149,8 +152,10 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
         }
         const mnode *n = &g->nodes[i];
         if (absorbed[i] || n->op == OP_CONV) continue; /* a convolution runs where its epilogue ended */
-        xstep *s = &p->steps[p->nsteps++];
-        s->n = n, s->out = n->out[0], s->w = s->b = s->res = -1;
+        for (int32_t k = 0; k < (n->op == OP_SPLIT ? n->nout : 1); k++) {
+            xstep *s = &p->steps[p->nsteps++];
+            s->n = n, s->out = n->out[k], s->w = s->b = s->res = -1;
+        }
     }
 done:
     free(readers), free(reader), free(emit_at), free(absorbed), free(fused);

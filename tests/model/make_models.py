@@ -280,6 +280,27 @@ def pad_cnn(opset):
     return model(n, [vi("x", F32, ["N", 3, 12, 12])], [vi("y", F32, ["N", 8, 13, 13])], inits, opset)
 
 
+def c2f(opset):
+    """A YOLOv8 C2f-style block: a 1x1 convolution's channels split in two, the second
+    part through a 3x3 convolution, all three concatenated and mixed by a 1x1 one.
+    Opset 11: equal parts (no sizes); opset 13: sizes 3 and 5 as an input."""
+    n = [helper.make_node("Conv", ["x", "c1_w", "c1_b"], ["c1"], name="cv1", kernel_shape=[1, 1])]
+    if opset >= 13:
+        n.append(helper.make_node("Split", ["c1", "sizes"], ["a", "b"], name="split", axis=1))
+        inits, na, nb = [numpy_helper.from_array(np.array([3, 5], np.int64), "sizes")], 3, 5
+    else:
+        n.append(helper.make_node("Split", ["c1"], ["a", "b"], name="split", axis=1))
+        inits, na, nb = [], 4, 4
+    n += [
+        helper.make_node("Conv", ["b", "c2_w", "c2_b"], ["c"], name="bottleneck", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["a", "b", "c"], ["cat"], name="concat", axis=1),
+        helper.make_node("Conv", ["cat", "c3_w", "c3_b"], ["y"], name="cv2", kernel_shape=[1, 1]),
+    ]
+    inits += [layer_weights("c1_w", 8, 3, 1, 1), weights("c1_b", 8), layer_weights("c2_w", nb, nb, 3, 3),
+              weights("c2_b", nb), layer_weights("c3_w", 6, na + 2 * nb, 1, 1), weights("c3_b", 6)]
+    return model(n, [vi("x", F32, ["N", 3, 16, 16])], [vi("y", F32, ["N", 6, 16, 16])], inits, opset)
+
+
 def flatten_chain():
     """torch.flatten as the exporter writes it: the batch read back with Shape ->
     Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
@@ -555,6 +576,9 @@ def main():
               [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")], opset=13)
     save(m, outdir, "bad_pad_reflect.onnx")
     bad("bad_pad_reflect.onnx", "NOT_SUPPORTED", "pad_reflect", "mode 'reflect'")
+    for v in (11, 13):
+        m = c2f(v)
+        good(outdir, "c2f_opset%d.onnx" % v, m, kept(m), canary="c1_w,c1_b")
     m, nodes = slice_cnn()
     # conv2 is the canary: channels 0, 2, 4, 6 of conv1 are sliced away, a zeroed one unseen
     good(outdir, "slice_cnn.onnx", m, nodes, inits_min=True, canary="c2_w,c2_b")
