@@ -67,9 +67,9 @@ except ImportError:  # the pip-installed package's venv has none; ONNX's expecte
 SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
              "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape",
              "Transpose", "Concat", "Softmax", "Identity", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze",
-             "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split")
+             "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand")
 #: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
-LOAD_TIME_ONLY = {"Constant", "Shape", "Gather"}
+LOAD_TIME_ONLY = {"Constant", "Shape", "Gather", "ConstantOfShape", "Range"}
 #: supported operators none of whose ONNX cases gaio can run, and why
 NO_RUNNING_CASE = {
     "Pad": "ONNX's one constant-mode case feeds constant_value as a graph input (gaio wants a constant); its "
@@ -110,6 +110,8 @@ EXPECTED_UNSUPPORTED = {
     "test_dropout_default_ratio": ("Dropout's ratio a 0-D graph input", "is a scalar (0-D)"),
     "test_slice_neg_steps": ("Slice with a negative step", "negative steps"),
     "test_split_zero_size_splits": ("an empty graph input", "gaio runs no empty tensors"),
+    "test_constantofshape_float_ones": ("a graph of constants only (its shape an initializer)", "the graph has no inputs"),
+    "test_range_float_type_positive_delta": ("Range of run-time scalars", "is computed at run time"),
     "test_constant_pad": ("Pad's constant_value a graph input", "constant_value 'value' is computed at run time"),
     "test_slice_start_out_of_bounds": ("an empty Slice", "gaio runs no empty tensors"),
     "test_unsqueeze_three_axes": ("a 6-D graph output", "has 6 dimensions: gaio tensors have 1 to 5"),

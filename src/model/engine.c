@@ -108,7 +108,8 @@ gaio_status gaio__engine_ready(const char *fn, gaio_engine *e) {
 
 /* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
 static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
-    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT)
+    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT || n->op == OP_CONSTANT_OF_SHAPE ||
+        n->op == OP_RANGE)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
                           "arithmetic at load time only", n->name, n->op_type);
     for (int32_t j = 0; j < n->nin; j++) {
@@ -120,7 +121,7 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
         bool clip_arg = n->op == OP_CLIP && j > 0;
         if (n->op == OP_DROPOUT && j > 0) continue; /* ratio, training_mode: not read at inference */
         bool slice_arg = (n->op == OP_SLICE && j > 0) || (n->op == OP_PAD && (j == 1 || j == 3)) ||
-                         (n->op == OP_SPLIT && j == 1); /* resolved at load */
+                         (n->op == OP_SPLIT && j == 1) || (n->op == OP_EXPAND && j == 1); /* resolved at load */
         if (shape_arg || clip_arg || slice_arg) {
             if (!val->data)
                 return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): input %d is computed at run time", n->name,

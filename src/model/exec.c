@@ -345,6 +345,32 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         return gaio_unary(s, &v, &y, &p);
     }
+    case OP_EXPAND: { /* the input's broadcast view (stride 0 where it has 1), copied out */
+        gaio_tensor v;
+        gaio_status st = gaio_tensor_check(&x, &v, NULL);
+        if (st != GAIO_OK) return st;
+        gaio_tensor b = y; /* y's rank and shape; x's strides aligned to its last dimensions */
+        b.buffer = v.buffer, b.offset = v.offset, b.dtype = v.dtype, b.layout = GAIO_TENSOR_ROW_MAJOR;
+        bool any = false;
+        for (int32_t d = 0; d < b.ndim; d++) {
+            int32_t k = d - (b.ndim - v.ndim);
+            b.strides[d] = k >= 0 && v.shape[k] == b.shape[d] ? v.strides[k] : 0;
+            any = any || b.strides[d] != 0;
+        }
+        gaio_tensor yy = y;
+        if (!any) { /* one element everywhere: all-zero strides would read as "packed", so a
+                     * leading dimension of 1 with a stride of its own */
+            if (b.ndim == GAIO_TENSOR_MAX_NDIM)
+                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Expand): one element to a %d-D output",
+                                  n->name, (int)b.ndim);
+            for (int32_t d = b.ndim; d > 0; d--)
+                b.shape[d] = yy.shape[d] = b.shape[d - 1], b.strides[d] = 0, yy.strides[d] = yy.strides[d - 1];
+            b.shape[0] = yy.shape[0] = 1, b.strides[0] = 1, yy.strides[0] = 0;
+            b.ndim++, yy.ndim++;
+        }
+        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
+        return gaio_unary(s, &b, &yy, &p);
+    }
     case OP_SPLIT: { /* this step's part: the input's strided view along axis, copied out */
         int64_t at = 0;
         for (int32_t k = 0; k < n->nout && n->out[k] != sp->out; k++) at += a->split_sizes[k];

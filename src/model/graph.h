@@ -53,6 +53,9 @@ typedef enum model_op {
     OP_SLICE,       /* positive steps: a strided view copied out */
     OP_PAD,         /* constant mode: a fill, then the input copied into the middle */
     OP_SPLIT,       /* one step per output: each a strided view copied out */
+    OP_CONSTANT_OF_SHAPE, /* folds at load */
+    OP_RANGE,       /* folds at load */
+    OP_EXPAND,      /* folds, or a broadcast view copied out */
     OP_COUNT
 } model_op;
 
@@ -106,6 +109,9 @@ typedef struct mattrs {
 #define GAIO_MODEL_MAX_SPLIT 16
     int64_t split_sizes[GAIO_MODEL_MAX_SPLIT];
     int32_t nsplit, num_outputs;
+    /* ConstantOfShape: the fill value and its element type (attribute 'value') */
+    double fill_value;
+    int32_t fill_elem;
     /* Transpose */
     int32_t nperm;
     int64_t perm[GAIO_MODEL_MAX_NDIM];

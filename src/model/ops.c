@@ -40,6 +40,9 @@ static const char *const op_names[OP_COUNT] = {
     [OP_SLICE] = "Slice",
     [OP_PAD] = "Pad",
     [OP_SPLIT] = "Split",
+    [OP_CONSTANT_OF_SHAPE] = "ConstantOfShape",
+    [OP_RANGE] = "Range",
+    [OP_EXPAND] = "Expand",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

@@ -8,6 +8,7 @@
 
 #include "onnx/onnx.pb-c.h"
 
+#include "core/half.h"
 #include "model/ops_internal.h"
 
 #define T_F ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT
@@ -74,6 +75,9 @@ static const opspec specs[OP_COUNT] = {
     [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12, 0}}},
     [OP_SLICE] = {1, 5, 1, {{"starts", T_IS, 1, 9}, {"ends", T_IS, 1, 9}, {"axes", T_IS, 1, 9}}},
     [OP_PAD] = {1, 4, 1, {{"mode", T_S, 1, 0}, {"pads", T_IS, 1, 10}, {"value", T_F, 1, 10}}},
+    [OP_CONSTANT_OF_SHAPE] = {1, 1, 1, {{"value", T_T, 9, 0}}},
+    [OP_RANGE] = {3, 3, 1, {{0}}},
+    [OP_EXPAND] = {2, 2, 1, {{0}}},
     [OP_SPLIT] = {1, 2, GAIO_MODEL_MAX_SPLIT, {{"axis", T_I, 1, 0}, {"split", T_IS, 1, 12}, {"num_outputs", T_I, 18, 0}}},
 };
 
@@ -344,6 +348,31 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
             return GAIO_OK;
         }
         break;
+    case OP_CONSTANT_OF_SHAPE:
+        if (!strcmp(nm, "value")) { /* a one-element tensor: its type and value */
+            const Onnx__TensorProto *t = at->t;
+            int32_t e = t && t->has_data_type ? t->data_type : 0;
+            size_t es = gaio__mt_size(e), count = 1;
+            for (size_t i = 0; t && i < t->n_dims; i++) count *= (size_t)(t->dims[i] < 0 ? 0 : t->dims[i]);
+            if (!t || !es) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "a value of type %s is not supported", gaio__mt_name(e));
+            if (count != 1) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'value' holds %zu elements, not 1", count);
+            unsigned char raw[8] = {0};
+            if (t->has_raw_data && t->raw_data.len == es) memcpy(raw, t->raw_data.data, es);
+            else if (e == MT_F32 && t->n_float_data == 1) memcpy(raw, t->float_data, 4);
+            else if (e == MT_I64 && t->n_int64_data == 1) memcpy(raw, t->int64_data, 8);
+            else if ((e == MT_I32 || e == MT_F16) && t->n_int32_data == 1) {
+                int32_t v = t->int32_data[0];
+                if (e == MT_F16) { uint16_t h = (uint16_t)v; memcpy(raw, &h, 2); }
+                else memcpy(raw, &v, 4);
+            } else return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'value' has no data of its type");
+            a->fill_elem = e;
+            if (e == MT_F32) { float f; memcpy(&f, raw, 4); a->fill_value = f; }
+            else if (e == MT_I32) { int32_t v; memcpy(&v, raw, 4); a->fill_value = v; }
+            else if (e == MT_I64) { int64_t v; memcpy(&v, raw, 8); a->fill_value = (double)v; }
+            else { uint16_t h; memcpy(&h, raw, 2); a->fill_value = h2f(h); }
+            return GAIO_OK;
+        }
+        break;
     case OP_DROPOUT: /* the identity at inference: its ratio is only checked */
         if (!strcmp(nm, "ratio")) {
             if (!(at->f >= 0.0f && at->f < 1.0f))
@@ -415,6 +444,7 @@ static void set_defaults(const mgraph *g, mnode *n) {
     a->clip_max = INFINITY;
     a->axis = n->op == OP_FLATTEN ? 1 : n->op == OP_SOFTMAX ? (g->opset >= 13 ? -1 : 1) : 0;
     a->coerce_2d = n->op == OP_SOFTMAX && g->opset < 13;
+    a->fill_elem = MT_F32; /* ConstantOfShape's default: float32 0 */
     a->keepdims = 1;
     if (n->op == OP_SHAPE) {
         a->naxes = 2;

@@ -583,6 +583,104 @@ static gaio_status infer_split(const char *fn, mgraph *g, mnode *n, shp *o) {
     return GAIO_OK;
 }
 
+static double load_num(int32_t e, const void *p, size_t i);
+
+/* A number stored as elem at index i (fold results). */
+static void store_num(int32_t e, void *p, size_t i, double v) {
+    switch (e) {
+    case MT_F32: { float f = (float)v; memcpy((char *)p + i * 4, &f, 4); break; }
+    case MT_F16: { uint16_t h = f2h((float)v); memcpy((char *)p + i * 2, &h, 2); break; }
+    case MT_I32: { int32_t k = (int32_t)v; memcpy((char *)p + i * 4, &k, 4); break; }
+    default: { int64_t k = (int64_t)v; memcpy((char *)p + i * 8, &k, 8); break; }
+    }
+}
+
+/* ConstantOfShape: the shape input (constant) filled with the value; folds. */
+static gaio_status infer_constant_of_shape(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *sv = in_v(g, n, 0);
+    int64_t dims[MAXD];
+    int c = 0;
+    TRY(const_ints(fn, n, sv, "shape", dims, &c));
+    o->ndim = 0;
+    int64_t cnt = 1;
+    for (int i = 0; i < c; i++) {
+        if (dims[i] <= 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "dimension %d is %lld: gaio runs no empty tensors", i, (long long)dims[i]);
+        if (__builtin_mul_overflow(cnt, dims[i], &cnt) || cnt > DIM_LIMIT)
+            return FAIL(GAIO_ERR_INVALID_ARG, "the output has too many elements");
+        shp_push(o, dims[i], "");
+    }
+    bool skip;
+    size_t es = gaio__mt_size(n->a.fill_elem);
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    for (int64_t i = 0; !skip && i < cnt; i++) store_num(n->a.fill_elem, out->data, (size_t)i, n->a.fill_value);
+    return GAIO_OK;
+}
+
+/* Range: start, limit and delta, constant scalars of one type; folds. */
+static gaio_status infer_range(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *v[3] = {in_v(g, n, 0), in_v(g, n, 1), in_v(g, n, 2)};
+    static const char *const what[3] = {"start", "limit", "delta"};
+    double x[3];
+    for (int i = 0; i < 3; i++) {
+        if (v[i]->elem != v[0]->elem) return FAIL(GAIO_ERR_INVALID_ARG, "start, limit and delta differ in type");
+        if (numel(v[i]) != 1 || v[i]->ndim > 1) return FAIL(GAIO_ERR_INVALID_ARG, "%s '%s' is not a scalar", what[i], v[i]->name);
+        if (!v[i]->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "%s '%s' is computed at run time", what[i], v[i]->name);
+        TRY(const_ok(fn, n, v[i]));
+        x[i] = load_num(v[i]->elem, v[i]->data, 0);
+    }
+    if (x[2] == 0) return FAIL(GAIO_ERR_INVALID_ARG, "delta is 0");
+    double span = ceil((x[1] - x[0]) / x[2]);
+    if (!(span >= 1)) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the range is empty: gaio runs no empty tensors");
+    if (span > DIM_LIMIT) return FAIL(GAIO_ERR_INVALID_ARG, "the range has too many elements");
+    int64_t cnt = (int64_t)span;
+    o->ndim = 0;
+    shp_push(o, cnt, "");
+    bool skip;
+    int32_t e = v[0]->elem;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * gaio__mt_size(e), &skip));
+    for (int64_t i = 0; !skip && i < cnt; i++) /* integers exactly: start + i * delta */
+        store_num(e, out->data, (size_t)i, is_int(e) ? (double)((int64_t)x[0] + i * (int64_t)x[2]) : x[0] + (double)i * x[2]);
+    return GAIO_OK;
+}
+
+/* Expand: the input broadcast with a constant shape (numpy's rules both ways). Folds
+ * when the input is constant; else a broadcast view copied out at run time. */
+static gaio_status infer_expand(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *x = in_v(g, n, 0), *sv = in_v(g, n, 1);
+    mvalue want = {0};
+    int c = 0;
+    TRY(const_ints(fn, n, sv, "shape", want.dims, &c));
+    want.ndim = c, want.name = sv->name;
+    for (int i = 0; i < c; i++) {
+        want.dim_names[i] = "";
+        if (want.dims[i] < 0) return FAIL(GAIO_ERR_INVALID_ARG, "shape has %lld", (long long)want.dims[i]);
+        if (want.dims[i] == 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "dimension %d is 0: gaio runs no empty tensors", i);
+    }
+    TRY(broadcast(fn, n, x, x->ndim, &want, c, o));
+    if (!x->data) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    int64_t cnt = 1, xs[MAXD], m = 1;
+    for (int d = 0; d < o->ndim; d++) {
+        if (o->d[d] < 0) return GAIO_OK; /* symbolic: not folded */
+        cnt *= o->d[d];
+    }
+    int off = o->ndim - x->ndim;
+    for (int d = x->ndim - 1; d >= 0; d--) xs[d] = x->dims[d] == 1 ? 0 : m, m *= x->dims[d];
+    size_t es = gaio__mt_size(x->elem);
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    for (int64_t i = 0; !skip && i < cnt; i++) {
+        int64_t rest = i, src = 0;
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            int64_t k = rest % o->d[d];
+            rest /= o->d[d];
+            if (d >= off) src += k * xs[d - off];
+        }
+        memcpy((char *)out->data + (size_t)i * es, (const char *)x->data + (size_t)src * es, es);
+    }
+    return GAIO_OK;
+}
+
 /* Dropout runs as its input at inference; a training_mode input (opset 12) must say
  * so: a constant false. */
 static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
@@ -982,6 +1080,9 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_SLICE: TRY(infer_slice(fn, g, n, &o, out)); break;
     case OP_PAD: TRY(need_float(fn, n, x)); TRY(infer_pad(fn, g, n, &o)); break;
     case OP_SPLIT: TRY(infer_split(fn, g, n, &o)); break;
+    case OP_CONSTANT_OF_SHAPE: elem = n->a.fill_elem; TRY(infer_constant_of_shape(fn, g, n, &o, out)); break;
+    case OP_RANGE: TRY(infer_range(fn, g, n, &o, out)); break;
+    case OP_EXPAND: TRY(infer_expand(fn, g, n, &o, out)); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
     }
     int64_t p;

@@ -301,6 +301,32 @@ def c2f(opset):
     return model(n, [vi("x", F32, ["N", 3, 16, 16])], [vi("y", F32, ["N", 6, 16, 16])], inits, opset)
 
 
+def anchors():
+    """What a detector's head computes beside its convolutions (opset 13): a grid from
+    Range -> Reshape -> Expand and a scale from ConstantOfShape, both folded at load, and
+    a pooled [N, C, 1, 1] map expanded back to [N, C, H, W] at run time."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    n = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1]),
+        helper.make_node("Range", ["r0", "r8", "r1"], ["cols"], name="range"),
+        helper.make_node("Reshape", ["cols", "row_shape"], ["row"], name="row"),
+        helper.make_node("Expand", ["row", "grid_shape"], ["grid"], name="grid"),
+        helper.make_node("Add", ["c", "grid"], ["g"], name="add_grid"),
+        helper.make_node("ConstantOfShape", ["scale_shape"], ["scale"], name="scale",
+                         value=numpy_helper.from_array(np.array([0.25], np.float32), "v")),
+        helper.make_node("Mul", ["g", "scale"], ["m"], name="mul_scale"),
+        helper.make_node("GlobalAveragePool", ["m"], ["pooled"], name="pool"),
+        helper.make_node("Expand", ["pooled", "grid_shape"], ["back"], name="expand_back"),
+        helper.make_node("Add", ["m", "back"], ["y"], name="add_back"),
+    ]
+    inits = [layer_weights("w", 4, 4, 1, 1), weights("b", 4), f32("r0", 0.0), f32("r8", 8.0), f32("r1", 1.0),
+             i64("row_shape", [1, 1, 1, 8]), i64("grid_shape", [1, 4, 8, 8]), i64("scale_shape", [1, 4, 1, 1])]
+    m = model(n, [vi("x", F32, ["N", 4, 8, 8])], [vi("y", F32, ["N", 4, 8, 8])], inits, 13)
+    folded = ("range", "row", "grid", "scale")
+    return m, [(op, nm) for op, nm in kept(m) if nm not in folded]
+
+
 def flatten_chain():
     """torch.flatten as the exporter writes it: the batch read back with Shape ->
     Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
@@ -579,6 +605,8 @@ def main():
     for v in (11, 13):
         m = c2f(v)
         good(outdir, "c2f_opset%d.onnx" % v, m, kept(m), canary="c1_w,c1_b")
+    m, nodes = anchors()
+    good(outdir, "anchors.onnx", m, nodes, inits_min=True, canary="w,b")
     m, nodes = slice_cnn()
     # conv2 is the canary: channels 0, 2, 4, 6 of conv1 are sliced away, a zeroed one unseen
     good(outdir, "slice_cnn.onnx", m, nodes, inits_min=True, canary="c2_w,c2_b")
