@@ -67,11 +67,15 @@ except ImportError:  # the pip-installed package's venv has none; ONNX's expecte
 SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
              "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape",
              "Transpose", "Concat", "Softmax", "Identity", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze",
-             "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand")
+             "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand",
+             "Resize", "Upsample")
 #: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
 LOAD_TIME_ONLY = {"Constant", "Shape", "Gather", "ConstantOfShape", "Range"}
 #: supported operators none of whose ONNX cases gaio can run, and why
 NO_RUNNING_CASE = {
+    "Resize": "ONNX's nearest cases feed scales at run time or resize by other than whole factors; "
+              "tests/model/make_models.py's upsample models run Resize",
+    "Upsample": "ONNX's one case feeds scales at run time; tests/model/make_models.py's upsample models run it",
     "Pad": "ONNX's one constant-mode case feeds constant_value as a graph input (gaio wants a constant); its "
            "edge and reflect cases are modes gaio refuses: tests/model/make_models.py's pad_cnn runs Pad",
     "ReduceMean": "ONNX's cases reduce 3-D tensors; gaio's ReduceMean is the global pool over axes (2, 3) of a 4-D one",
@@ -112,6 +116,24 @@ EXPECTED_UNSUPPORTED = {
     "test_split_zero_size_splits": ("an empty graph input", "gaio runs no empty tensors"),
     "test_constantofshape_float_ones": ("a graph of constants only (its shape an initializer)", "the graph has no inputs"),
     "test_range_float_type_positive_delta": ("Range of run-time scalars", "is computed at run time"),
+    # Resize / Upsample: nearest by whole factors of H and W with constant scales or sizes only.
+    **{f"test_resize_{k}": ("Resize with scales fed at run time", "scales 'scales' is computed at run time")
+       for k in ("upsample_scales_nearest", "downsample_scales_nearest")},
+    **{f"test_resize_{k}": ("Resize to sizes that are no whole multiple", "is not a whole multiple")
+       for k in ("upsample_sizes_nearest", "downsample_sizes_nearest")},
+    **{f"test_resize_{k}": ("Resize, linear mode", "mode 'linear' is not supported")
+       for k in ("upsample_scales_linear", "upsample_scales_linear_align_corners", "downsample_scales_linear",
+                 "downsample_scales_linear_align_corners", "tf_crop_and_resize",
+                 "downsample_sizes_linear_pytorch_half_pixel")},
+    **{f"test_resize_{k}": ("Resize, cubic mode", "mode 'cubic' is not supported")
+       for k in ("upsample_scales_cubic", "upsample_scales_cubic_align_corners", "downsample_scales_cubic",
+                 "downsample_scales_cubic_align_corners", "upsample_sizes_cubic", "downsample_sizes_cubic",
+                 "upsample_scales_cubic_A_n0p5_exclude_outside", "downsample_scales_cubic_A_n0p5_exclude_outside",
+                 "upsample_scales_cubic_asymmetric")},
+    **{f"test_resize_{k}": ("Resize, a coordinate rule where nearest is not index / factor", "is not supported (asymmetric")
+       for k in ("upsample_sizes_nearest_floor_align_corners", "upsample_sizes_nearest_round_prefer_ceil_asymmetric",
+                 "upsample_sizes_nearest_ceil_half_pixel")},
+    "test_upsample_nearest": ("Upsample with scales fed at run time", "scales 'scales' is computed at run time"),
     "test_constant_pad": ("Pad's constant_value a graph input", "constant_value 'value' is computed at run time"),
     "test_slice_start_out_of_bounds": ("an empty Slice", "gaio runs no empty tensors"),
     "test_unsqueeze_three_axes": ("a 6-D graph output", "has 6 dimensions: gaio tensors have 1 to 5"),

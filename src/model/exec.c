@@ -371,6 +371,35 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         return gaio_unary(s, &b, &yy, &p);
     }
+    case OP_RESIZE:
+    case OP_UPSAMPLE: { /* nearest by whole factors: y as [.., H, fh, W, fw] from x at stride 0 on fh, fw */
+        gaio_tensor v, w;
+        gaio_status st = gaio_tensor_check(&x, &v, NULL);
+        if (st == GAIO_OK) st = gaio_tensor_check(&y, &w, NULL);
+        if (st != GAIO_OK) return st;
+        if (v.ndim != 4) return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): not 4-D", n->name, n->op_type);
+        int64_t fh = a->rs_factor[0], fw = a->rs_factor[1];
+        /* Batch and channels as one dimension where both tensors allow it, else one copy
+         * per image. */
+        bool merge = v.strides[0] == v.shape[1] * v.strides[1] && w.strides[0] == w.shape[1] * w.strides[1];
+        int64_t images = merge ? 1 : v.shape[0];
+        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
+        size_t es = gaio_dtype_size(v.dtype);
+        for (int64_t i = 0; i < images && st == GAIO_OK; i++) {
+            gaio_tensor src = v, dst = w;
+            src.ndim = dst.ndim = 5, src.layout = dst.layout = GAIO_TENSOR_ROW_MAJOR;
+            int64_t shape[5] = {merge ? v.shape[0] * v.shape[1] : v.shape[1], v.shape[2], fh, v.shape[3], fw};
+            int64_t ss[5] = {v.strides[1], v.strides[2], 0, v.strides[3], 0};
+            int64_t ds[5] = {w.strides[1], w.strides[2] * fh, w.strides[2], w.strides[3] * fw, w.strides[3]};
+            for (int32_t d = 0; d < 5; d++) {
+                src.shape[d] = dst.shape[d] = shape[d];
+                src.strides[d] = shape[d] == 1 ? 1 : ss[d], dst.strides[d] = shape[d] == 1 ? 1 : ds[d];
+            }
+            src.offset += (size_t)(i * v.strides[0]) * es, dst.offset += (size_t)(i * w.strides[0]) * es;
+            st = gaio_unary(s, &src, &dst, &p);
+        }
+        return st;
+    }
     case OP_SPLIT: { /* this step's part: the input's strided view along axis, copied out */
         int64_t at = 0;
         for (int32_t k = 0; k < n->nout && n->out[k] != sp->out; k++) at += a->split_sizes[k];

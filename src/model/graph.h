@@ -56,6 +56,8 @@ typedef enum model_op {
     OP_CONSTANT_OF_SHAPE, /* folds at load */
     OP_RANGE,       /* folds at load */
     OP_EXPAND,      /* folds, or a broadcast view copied out */
+    OP_RESIZE,      /* nearest, integer factors on H and W: a broadcast view copied out */
+    OP_UPSAMPLE,    /* opsets 7-9: the same */
     OP_COUNT
 } model_op;
 
@@ -112,6 +114,14 @@ typedef struct mattrs {
     /* ConstantOfShape: the fill value and its element type (attribute 'value') */
     double fill_value;
     int32_t fill_elem;
+    /* Resize / Upsample: mode (0 nearest, 1 linear, 2 cubic), coordinate transformation
+     * (0 half_pixel, 1 asymmetric, 2 pytorch_half_pixel, 3 tf_half_pixel_for_nn,
+     * 4 align_corners, 5 tf_crop_and_resize, 6 half_pixel_symmetric), nearest mode (0
+     * round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil); the integer factors of
+     * H and W, resolved at load; opsets 7-8's scales attribute in rs_scales */
+    int32_t rs_mode, rs_coord, rs_nearest, rs_nscales;
+    float rs_scales[GAIO_MODEL_MAX_NDIM];
+    int64_t rs_factor[2];
     /* Transpose */
     int32_t nperm;
     int64_t perm[GAIO_MODEL_MAX_NDIM];

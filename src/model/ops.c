@@ -43,6 +43,8 @@ static const char *const op_names[OP_COUNT] = {
     [OP_CONSTANT_OF_SHAPE] = "ConstantOfShape",
     [OP_RANGE] = "Range",
     [OP_EXPAND] = "Expand",
+    [OP_RESIZE] = "Resize",
+    [OP_UPSAMPLE] = "Upsample",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

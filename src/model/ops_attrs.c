@@ -77,6 +77,10 @@ static const opspec specs[OP_COUNT] = {
     [OP_PAD] = {1, 4, 1, {{"mode", T_S, 1, 0}, {"pads", T_IS, 1, 10}, {"value", T_F, 1, 10}}},
     [OP_CONSTANT_OF_SHAPE] = {1, 1, 1, {{"value", T_T, 9, 0}}},
     [OP_RANGE] = {3, 3, 1, {{0}}},
+    [OP_RESIZE] = {1, 4, 1, {{"mode", T_S, 10, 0}, {"coordinate_transformation_mode", T_S, 11, 0}, {"nearest_mode", T_S, 11, 0},
+                             {"cubic_coeff_a", T_F, 11, 0}, {"exclude_outside", T_I, 11, 0},
+                             {"extrapolation_value", T_F, 11, 0}, {"antialias", T_I, 18, 0}, {"axes", T_IS, 18, 0}}},
+    [OP_UPSAMPLE] = {1, 2, 1, {{"mode", T_S, 7, 0}, {"scales", T_FS, 7, 8}}},
     [OP_EXPAND] = {2, 2, 1, {{0}}},
     [OP_SPLIT] = {1, 2, GAIO_MODEL_MAX_SPLIT, {{"axis", T_I, 1, 0}, {"split", T_IS, 1, 12}, {"num_outputs", T_I, 18, 0}}},
 };
@@ -95,6 +99,8 @@ static void io_for_opset(const mgraph *g, model_op op, int32_t *min_in, int32_t 
     if (op == OP_PAD) *min_in = 1, *max_in = v < 11 ? 1 : v < 18 ? 3 : 4;
     if (op == OP_PAD && v >= 11) *min_in = 2;
     if (op == OP_SPLIT && v < 13) *max_in = 1;
+    if (op == OP_RESIZE) *min_in = v < 11 ? 2 : 1, *max_in = v < 11 ? 2 : 4; /* roi, scales, sizes: each may be "" */
+    if (op == OP_UPSAMPLE) *min_in = *max_in = v < 9 ? 1 : 2;
 }
 
 static bool in_opset(const mgraph *g, const aspec *a) {
@@ -348,6 +354,41 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
             return GAIO_OK;
         }
         break;
+    case OP_RESIZE:
+    case OP_UPSAMPLE: {
+        static const char *const modes[] = {"nearest", "linear", "cubic", "bilinear", NULL};
+        static const char *const coords[] = {"half_pixel", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                                             "align_corners", "tf_crop_and_resize", "half_pixel_symmetric", NULL};
+        static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
+        const char *const *names = !strcmp(nm, "mode") ? modes
+                                   : !strcmp(nm, "coordinate_transformation_mode") ? coords
+                                   : !strcmp(nm, "nearest_mode") ? nearest
+                                                                 : NULL;
+        if (names) {
+            for (int32_t i = 0; names[i]; i++)
+                if (at->s.len == strlen(names[i]) && at->s.data && !memcmp(at->s.data, names[i], at->s.len)) {
+                    if (names == modes) a->rs_mode = i == 3 ? 1 : i; /* Upsample-7's bilinear is linear */
+                    else if (names == coords) a->rs_coord = i;
+                    else a->rs_nearest = i;
+                    return GAIO_OK;
+                }
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is '%.*s', which ONNX does not define", nm,
+                                   at->s.len > 32 ? 32 : (int)at->s.len, at->s.data ? (const char *)at->s.data : "");
+        }
+        if (!strcmp(nm, "scales")) { /* Upsample 7-8 */
+            if (at->n_floats > GAIO_MODEL_MAX_NDIM)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'scales' has %zu values", at->n_floats);
+            a->rs_nscales = (int32_t)at->n_floats;
+            for (size_t i = 0; i < at->n_floats; i++) a->rs_scales[i] = at->floats[i];
+            return GAIO_OK;
+        }
+        if (!strcmp(nm, "antialias") && at->i != 0)
+            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "antialias %lld is not supported", (long long)at->i);
+        if (!strcmp(nm, "axes"))
+            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "attribute 'axes' is not supported (scales or sizes of "
+                                   "every axis are)");
+        return GAIO_OK; /* cubic_coeff_a, exclude_outside, extrapolation_value: not read by nearest */
+    }
     case OP_CONSTANT_OF_SHAPE:
         if (!strcmp(nm, "value")) { /* a one-element tensor: its type and value */
             const Onnx__TensorProto *t = at->t;
@@ -445,6 +486,8 @@ static void set_defaults(const mgraph *g, mnode *n) {
     a->axis = n->op == OP_FLATTEN ? 1 : n->op == OP_SOFTMAX ? (g->opset >= 13 ? -1 : 1) : 0;
     a->coerce_2d = n->op == OP_SOFTMAX && g->opset < 13;
     a->fill_elem = MT_F32; /* ConstantOfShape's default: float32 0 */
+    if (n->op == OP_UPSAMPLE || (n->op == OP_RESIZE && g->opset < 11))
+        a->rs_coord = 1, a->rs_nearest = 2; /* Upsample and Resize-10 index as asymmetric, floor */
     a->keepdims = 1;
     if (n->op == OP_SHAPE) {
         a->naxes = 2;
@@ -514,6 +557,9 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_UNSQUEEZE:
         if (g->opset < 13 && !(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' is required");
+        break;
+    case OP_UPSAMPLE:
+        if (g->opset < 9 && !(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'scales' is required");
         break;
     case OP_PAD:
         if (g->opset < 11 && !(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' is required");

@@ -681,6 +681,73 @@ static gaio_status infer_expand(const char *fn, mgraph *g, mnode *n, shp *o, mva
     return GAIO_OK;
 }
 
+/* Resize (opsets 10-22) and Upsample (7-9): nearest neighbour by integer factors of H
+ * and W, under the coordinate rules where that is source index i / factor (asymmetric
+ * with floor; the half-pixel ones with either rounding); scales or sizes constant. The
+ * factors go to the node's attributes. Other modes and rules are refused. */
+static gaio_status infer_resize(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    mattrs *a = &n->a;
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                                         "align_corners", "tf_crop_and_resize", "half_pixel_symmetric"};
+    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    TRY(need_float(fn, n, x));
+    if (a->rs_mode != 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "mode '%s' is not supported (nearest is)", modes[a->rs_mode % 3]);
+    bool half = a->rs_coord == 0 || a->rs_coord == 2 || a->rs_coord == 6;
+    if (!((a->rs_coord == 1 && a->rs_nearest == 2) || (half && a->rs_nearest <= 1)))
+        return FAIL(GAIO_ERR_NOT_SUPPORTED, "coordinate_transformation_mode '%s' with nearest_mode '%s' is not supported "
+                    "(asymmetric with floor, or the half-pixel modes with round_prefer_floor / _ceil are)",
+                    coords[a->rs_coord % 7], nearest[a->rs_nearest & 3]);
+    if (x->ndim != 4) return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' has rank %d: gaio resizes 4-D tensors", x->name, x->ndim);
+    double sc[MAXD];
+    int64_t sizes[MAXD];
+    int nsc = -1, nsz = -1;
+    mvalue *scv = NULL, *szv = NULL;
+    if (n->op == OP_UPSAMPLE && g->opset < 9) {
+        nsc = a->rs_nscales;
+        for (int i = 0; i < nsc; i++) sc[i] = a->rs_scales[i];
+    } else {
+        scv = in_v(g, n, n->op == OP_UPSAMPLE || g->opset < 11 ? 1 : 2);
+        szv = n->op == OP_RESIZE && g->opset >= 11 ? in_v(g, n, 3) : NULL;
+    }
+    if (scv && numel(scv) > 0) {
+        if (!is_float(scv->elem)) return FAIL(GAIO_ERR_INVALID_ARG, "scales '%s' is %s", scv->name, gaio__mt_name(scv->elem));
+        if (!scv->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "scales '%s' is computed at run time", scv->name);
+        TRY(const_ok(fn, n, scv));
+        if (numel(scv) > MAXD) return FAIL(GAIO_ERR_INVALID_ARG, "scales has %lld values", (long long)numel(scv));
+        nsc = (int)numel(scv);
+        for (int i = 0; i < nsc; i++) sc[i] = load_num(scv->elem, scv->data, (size_t)i);
+    }
+    if (szv && numel(szv) > 0) {
+        if (nsc >= 0) return FAIL(GAIO_ERR_INVALID_ARG, "both scales and sizes are given");
+        TRY(const_ints(fn, n, szv, "sizes", sizes, &nsz));
+    }
+    if (nsc < 0 && nsz < 0) return FAIL(GAIO_ERR_INVALID_ARG, "neither scales nor sizes is given");
+    if ((nsc >= 0 ? nsc : nsz) != 4) return FAIL(GAIO_ERR_INVALID_ARG, "%s has %d values for a 4-D input",
+                                                nsc >= 0 ? "scales" : "sizes", nsc >= 0 ? nsc : nsz);
+    for (int d = 0; d < 4; d++) {
+        int64_t in = x->dims[d], f;
+        if (in < 0 && (d >= 2 || (nsc >= 0 ? sc[d] != 1.0 : true)))
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "resizing symbolic dimension '%s' is not supported", dname(x, d));
+        if (nsc >= 0) {
+            f = (int64_t)sc[d];
+            if ((double)f != sc[d] || f < 1)
+                return FAIL(GAIO_ERR_NOT_SUPPORTED, "scale %g on axis %d is not supported (whole factors >= 1 are)", sc[d], d);
+        } else {
+            f = in > 0 ? sizes[d] / in : 1;
+            if (in < 0 || f < 1 || f * in != sizes[d])
+                return FAIL(GAIO_ERR_NOT_SUPPORTED, "size %lld on axis %d is not a whole multiple of %lld", (long long)sizes[d],
+                            d, (long long)in);
+        }
+        if (d < 2 && f != 1) return FAIL(GAIO_ERR_NOT_SUPPORTED, "resizing axis %d (batch or channels) is not supported", d);
+        if (d >= 2) a->rs_factor[d - 2] = f;
+    }
+    o->ndim = 0;
+    for (int d = 0; d < 4; d++) shp_push(o, d < 2 ? x->dims[d] : x->dims[d] * a->rs_factor[d - 2], dname(x, d));
+    return GAIO_OK;
+}
+
 /* Dropout runs as its input at inference; a training_mode input (opset 12) must say
  * so: a constant false. */
 static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
@@ -1083,6 +1150,8 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_CONSTANT_OF_SHAPE: elem = n->a.fill_elem; TRY(infer_constant_of_shape(fn, g, n, &o, out)); break;
     case OP_RANGE: TRY(infer_range(fn, g, n, &o, out)); break;
     case OP_EXPAND: TRY(infer_expand(fn, g, n, &o, out)); break;
+    case OP_RESIZE:
+    case OP_UPSAMPLE: TRY(infer_resize(fn, g, n, &o)); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
     }
     int64_t p;

@@ -327,6 +327,35 @@ def anchors():
     return m, [(op, nm) for op, nm in kept(m) if nm not in folded]
 
 
+def upsample(kind):
+    """Nearest upsampling between two convolutions, in the forms exporters write it:
+    resize11 (torch at opsets 11-17: Resize with an empty roi, scales 2, asymmetric /
+    floor), resize13 (sizes, half_pixel / round_prefer_floor, factors 3 and 2, a fixed
+    batch), upsample9 (Upsample with a scales input) and upsample7 (its attribute)."""
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    batch, fh, fw, inits = "N", 2, 2, []
+    if kind == "resize11":
+        up = helper.make_node("Resize", ["c1", "roi", "scales"], ["u"], name="up", mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        inits, opset = [f32("roi", np.zeros(0)), f32("scales", [1, 1, 2, 2])], 11
+    elif kind == "resize13":
+        batch, fh, fw = 2, 3, 2
+        up = helper.make_node("Resize", ["c1", "", "", "sizes"], ["u"], name="up", mode="nearest")
+        inits, opset = [i64("sizes", [2, 4, 18, 12])], 13
+    elif kind == "upsample9":
+        up = helper.make_node("Upsample", ["c1", "scales"], ["u"], name="up", mode="nearest")
+        inits, opset = [f32("scales", [1, 1, 2, 2])], 9
+    else:
+        up = helper.make_node("Upsample", ["c1"], ["u"], name="up", mode="nearest", scales=[1.0, 1.0, 2.0, 2.0])
+        opset = 7
+    n = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), up,
+         helper.make_node("Conv", ["u", "w2", "b2"], ["y"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    inits += [layer_weights("w1", 4, 3, 3, 3), weights("b1", 4), layer_weights("w2", 5, 4, 3, 3), weights("b2", 5)]
+    return model(n, [vi("x", F32, [batch, 3, 6, 6])], [vi("y", F32, [batch, 5, 6 * fh, 6 * fw])], inits, opset,
+                 check=opset > 7)
+
+
 def flatten_chain():
     """torch.flatten as the exporter writes it: the batch read back with Shape ->
     Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
@@ -605,6 +634,9 @@ def main():
     for v in (11, 13):
         m = c2f(v)
         good(outdir, "c2f_opset%d.onnx" % v, m, kept(m), canary="c1_w,c1_b")
+    for kind in ("resize11", "resize13", "upsample9", "upsample7"):
+        m = upsample(kind)
+        good(outdir, "%s.onnx" % kind, m, kept(m), canary="w1,b1")
     m, nodes = anchors()
     good(outdir, "anchors.onnx", m, nodes, inits_min=True, canary="w,b")
     m, nodes = slice_cnn()
