@@ -68,7 +68,7 @@ SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Si
              "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape",
              "Transpose", "Concat", "Softmax", "Identity", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze",
              "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand",
-             "Resize", "Upsample")
+             "Resize", "Upsample", "Tile")
 #: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
 LOAD_TIME_ONLY = {"Constant", "Shape", "Gather", "ConstantOfShape", "Range"}
 #: supported operators none of whose ONNX cases gaio can run, and why

@@ -122,7 +122,8 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
         if (n->op == OP_DROPOUT && j > 0) continue; /* ratio, training_mode: not read at inference */
         bool slice_arg = (n->op == OP_SLICE && j > 0) || (n->op == OP_PAD && (j == 1 || j == 3)) ||
                          (n->op == OP_SPLIT && j == 1) || (n->op == OP_EXPAND && j == 1) ||
-                         ((n->op == OP_RESIZE || n->op == OP_UPSAMPLE) && j > 0); /* resolved at load */
+                         ((n->op == OP_RESIZE || n->op == OP_UPSAMPLE) && j > 0) ||
+                         (n->op == OP_TILE && j == 1); /* resolved at load */
         if (shape_arg || clip_arg || slice_arg) {
             if (!val->data)
                 return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): input %d is computed at run time", n->name,

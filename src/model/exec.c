@@ -371,6 +371,28 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         return gaio_unary(s, &b, &yy, &p);
     }
+    case OP_TILE: { /* one copy of the input per tile, into its place in the output */
+        gaio_tensor w;
+        gaio_status st = gaio_tensor_check(&y, &w, NULL);
+        if (st != GAIO_OK) return st;
+        int32_t skip = r->e->v[sp->out].ndim - w.ndim;
+        int64_t reps[GAIO_TENSOR_MAX_NDIM], tiles = 1;
+        for (int32_t d = 0; d < w.ndim; d++) reps[d] = a->slice_step[d + (skip > 0 ? skip : 0)], tiles *= reps[d];
+        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
+        size_t es = gaio_dtype_size(w.dtype);
+        for (int64_t t = 0; t < tiles && st == GAIO_OK; t++) {
+            gaio_tensor dst = w;
+            int64_t rest = t;
+            for (int32_t d = w.ndim - 1; d >= 0; d--) {
+                int64_t k = rest % reps[d];
+                rest /= reps[d];
+                dst.shape[d] = x.shape[d];
+                dst.offset += (size_t)(k * x.shape[d] * w.strides[d]) * es;
+            }
+            st = gaio_unary(s, &x, &dst, &p);
+        }
+        return st;
+    }
     case OP_RESIZE:
     case OP_UPSAMPLE: { /* nearest by whole factors: y as [.., H, fh, W, fw] from x at stride 0 on fh, fw */
         gaio_tensor v, w;

@@ -58,6 +58,7 @@ typedef enum model_op {
     OP_EXPAND,      /* folds, or a broadcast view copied out */
     OP_RESIZE,      /* nearest, integer factors on H and W: a broadcast view copied out */
     OP_UPSAMPLE,    /* opsets 7-9: the same */
+    OP_TILE,        /* folds, or one strided copy per tile */
     OP_COUNT
 } model_op;
 

@@ -45,6 +45,7 @@ static const char *const op_names[OP_COUNT] = {
     [OP_EXPAND] = "Expand",
     [OP_RESIZE] = "Resize",
     [OP_UPSAMPLE] = "Upsample",
+    [OP_TILE] = "Tile",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

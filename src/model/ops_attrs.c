@@ -77,6 +77,7 @@ static const opspec specs[OP_COUNT] = {
     [OP_PAD] = {1, 4, 1, {{"mode", T_S, 1, 0}, {"pads", T_IS, 1, 10}, {"value", T_F, 1, 10}}},
     [OP_CONSTANT_OF_SHAPE] = {1, 1, 1, {{"value", T_T, 9, 0}}},
     [OP_RANGE] = {3, 3, 1, {{0}}},
+    [OP_TILE] = {2, 2, 1, {{0}}},
     [OP_RESIZE] = {1, 4, 1, {{"mode", T_S, 10, 0}, {"coordinate_transformation_mode", T_S, 11, 0}, {"nearest_mode", T_S, 11, 0},
                              {"cubic_coeff_a", T_F, 11, 0}, {"exclude_outside", T_I, 11, 0},
                              {"extrapolation_value", T_F, 11, 0}, {"antialias", T_I, 18, 0}, {"axes", T_IS, 18, 0}}},

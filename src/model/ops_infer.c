@@ -748,6 +748,43 @@ static gaio_status infer_resize(const char *fn, mgraph *g, mnode *n, shp *o) {
     return GAIO_OK;
 }
 
+/* Tile: constant repeats per dimension (kept in slice_step); folds for a constant input. */
+#define MAX_TILES 4096 /* copies a run makes: more is no model gaio expects */
+static gaio_status infer_tile(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *x = in_v(g, n, 0);
+    int64_t rep[MAXD];
+    int c = 0;
+    TRY(const_ints(fn, n, in_v(g, n, 1), "repeats", rep, &c));
+    if (c != x->ndim) return FAIL(GAIO_ERR_INVALID_ARG, "repeats has %d values for a rank-%d input", c, x->ndim);
+    int64_t tiles = 1;
+    o->ndim = 0;
+    for (int d = 0; d < c; d++) {
+        if (rep[d] < 1) return FAIL(GAIO_ERR_NOT_SUPPORTED, "repeats[%d] is %lld: gaio runs no empty tensors", d, (long long)rep[d]);
+        if (rep[d] > 1 && x->dims[d] < 0)
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "tiling symbolic dimension '%s' is not supported", dname(x, d));
+        if ((tiles *= rep[d]) > MAX_TILES) return FAIL(GAIO_ERR_NOT_SUPPORTED, "over %d tiles", MAX_TILES);
+        n->a.slice_step[d] = rep[d];
+        shp_push(o, x->dims[d] < 0 ? x->dims[d] : x->dims[d] * rep[d], dname(x, d));
+    }
+    if (!x->data) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    int64_t cnt = 1;
+    for (int d = 0; d < o->ndim; d++) cnt *= o->d[d];
+    size_t es = gaio__mt_size(x->elem);
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    for (int64_t i = 0; !skip && i < cnt; i++) {
+        int64_t rest = i, src = 0, m = 1;
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            int64_t k = rest % o->d[d];
+            rest /= o->d[d];
+            src += (k % x->dims[d]) * m, m *= x->dims[d];
+        }
+        memcpy((char *)out->data + (size_t)i * es, (const char *)x->data + (size_t)src * es, es);
+    }
+    return GAIO_OK;
+}
+
 /* Dropout runs as its input at inference; a training_mode input (opset 12) must say
  * so: a constant false. */
 static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
@@ -1152,6 +1189,7 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_EXPAND: TRY(infer_expand(fn, g, n, &o, out)); break;
     case OP_RESIZE:
     case OP_UPSAMPLE: TRY(infer_resize(fn, g, n, &o)); break;
+    case OP_TILE: TRY(infer_tile(fn, g, n, &o, out)); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
     }
     int64_t p;

@@ -356,6 +356,21 @@ def upsample(kind):
                  check=opset > 7)
 
 
+def tile():
+    """Tile at run time (a feature map repeated 2 x 3 over H and W, between two
+    convolutions, opset 13) and at load (a constant row tiled into a bias)."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    n = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[1, 1]),
+         helper.make_node("Tile", ["c1", "reps"], ["t"], name="tile"),
+         helper.make_node("Tile", ["row", "row_reps"], ["bias"], name="tile_bias"),
+         helper.make_node("Add", ["t", "bias"], ["tb"], name="add_bias"),
+         helper.make_node("Conv", ["tb", "w2", "b2"], ["y"], name="conv2", kernel_shape=[3, 3])]
+    inits = [layer_weights("w1", 4, 3, 1, 1), weights("b1", 4), layer_weights("w2", 2, 4, 3, 3), weights("b2", 2),
+             i64("reps", [1, 1, 2, 3]), weights("row", 1, 1, 1, 5), i64("row_reps", [1, 4, 10, 3])]
+    m = model(n, [vi("x", F32, ["N", 3, 5, 5])], [vi("y", F32, ["N", 2, 8, 13])], inits, 13)
+    return m, [(op, nm) for op, nm in kept(m) if nm != "tile_bias"]
+
+
 def flatten_chain():
     """torch.flatten as the exporter writes it: the batch read back with Shape ->
     Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
@@ -637,6 +652,8 @@ def main():
     for kind in ("resize11", "resize13", "upsample9", "upsample7"):
         m = upsample(kind)
         good(outdir, "%s.onnx" % kind, m, kept(m), canary="w1,b1")
+    m, nodes = tile()
+    good(outdir, "tile.onnx", m, nodes, inits_min=True, canary="w1,b1")
     m, nodes = anchors()
     good(outdir, "anchors.onnx", m, nodes, inits_min=True, canary="w,b")
     m, nodes = slice_cnn()
