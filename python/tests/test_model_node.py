@@ -68,9 +68,10 @@ SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Si
              "Add", "Sub", "Mul", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape",
              "Transpose", "Concat", "Softmax", "Identity", "Constant", "Shape", "Gather", "Unsqueeze", "Squeeze",
              "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand",
-             "Resize", "Upsample", "Tile")
+             "Resize", "Upsample", "Tile", "Equal", "Less", "Greater", "Not", "And", "Or", "Where")
 #: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
-LOAD_TIME_ONLY = {"Constant", "Shape", "Gather", "ConstantOfShape", "Range"}
+LOAD_TIME_ONLY = {"Constant", "Shape", "Gather", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or",
+                  "Where"}
 #: supported operators none of whose ONNX cases gaio can run, and why
 NO_RUNNING_CASE = {
     "Resize": "ONNX's nearest cases feed scales at run time or resize by other than whole factors; "

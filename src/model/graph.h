@@ -17,7 +17,7 @@
 #include "model/bump.h"
 
 /* ONNX TensorProto element types gaio handles (the protobuf's numbers). */
-enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_F16 = 10 };
+enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_BOOL = 9, MT_F16 = 10 }; /* bool: shape arithmetic only */
 
 typedef enum model_op {
     OP_CONV,
@@ -59,6 +59,13 @@ typedef enum model_op {
     OP_RESIZE,      /* nearest, integer factors on H and W: a broadcast view copied out */
     OP_UPSAMPLE,    /* opsets 7-9: the same */
     OP_TILE,        /* folds, or one strided copy per tile */
+    OP_EQUAL,       /* these seven fold at load (shape arithmetic): comparisons and logic */
+    OP_LESS,
+    OP_GREATER,
+    OP_NOT,
+    OP_AND,
+    OP_OR,
+    OP_WHERE,
     OP_COUNT
 } model_op;
 

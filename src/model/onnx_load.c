@@ -192,6 +192,8 @@ static gaio_status tensor_into(const char *fn, mgraph *g, const Onnx__TensorProt
                 ((int64_t *)data)[i] = t->int64_data[i];
             else if (elem == MT_I32)
                 ((int32_t *)data)[i] = t->int32_data[i];
+            else if (elem == MT_BOOL)
+                ((uint8_t *)data)[i] = t->int32_data[i] != 0;
             else
                 ((uint16_t *)data)[i] = (uint16_t)t->int32_data[i];
         }

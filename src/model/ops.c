@@ -46,6 +46,13 @@ static const char *const op_names[OP_COUNT] = {
     [OP_RESIZE] = "Resize",
     [OP_UPSAMPLE] = "Upsample",
     [OP_TILE] = "Tile",
+    [OP_EQUAL] = "Equal",
+    [OP_LESS] = "Less",
+    [OP_GREATER] = "Greater",
+    [OP_NOT] = "Not",
+    [OP_AND] = "And",
+    [OP_OR] = "Or",
+    [OP_WHERE] = "Where",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {
@@ -61,6 +68,7 @@ size_t gaio__mt_size(int32_t elem) {
     case MT_I32: return 4;
     case MT_I64: return 8;
     case MT_F16: return 2;
+    case MT_BOOL: return 1;
     default: return 0;
     }
 }

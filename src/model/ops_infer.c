@@ -785,6 +785,85 @@ static gaio_status infer_tile(const char *fn, mgraph *g, mnode *n, shp *o, mvalu
     return GAIO_OK;
 }
 
+/* Equal, Less, Greater, Not, And, Or, Where: numpy broadcasting; they fold when every
+ * input is constant (shape arithmetic), and are refused at build otherwise. */
+static gaio_status infer_logic(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out, int32_t *elem) {
+    mvalue *v[3] = {in_v(g, n, 0), n->nin > 1 ? in_v(g, n, 1) : NULL, n->nin > 2 ? in_v(g, n, 2) : NULL};
+    bool cmp = n->op == OP_EQUAL || n->op == OP_LESS || n->op == OP_GREATER;
+    if (n->op == OP_WHERE) {
+        if (v[0]->elem != MT_BOOL) return FAIL(GAIO_ERR_INVALID_ARG, "condition '%s' is not bool", v[0]->name);
+        TRY(same_elem(fn, n, v[1], v[2]));
+        *elem = v[1]->elem;
+    } else if (cmp) {
+        TRY(same_elem(fn, n, v[0], v[1]));
+        *elem = MT_BOOL;
+    } else {
+        for (int k = 0; k < n->nin; k++)
+            if (v[k]->elem != MT_BOOL) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is not bool", v[k]->name);
+        *elem = MT_BOOL;
+    }
+    shp_of(v[0], o);
+    for (int k = 1; k < n->nin; k++) { /* broadcast what has been, with input k */
+        mvalue acc = {0};
+        acc.ndim = o->ndim, acc.name = "";
+        for (int d = 0; d < o->ndim; d++) acc.dims[d] = o->d[d], acc.dim_names[d] = o->nm[d];
+        TRY(broadcast(fn, n, &acc, acc.ndim, v[k], v[k]->ndim, o));
+    }
+    int64_t cnt = 1, st[3][MAXD];
+    for (int k = 0; k < n->nin; k++)
+        if (!v[k]->data) return GAIO_OK;
+    for (int d = 0; d < o->ndim; d++) {
+        if (o->d[d] < 0) return GAIO_OK;
+        cnt *= o->d[d];
+    }
+    for (int k = 0; k < n->nin; k++) {
+        TRY(const_ok(fn, n, v[k]));
+        int off = o->ndim - v[k]->ndim;
+        int64_t m = 1;
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            int64_t dim = d >= off ? v[k]->dims[d - off] : 1;
+            st[k][d] = dim == 1 ? 0 : m;
+            m *= dim;
+        }
+    }
+    size_t es = gaio__mt_size(*elem);
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    for (int64_t i = 0; !skip && i < cnt; i++) {
+        int64_t rest = i, src[3] = {0, 0, 0};
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            int64_t q = rest % o->d[d];
+            rest /= o->d[d];
+            for (int k = 0; k < n->nin; k++) src[k] += q * st[k][d];
+        }
+        char *dst = (char *)out->data + (size_t)i * es;
+        if (n->op == OP_WHERE) {
+            bool c = ((const uint8_t *)v[0]->data)[src[0]] != 0;
+            memcpy(dst, (const char *)(c ? v[1] : v[2])->data + (size_t)(c ? src[1] : src[2]) * es, es);
+            continue;
+        }
+        bool r;
+        if (cmp) {
+            /* int64 compared exactly; the rest as doubles (f16 and f32 are exact there) */
+            if (v[0]->elem == MT_I64) {
+                int64_t p, q;
+                memcpy(&p, (const char *)v[0]->data + (size_t)src[0] * 8, 8);
+                memcpy(&q, (const char *)v[1]->data + (size_t)src[1] * 8, 8);
+                r = n->op == OP_EQUAL ? p == q : n->op == OP_LESS ? p < q : p > q;
+            } else {
+                double p = load_num(v[0]->elem, v[0]->data, (size_t)src[0]), q = load_num(v[1]->elem, v[1]->data, (size_t)src[1]);
+                r = n->op == OP_EQUAL ? p == q : n->op == OP_LESS ? p < q : p > q;
+            }
+        } else {
+            bool p = ((const uint8_t *)v[0]->data)[src[0]] != 0;
+            bool q = n->nin > 1 && ((const uint8_t *)v[1]->data)[src[1]] != 0;
+            r = n->op == OP_NOT ? !p : n->op == OP_AND ? p && q : p || q;
+        }
+        *(uint8_t *)dst = r;
+    }
+    return GAIO_OK;
+}
+
 /* Dropout runs as its input at inference; a training_mode input (opset 12) must say
  * so: a constant false. */
 static gaio_status check_dropout(const char *fn, mgraph *g, mnode *n) {
@@ -1190,6 +1269,13 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_RESIZE:
     case OP_UPSAMPLE: TRY(infer_resize(fn, g, n, &o)); break;
     case OP_TILE: TRY(infer_tile(fn, g, n, &o, out)); break;
+    case OP_EQUAL:
+    case OP_LESS:
+    case OP_GREATER:
+    case OP_NOT:
+    case OP_AND:
+    case OP_OR:
+    case OP_WHERE: TRY(infer_logic(fn, g, n, &o, out, &elem)); break;
     default: return FAIL(GAIO_ERR_NOT_SUPPORTED, "no shape inference for this operator");
     }
     int64_t p;

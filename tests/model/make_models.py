@@ -371,6 +371,32 @@ def tile():
     return m, [(op, nm) for op, nm in kept(m) if nm != "tile_bias"]
 
 
+def shape_logic():
+    """A reshape's target computed the long way, as exporters of symbolic shapes write it:
+    Shape -> Equal / Greater / Less / Not / And / Or -> Where -> Slice -> Concat, all
+    folding at load (bool values exist only there), feeding Reshape -> Gemm."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    n = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[1, 1]),
+        helper.make_node("Shape", ["c"], ["s"], name="shape"),
+        helper.make_node("Equal", ["s", "zeros"], ["is0"], name="eq"),
+        helper.make_node("Not", ["is0"], ["not0"], name="not"),
+        helper.make_node("Greater", ["s", "zeros"], ["pos"], name="gt"),
+        helper.make_node("And", ["not0", "pos"], ["keep"], name="and"),
+        helper.make_node("Less", ["s", "zeros"], ["neg"], name="lt"),
+        helper.make_node("Or", ["keep", "neg"], ["use"], name="or"),
+        helper.make_node("Where", ["use", "s", "ones"], ["dims"], name="where"),
+        helper.make_node("Slice", ["dims", "s0", "s1"], ["batch"], name="batch"),
+        helper.make_node("Concat", ["batch", "minus1"], ["newshape"], name="concat", axis=0),
+        helper.make_node("Reshape", ["c", "newshape"], ["flat"], name="reshape"),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["y"], name="fc", transB=1),
+    ]
+    inits = [layer_weights("w", 4, 3, 1, 1), weights("b", 4), i64("zeros", [0, 0, 0, 0]), i64("ones", [1, 1, 1, 1]),
+             i64("s0", [0]), i64("s1", [1]), i64("minus1", [-1]), layer_weights("fc_w", 7, 64), weights("fc_b", 7)]
+    m = model(n, [vi("x", F32, [2, 3, 4, 4])], [vi("y", F32, [2, 7])], inits, 13)
+    return m, [("Conv", "conv"), ("Reshape", "reshape"), ("Gemm", "fc")]
+
+
 def flatten_chain():
     """torch.flatten as the exporter writes it: the batch read back with Shape ->
     Gather -> Unsqueeze, joined to a constant -1, fed to Reshape; all fixed, so the
@@ -652,6 +678,8 @@ def main():
     for kind in ("resize11", "resize13", "upsample9", "upsample7"):
         m = upsample(kind)
         good(outdir, "%s.onnx" % kind, m, kept(m), canary="w1,b1")
+    m, nodes = shape_logic()
+    good(outdir, "shape_logic.onnx", m, nodes, inits_min=True, canary="w,b")
     m, nodes = tile()
     good(outdir, "tile.onnx", m, nodes, inits_min=True, canary="w1,b1")
     m, nodes = anchors()
