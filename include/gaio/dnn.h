@@ -232,8 +232,9 @@ typedef struct gaio_conv2d_params {
     int32_t dilation[2]; /* 0 means 1 */
     int32_t groups;      /* 0 means 1; C and K are multiples of it (depthwise: groups = C) */
     /* Applied last (may be NULL: none). Fused on both backends: RELU, CLIP (ReLU6),
-     * SIGMOID, SILU, TANH, GELU, GELU_TANH and, on the host, the rest; a GPU runs an
-     * activation cuDNN cannot fuse (HARD_SIGMOID, HARD_SWISH) as a second pass. */
+     * SIGMOID, SILU, TANH, GELU, GELU_TANH and, on the host, the rest (the ops from
+     * SQRT on by gaio's own convolution rather than oneDNN's); a GPU runs an activation
+     * cuDNN cannot fuse (HARD_SIGMOID, HARD_SWISH, SQRT and after) as a second pass. */
     const gaio_unary_params *act;
     /* F16 on a GPU: also let cuDNN pick engines that accumulate in f16 (PyTorch's
      * default): faster where few input channels make short sums (ResNet-50's 3-channel
