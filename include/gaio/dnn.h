@@ -128,12 +128,27 @@ typedef enum gaio_unary_op {
     GAIO_UNARY_TANH = 6,
     GAIO_UNARY_HARD_SIGMOID = 7, /* max(0, min(1, alpha x + beta)) (ONNX: alpha 0.2, beta 0.5) */
     GAIO_UNARY_HARD_SWISH = 8,   /* x * max(0, min(1, x / 6 + 0.5)) */
-    GAIO_UNARY_IDENTITY = 9      /* y = x (a strided copy, or a cast when dtypes differ: see gaio_cast) */
+    GAIO_UNARY_IDENTITY = 9,     /* y = x (a strided copy, or a cast when dtypes differ: see gaio_cast) */
+    GAIO_UNARY_SQRT = 10,        /* sqrt(x): NaN below 0 */
+    GAIO_UNARY_EXP = 11,         /* e^x */
+    GAIO_UNARY_LOG = 12,         /* the natural logarithm: -inf at 0, NaN below */
+    GAIO_UNARY_ABS = 13,         /* |x| */
+    GAIO_UNARY_NEG = 14,         /* -x */
+    GAIO_UNARY_RECIPROCAL = 15,  /* 1 / x */
+    GAIO_UNARY_FLOOR = 16,       /* the largest integer <= x */
+    GAIO_UNARY_CEIL = 17,        /* the smallest integer >= x */
+    GAIO_UNARY_ERF = 18,         /* erf(x) = 2 / sqrt(pi) * integral of e^(-t^2) over [0, x] */
+    GAIO_UNARY_SOFTPLUS = 19,    /* log(1 + e^x), computed as max(x, 0) + log1p(e^-|x|) */
+    GAIO_UNARY_SIN = 20,         /* sin(x), x in radians */
+    GAIO_UNARY_COS = 21,         /* cos(x) */
+    GAIO_UNARY_AFFINE = 22       /* alpha x + beta (a scale and shift: ONNX Mean's 1 / n) */
 } gaio_unary_op;
 
 typedef struct gaio_unary_params {
     gaio_unary_op op;
-    float alpha, beta; /* CLIP's bounds, HARD_SIGMOID's slope and offset; ignored otherwise */
+    /* CLIP's bounds, HARD_SIGMOID's slope and offset, AFFINE's scale and shift (finite);
+     * ignored otherwise */
+    float alpha, beta;
 } gaio_unary_params;
 
 gaio_status gaio_unary(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_unary_params *params);
@@ -142,7 +157,10 @@ typedef enum gaio_binary_op {
     GAIO_BINARY_ADD = 0,
     GAIO_BINARY_SUB = 1,
     GAIO_BINARY_MUL = 2,
-    GAIO_BINARY_DIV = 3
+    GAIO_BINARY_DIV = 3,
+    GAIO_BINARY_POW = 4, /* a^b as C's powf: NaN for a < 0 and b not an integer; 0^0 = 1 */
+    GAIO_BINARY_MIN = 5, /* the smaller of a and b; NaN if either is NaN (NumPy's minimum) */
+    GAIO_BINARY_MAX = 6  /* the larger of a and b; NaN if either is NaN (NumPy's maximum) */
 } gaio_binary_op;
 
 /* y = act(a op b) with NumPy broadcasting: shapes aligned at their last dimension, a
@@ -214,8 +232,9 @@ typedef struct gaio_conv2d_params {
     int32_t dilation[2]; /* 0 means 1 */
     int32_t groups;      /* 0 means 1; C and K are multiples of it (depthwise: groups = C) */
     /* Applied last (may be NULL: none). Fused on both backends: RELU, CLIP (ReLU6),
-     * SIGMOID, SILU, TANH, GELU, GELU_TANH and, on the host, the rest; a GPU runs an
-     * activation cuDNN cannot fuse (HARD_SIGMOID, HARD_SWISH) as a second pass. */
+     * SIGMOID, SILU, TANH, GELU, GELU_TANH and, on the host, the rest (the ops from
+     * SQRT on by gaio's own convolution rather than oneDNN's); a GPU runs an activation
+     * cuDNN cannot fuse (HARD_SIGMOID, HARD_SWISH, SQRT and after) as a second pass. */
     const gaio_unary_params *act;
     /* F16 on a GPU: also let cuDNN pick engines that accumulate in f16 (PyTorch's
      * default): faster where few input channels make short sums (ResNet-50's 3-channel

@@ -21,6 +21,14 @@
 
 typedef gaio__ktensor_view pw_tensor;
 
+/* pointwise_math.h's op numbers are the public enums' (the kernels take them as given). */
+_Static_assert((int)GAIO_UNARY_IDENTITY == GAIO_KPW_IDENTITY && (int)GAIO_UNARY_SQRT == GAIO_KPW_SQRT &&
+                   (int)GAIO_UNARY_SOFTPLUS == GAIO_KPW_SOFTPLUS && (int)GAIO_UNARY_AFFINE == GAIO_KPW_UNARY_LAST,
+               "gaio_unary_op and pointwise_math.h's GAIO_KPW_* differ");
+_Static_assert((int)GAIO_BINARY_DIV == GAIO_KPW_DIV && (int)GAIO_BINARY_POW == GAIO_KPW_POW &&
+                   (int)GAIO_BINARY_MIN == GAIO_KPW_MIN && (int)GAIO_BINARY_MAX == GAIO_KPW_BINARY_LAST,
+               "gaio_binary_op and pointwise_math.h's GAIO_KPW_* differ");
+
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, pw_tensor *o) {
     return gaio__ktensor_view_resolve(fn, name, "pointwise ops", t, s, o);
 }
@@ -138,14 +146,16 @@ static gaio_status launch(const char *fn, gaio_stream *stream, const char *name,
 }
 
 gaio_status gaio__unary_params_check(const char *fn, const char *name, const gaio_unary_params *p) {
-    if (p->op < GAIO_UNARY_RELU || p->op > GAIO_UNARY_IDENTITY)
-        return BAD("%s->op %d is not a gaio_unary_op", name, (int)p->op);
+    if ((int)p->op < GAIO_KPW_RELU || (int)p->op > GAIO_KPW_UNARY_LAST)
+        return BAD("%s->op %d is not a gaio_unary_op (0 to %d)", name, (int)p->op, (int)GAIO_KPW_UNARY_LAST);
     if (p->op == GAIO_UNARY_CLIP && !(p->alpha <= p->beta))
         return BAD("%s: CLIP's bounds alpha %g and beta %g must be numbers with alpha <= beta", name,
                    (double)p->alpha, (double)p->beta);
     if (p->op == GAIO_UNARY_HARD_SIGMOID && !(isfinite(p->alpha) && isfinite(p->beta)))
         return BAD("%s: HARD_SIGMOID's alpha %g and beta %g must be finite", name, (double)p->alpha,
                    (double)p->beta);
+    if (p->op == GAIO_UNARY_AFFINE && !(isfinite(p->alpha) && isfinite(p->beta)))
+        return BAD("%s: AFFINE's alpha %g and beta %g must be finite", name, (double)p->alpha, (double)p->beta);
     return GAIO_OK;
 }
 
@@ -220,7 +230,8 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
                         const gaio_tensor *y, const gaio_unary_params *act) {
     const char *fn = __func__;
     if (!stream) return BAD("stream is NULL");
-    if (op < GAIO_BINARY_ADD || op > GAIO_BINARY_DIV) return BAD("op %d is not a gaio_binary_op", (int)op);
+    if ((int)op < GAIO_KPW_ADD || (int)op > GAIO_KPW_BINARY_LAST)
+        return BAD("op %d is not a gaio_binary_op (0 to %d)", (int)op, (int)GAIO_KPW_BINARY_LAST);
     gaio_status st;
     if (act && (st = gaio__unary_params_check(fn, "act", act)) != GAIO_OK) return st;
     pw_tensor ta, tb, ty;

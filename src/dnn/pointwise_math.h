@@ -28,9 +28,32 @@ enum {
     GAIO_KPW_TANH = 6,
     GAIO_KPW_HARD_SIGMOID = 7,
     GAIO_KPW_HARD_SWISH = 8,
-    GAIO_KPW_IDENTITY = 9
+    GAIO_KPW_IDENTITY = 9,
+    GAIO_KPW_SQRT = 10,
+    GAIO_KPW_EXP = 11,
+    GAIO_KPW_LOG = 12,
+    GAIO_KPW_ABS = 13,
+    GAIO_KPW_NEG = 14,
+    GAIO_KPW_RECIPROCAL = 15,
+    GAIO_KPW_FLOOR = 16,
+    GAIO_KPW_CEIL = 17,
+    GAIO_KPW_ERF = 18,
+    GAIO_KPW_SOFTPLUS = 19,
+    GAIO_KPW_SIN = 20,
+    GAIO_KPW_COS = 21,
+    GAIO_KPW_AFFINE = 22,
+    GAIO_KPW_UNARY_LAST = GAIO_KPW_AFFINE
 };
-enum { GAIO_KPW_ADD = 0, GAIO_KPW_SUB = 1, GAIO_KPW_MUL = 2, GAIO_KPW_DIV = 3 };
+enum {
+    GAIO_KPW_ADD = 0,
+    GAIO_KPW_SUB = 1,
+    GAIO_KPW_MUL = 2,
+    GAIO_KPW_DIV = 3,
+    GAIO_KPW_POW = 4,
+    GAIO_KPW_MIN = 5,
+    GAIO_KPW_MAX = 6,
+    GAIO_KPW_BINARY_LAST = GAIO_KPW_MAX
+};
 
 /* A unary op with its parameters (GAIO_KPW_IDENTITY: none). */
 typedef struct gaio_kpw_act {
@@ -52,6 +75,20 @@ GAIO_PW_HD float gaio_pw_unary(int32_t op, float x, float alpha, float beta) {
     case GAIO_KPW_TANH: return tanhf(x);
     case GAIO_KPW_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
     case GAIO_KPW_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f));
+    case GAIO_KPW_SQRT: return sqrtf(x);
+    case GAIO_KPW_EXP: return expf(x);
+    case GAIO_KPW_LOG: return logf(x);
+    case GAIO_KPW_ABS: return fabsf(x);
+    case GAIO_KPW_NEG: return -x;
+    case GAIO_KPW_RECIPROCAL: return 1.0f / x;
+    case GAIO_KPW_FLOOR: return floorf(x);
+    case GAIO_KPW_CEIL: return ceilf(x);
+    case GAIO_KPW_ERF: return erff(x);
+    /* log(1 + e^x) without overflow for large x or loss for very negative x. */
+    case GAIO_KPW_SOFTPLUS: return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
+    case GAIO_KPW_SIN: return sinf(x);
+    case GAIO_KPW_COS: return cosf(x);
+    case GAIO_KPW_AFFINE: return alpha * x + beta;
     default: return x;
     }
 }
@@ -61,6 +98,10 @@ GAIO_PW_HD float gaio_pw_binary(int32_t op, float a, float b) {
     case GAIO_KPW_SUB: return a - b;
     case GAIO_KPW_MUL: return a * b;
     case GAIO_KPW_DIV: return a / b;
+    case GAIO_KPW_POW: return powf(a, b);
+    /* NaN in either gives NaN (NumPy's minimum / maximum; fminf / fmaxf would drop it). */
+    case GAIO_KPW_MIN: return (a < b || a != a) ? a : b;
+    case GAIO_KPW_MAX: return (a > b || a != a) ? a : b;
     default: return a + b;
     }
 }

@@ -31,7 +31,7 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 2u /* 2: Dropout, Softmax coerce_2d (opsets 7-12) */
+#define FORMAT 3u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's approximate */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096

@@ -200,6 +200,80 @@ static float scalar(const mvalue *v, float fallback) {
     return v->elem == MT_F16 ? h2f(*(const uint16_t *)v->data) : *(const float *)v->data;
 }
 
+/* The unary op of an element-wise node with no parameters. */
+static gaio_unary_op unary_of(const mnode *n) {
+    switch (n->op) {
+    case OP_SQRT: return GAIO_UNARY_SQRT;
+    case OP_EXP: return GAIO_UNARY_EXP;
+    case OP_LOG: return GAIO_UNARY_LOG;
+    case OP_TANH: return GAIO_UNARY_TANH;
+    case OP_ABS: return GAIO_UNARY_ABS;
+    case OP_NEG: return GAIO_UNARY_NEG;
+    case OP_RECIPROCAL: return GAIO_UNARY_RECIPROCAL;
+    case OP_FLOOR: return GAIO_UNARY_FLOOR;
+    case OP_CEIL: return GAIO_UNARY_CEIL;
+    case OP_ERF: return GAIO_UNARY_ERF;
+    case OP_SOFTPLUS: return GAIO_UNARY_SOFTPLUS;
+    case OP_GELU: return n->a.approximate ? GAIO_UNARY_GELU_TANH : GAIO_UNARY_GELU;
+    case OP_SIN: return GAIO_UNARY_SIN;
+    case OP_COS: return GAIO_UNARY_COS;
+    case OP_SIGMOID: return GAIO_UNARY_SIGMOID;
+    case OP_HARD_SWISH: return GAIO_UNARY_HARD_SWISH;
+    default: return GAIO_UNARY_RELU;
+    }
+}
+
+/* t (packed by its layout) seen over y's shape: its dimensions aligned at the last, a
+ * dimension of 1 that y spans at stride 0. Strides stay non-zero wherever t has more
+ * than one element or y has one (all-zero strides would mean "packed"). */
+static gaio_status expand_to(const gaio_tensor *t, const gaio_tensor *y, gaio_tensor *out) {
+    gaio_tensor r;
+    gaio_status st = gaio_tensor_check(t, &r, NULL);
+    if (st != GAIO_OK) return st;
+    *out = r;
+    int32_t shift = y->ndim - r.ndim;
+    for (int32_t d = 0; d < y->ndim; d++) {
+        int32_t s = d - shift;
+        int64_t n = s >= 0 ? r.shape[s] : 1;
+        out->shape[d] = y->shape[d];
+        out->strides[d] = n == 1 && y->shape[d] > 1 ? 0 : s >= 0 ? r.strides[s] : 1;
+    }
+    out->ndim = y->ndim;
+    return GAIO_OK;
+}
+
+/* Min, Max, Sum and Mean of 1 to N inputs into y: a copy for one; for more, the input
+ * with the most elements (the first such) seen over y's shape, combined with another
+ * into y, then each of the rest into y in place. Mean scales by 1 / N on the last. */
+static gaio_status run_variadic(const run_state *r, const mnode *n, const gaio_tensor *y) {
+    gaio_stream *s = r->s;
+    gaio_binary_op op = n->op == OP_MIN ? GAIO_BINARY_MIN : n->op == OP_MAX ? GAIO_BINARY_MAX : GAIO_BINARY_ADD;
+    gaio_unary_params mean = {GAIO_UNARY_AFFINE, 1.0f / (float)n->nin, 0.0f};
+    const gaio_unary_params *last = n->op == OP_MEAN ? &mean : NULL;
+    if (n->nin == 1) {
+        gaio_tensor x = tensor(r, n->in[0]);
+        return gaio_cast(s, &x, y);
+    }
+    int32_t first = 0;
+    int64_t most = 0;
+    for (int32_t k = 0; k < n->nin; k++) {
+        gaio_tensor x = tensor(r, n->in[k]);
+        int64_t cnt = 1;
+        for (int32_t d = 0; d < x.ndim; d++) cnt *= x.shape[d];
+        if (cnt > most) most = cnt, first = k;
+    }
+    gaio_tensor a0 = tensor(r, n->in[first]), a;
+    gaio_status st = expand_to(&a0, y, &a);
+    int32_t done = 0;
+    for (int32_t k = 0; k < n->nin && st == GAIO_OK; k++) {
+        if (k == first) continue;
+        gaio_tensor b = tensor(r, n->in[k]);
+        const gaio_unary_params *act = ++done == n->nin - 1 ? last : NULL;
+        st = gaio_binary(s, op, done == 1 ? &a : y, &b, y, act);
+    }
+    return st;
+}
+
 static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp) {
     const mgraph *g = &r->e->model->g;
     const mnode *n = sp->n;
@@ -273,9 +347,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_HARD_SIGMOID:
     case OP_HARD_SWISH:
     case OP_CLIP: {
-        gaio_unary_params p = {GAIO_UNARY_RELU, 0.0f, 0.0f};
-        if (n->op == OP_SIGMOID) p.op = GAIO_UNARY_SIGMOID;
-        if (n->op == OP_HARD_SWISH) p.op = GAIO_UNARY_HARD_SWISH;
+        gaio_unary_params p = {unary_of(n), 0.0f, 0.0f};
         if (n->op == OP_HARD_SIGMOID) p.op = GAIO_UNARY_HARD_SIGMOID, p.alpha = a->alpha, p.beta = a->beta;
         if (n->op == OP_CLIP) {
             p.op = GAIO_UNARY_CLIP;
@@ -287,17 +359,41 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         }
         return gaio_unary(s, &x, &y, &p);
     }
+    case OP_SQRT:
+    case OP_EXP:
+    case OP_LOG:
+    case OP_TANH:
+    case OP_ABS:
+    case OP_NEG:
+    case OP_RECIPROCAL:
+    case OP_FLOOR:
+    case OP_CEIL:
+    case OP_ERF:
+    case OP_SOFTPLUS:
+    case OP_GELU:
+    case OP_SIN:
+    case OP_COS: {
+        gaio_unary_params p = {unary_of(n), 0.0f, 0.0f};
+        return gaio_unary(s, &x, &y, &p);
+    }
     case OP_ADD:
     case OP_SUB:
     case OP_MUL:
-    case OP_DIV: {
+    case OP_DIV:
+    case OP_POW: {
         gaio_tensor b = tensor(r, n->in[1]);
         gaio_binary_op op = n->op == OP_ADD   ? GAIO_BINARY_ADD
                             : n->op == OP_SUB ? GAIO_BINARY_SUB
                             : n->op == OP_MUL ? GAIO_BINARY_MUL
-                                              : GAIO_BINARY_DIV;
+                            : n->op == OP_DIV ? GAIO_BINARY_DIV
+                                              : GAIO_BINARY_POW;
         return gaio_binary(s, op, &x, &b, &y, NULL);
     }
+    case OP_MIN:
+    case OP_MAX:
+    case OP_SUM:
+    case OP_MEAN:
+        return run_variadic(r, n, &y);
     case OP_MAX_POOL:
     case OP_AVG_POOL: {
         gaio_pool_params p;

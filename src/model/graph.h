@@ -66,6 +66,25 @@ typedef enum model_op {
     OP_AND,
     OP_OR,
     OP_WHERE,
+    OP_SQRT,
+    OP_EXP,
+    OP_LOG,
+    OP_TANH,
+    OP_ABS,
+    OP_NEG,
+    OP_RECIPROCAL,
+    OP_FLOOR,
+    OP_CEIL,
+    OP_ERF,
+    OP_SOFTPLUS,
+    OP_GELU,        /* opset 20 on */
+    OP_SIN,
+    OP_COS,
+    OP_POW,
+    OP_MIN,         /* Min, Max, Sum, Mean: 1 or more inputs, broadcast together */
+    OP_MAX,
+    OP_SUM,
+    OP_MEAN,
     OP_COUNT
 } model_op;
 
@@ -142,6 +161,8 @@ typedef struct mattrs {
     int64_t keepdims, noop_with_empty_axes;
     /* Cast */
     int32_t to;
+    /* Gelu: 0 "none" (erf), 1 "tanh" */
+    int32_t approximate;
     /* Constant: the value's index (its data already in the value) */
 } mattrs;
 

@@ -91,7 +91,29 @@ static const opspec specs[OP_COUNT] = {
     [OP_UPSAMPLE] = {1, 2, 1, {{"mode", T_S, 7, 0}, {"scales", T_FS, 7, 8}}},
     [OP_EXPAND] = {2, 2, 1, {{0}}},
     [OP_SPLIT] = {1, 2, GAIO_MODEL_MAX_SPLIT, {{"axis", T_I, 1, 0}, {"split", T_IS, 1, 12}, {"num_outputs", T_I, 18, 0}}},
+    [OP_SQRT] = {1, 1, 1, {{0}}},
+    [OP_EXP] = {1, 1, 1, {{0}}},
+    [OP_LOG] = {1, 1, 1, {{0}}},
+    [OP_TANH] = {1, 1, 1, {{0}}},
+    [OP_ABS] = {1, 1, 1, {{0}}},
+    [OP_NEG] = {1, 1, 1, {{0}}},
+    [OP_RECIPROCAL] = {1, 1, 1, {{0}}},
+    [OP_FLOOR] = {1, 1, 1, {{0}}},
+    [OP_CEIL] = {1, 1, 1, {{0}}},
+    [OP_ERF] = {1, 1, 1, {{0}}},
+    [OP_SOFTPLUS] = {1, 1, 1, {{0}}},
+    [OP_GELU] = {1, 1, 1, {{"approximate", T_S, 20, 0}}},
+    [OP_SIN] = {1, 1, 1, {{0}}},
+    [OP_COS] = {1, 1, 1, {{0}}},
+    [OP_POW] = {2, 2, 1, {{0}}},
+    [OP_MIN] = {1, -1, 1, {{0}}},
+    [OP_MAX] = {1, -1, 1, {{0}}},
+    [OP_SUM] = {1, -1, 1, {{0}}},
+    [OP_MEAN] = {1, -1, 1, {{0}}},
 };
+
+/* The opset each operator came in, where that is after 7 (gaio's oldest). */
+static int64_t op_since(model_op op) { return op == OP_GELU ? 20 : 0; }
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
  * that became inputs (Clip's bounds at 11, Squeeze's and Unsqueeze's axes at 13,
@@ -470,6 +492,14 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
         }
         if (!strcmp(nm, "saturate")) return GAIO_OK; /* for 8-bit floats only */
         break;
+    case OP_GELU:
+        if (!strcmp(nm, "approximate")) {
+            if (at->s.len == 4 && at->s.data && !memcmp(at->s.data, "none", 4)) return a->approximate = 0, GAIO_OK;
+            if (at->s.len == 4 && at->s.data && !memcmp(at->s.data, "tanh", 4)) return a->approximate = 1, GAIO_OK;
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'approximate' is '%.*s' (none or tanh)",
+                                   at->s.len > 32 ? 32 : (int)at->s.len, at->s.data ? (const char *)at->s.data : "");
+        }
+        break;
     case OP_CONSTANT:
         /* The loader turns the value into the output's data; only its kind is checked here. */
         if (!strcmp(nm, "value_string") || !strcmp(nm, "value_strings") || !strcmp(nm, "sparse_value"))
@@ -507,6 +537,9 @@ static void set_defaults(const mgraph *g, mnode *n) {
 gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct Onnx__NodeProto *proto, mnode *n) {
     if (n->op < 0 || n->op >= OP_COUNT) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "no such operator in gaio");
     const opspec *s = &specs[n->op];
+    if (g->opset < op_since(n->op))
+        return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%s came in opset %lld; the model's is %lld", n->op_type,
+                               (long long)op_since(n->op), (long long)g->opset);
     set_defaults(g, n);
     gaio_status st;
 

@@ -277,9 +277,31 @@ static gaio_status broadcast(const char *fn, const mnode *n, const mvalue *a, in
 static gaio_status infer_binary(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *a = in_v(g, n, 0), *b = in_v(g, n, 1);
     TRY(need_float(fn, n, a));
+    if (n->op == OP_POW && b->elem != a->elem)
+        return FAIL(GAIO_ERR_NOT_SUPPORTED, "the exponent '%s' is %s: gaio's Pow takes an exponent of the base's type (%s)",
+                    b->name, gaio__mt_name(b->elem), gaio__mt_name(a->elem));
     TRY(need_float(fn, n, b));
     TRY(same_elem(fn, n, a, b));
     return broadcast(fn, n, a, a->ndim, b, b->ndim, o);
+}
+
+/* Min, Max, Sum, Mean: any number of inputs of one float type, broadcast together. */
+static gaio_status infer_variadic(const char *fn, mgraph *g, mnode *n, shp *o) {
+    mvalue *x = in_v(g, n, 0);
+    TRY(need_float(fn, n, x));
+    shp_of(x, o);
+    for (int k = 1; k < n->nin; k++) {
+        mvalue *b = in_v(g, n, k), acc;
+        TRY(need_float(fn, n, b));
+        TRY(same_elem(fn, n, x, b));
+        /* The shape so far as a value, for broadcast(). */
+        memset(&acc, 0, sizeof acc);
+        acc.name = k == 1 ? x->name : "the inputs before it";
+        acc.ndim = o->ndim;
+        for (int i = 0; i < o->ndim; i++) acc.dims[i] = o->d[i], acc.dim_names[i] = o->nm[i];
+        TRY(broadcast(fn, n, &acc, acc.ndim, b, b->ndim, o));
+    }
+    return GAIO_OK;
 }
 
 static gaio_status infer_gemm(const char *fn, mgraph *g, mnode *n, shp *o) {
@@ -1238,11 +1260,30 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_SIGMOID:
     case OP_HARD_SIGMOID:
     case OP_HARD_SWISH:
+    case OP_SQRT:
+    case OP_EXP:
+    case OP_LOG:
+    case OP_TANH:
+    case OP_ABS:
+    case OP_NEG:
+    case OP_RECIPROCAL:
+    case OP_FLOOR:
+    case OP_CEIL:
+    case OP_ERF:
+    case OP_SOFTPLUS:
+    case OP_GELU:
+    case OP_SIN:
+    case OP_COS:
     case OP_SOFTMAX: TRY(infer_unary(fn, g, n, &o)); break;
     case OP_ADD:
     case OP_SUB:
     case OP_MUL:
-    case OP_DIV: TRY(infer_binary(fn, g, n, &o)); break;
+    case OP_DIV:
+    case OP_POW: TRY(infer_binary(fn, g, n, &o)); break;
+    case OP_MIN:
+    case OP_MAX:
+    case OP_SUM:
+    case OP_MEAN: TRY(infer_variadic(fn, g, n, &o)); break;
     case OP_FLATTEN: TRY(infer_flatten(fn, g, n, &o)); fold_same = true; break;
     case OP_RESHAPE: TRY(infer_reshape(fn, g, n, &o)); fold_same = true; break;
     case OP_TRANSPOSE: TRY(infer_transpose(fn, g, n, &o)); break;

@@ -170,6 +170,13 @@ static double act_ref(int op, float alpha, float beta, double x) {
     case GAIO_UNARY_TANH: return tanh(x);
     case GAIO_UNARY_HARD_SIGMOID: return fmax(0, fmin(1, alpha * x + beta));
     case GAIO_UNARY_HARD_SWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+    case GAIO_UNARY_ABS: return fabs(x);
+    case GAIO_UNARY_NEG: return -x;
+    case GAIO_UNARY_ERF: return erf(x);
+    case GAIO_UNARY_SOFTPLUS: return log1p(exp(x));
+    case GAIO_UNARY_SIN: return sin(x);
+    case GAIO_UNARY_COS: return cos(x);
+    case GAIO_UNARY_AFFINE: return alpha * x + beta;
     }
     CHECK(!"unknown activation");
     return 0;
@@ -180,16 +187,20 @@ static double act_slope(int op, float alpha) {
     switch (op) {
     case GAIO_UNARY_SILU: return 1.1;
     case GAIO_UNARY_GELU:
-    case GAIO_UNARY_GELU_TANH: return 1.13;
-    case GAIO_UNARY_HARD_SIGMOID: return fabs(alpha);
+    case GAIO_UNARY_GELU_TANH:
+    case GAIO_UNARY_ERF: return 1.13;
+    case GAIO_UNARY_HARD_SIGMOID:
+    case GAIO_UNARY_AFFINE: return fabs(alpha);
     case GAIO_UNARY_HARD_SWISH: return 1.5;
     default: return 1;
     }
 }
 
 static const char *act_name(int op) {
-    static const char *const names[] = {"relu", "clip", "sigmoid", "silu", "gelu", "gelu_tanh",
-                                        "tanh", "hard_sigmoid", "hard_swish"};
+    static const char *const names[] = {"relu",  "clip",       "sigmoid", "silu", "gelu",  "gelu_tanh",
+                                        "tanh",  "hard_sigmoid", "hard_swish", "identity", "sqrt", "exp",
+                                        "log",   "abs",        "neg",     "reciprocal", "floor", "ceil",
+                                        "erf",   "softplus",   "sin",     "cos",  "affine"};
     return op == NO_ACT ? "none" : names[op];
 }
 
@@ -527,6 +538,20 @@ static void test_activations(env *e) {
         if (op == GAIO_UNARY_HARD_SIGMOID) one.alpha = 0.2f, one.beta = 0.5f;
         run_case(e, &one, GAIO_DTYPE_F32, NULL);
     }
+    /* The unary ops from SQRT on that are defined and smooth enough everywhere (no NaN,
+     * pole or step; a bounded slope): gaio's own convolution on the host (oneDNN has no
+     * post-op for most), a second pass on a GPU. */
+    const int more[] = {GAIO_UNARY_ABS, GAIO_UNARY_NEG, GAIO_UNARY_ERF,   GAIO_UNARY_SOFTPLUS,
+                        GAIO_UNARY_SIN, GAIO_UNARY_COS, GAIO_UNARY_AFFINE};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        c.act = more[i], c.alpha = 0, c.beta = 0, c.scale = 1;
+        if (more[i] == GAIO_UNARY_AFFINE) c.alpha = -0.5f, c.beta = 0.25f;
+        for (int d = 0; d < 2; d++) {
+            c.bias = c.res = true;
+            run_case(e, &c, dts[d], NULL);
+        }
+    }
+    c.alpha = c.beta = 0;
     /* Bias and residual each off, and a residual in place, with a few activations. */
     c.act = GAIO_UNARY_SILU, c.bias = false, c.res = true;
     run_case(e, &c, GAIO_DTYPE_F32, NULL);

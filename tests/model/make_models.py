@@ -477,6 +477,43 @@ def coverage():
     return model(n, [vi("x", F32, [1, 4, 8, 8])], [vi("y", F32, [1, 8, 5, 5])], inits, 14)
 
 
+def elementwise():
+    """The element-wise operators of opsets 13 to 20 (Gelu came in 20), over inputs of
+    [-1, 1): Abs, Sqrt of it shifted by a per-channel weight (Sum broadcasting it), Log,
+    Exp, Reciprocal, Pow of a positive base, Tanh, Erf, Softplus, Neg, Sin, Cos, Floor
+    and Ceil of the input itself (its sign decides them, which f16 keeps), Gelu in both
+    forms, and Max, Min, Mean and Sum of 2 to 5 inputs, some broadcast [1, 4, 1, 1].
+    Every intermediate stays within a few units: f16's tolerance holds throughout."""
+    h = helper.make_node
+    n = [
+        h("Abs", ["x"], ["abs"], name="abs"),
+        h("Sum", ["abs", "shift"], ["sh"], name="sum2"),
+        h("Sqrt", ["sh"], ["sqrt"], name="sqrt"),
+        h("Log", ["sqrt"], ["log"], name="log"),
+        h("Exp", ["x"], ["exp"], name="exp"),
+        h("Reciprocal", ["exp"], ["rec"], name="reciprocal"),
+        h("Pow", ["sqrt", "x"], ["pow"], name="pow"),
+        h("Tanh", ["x"], ["tanh"], name="tanh"),
+        h("Erf", ["x"], ["erf"], name="erf"),
+        h("Softplus", ["x"], ["sp"], name="softplus"),
+        h("Neg", ["sp"], ["neg"], name="neg"),
+        h("Max", ["tanh", "erf", "neg"], ["max"], name="max3"),
+        h("Sin", ["x"], ["sin"], name="sin"),
+        h("Cos", ["x"], ["cos"], name="cos"),
+        h("Min", ["sin", "cos", "cap"], ["min"], name="min3"),
+        h("Floor", ["x"], ["floor"], name="floor"),
+        h("Ceil", ["x"], ["ceil"], name="ceil"),
+        h("Mean", ["log", "rec", "pow", "floor", "ceil"], ["mean"], name="mean5"),
+        h("Gelu", ["x"], ["gelu"], name="gelu"),
+        h("Gelu", ["x"], ["gelu_t"], name="gelu_tanh", approximate="tanh"),
+        h("Sum", ["max", "min", "mean", "gelu", "gelu_t"], ["y"], name="sum5"),
+    ]
+    inits = [numpy_helper.from_array(rng.uniform(0.25, 1, (1, 4, 1, 1)).astype(np.float32), "shift"),
+             numpy_helper.from_array(rng.uniform(-0.5, 0.5, (1, 4, 1, 1)).astype(np.float32), "cap")]
+    # onnx 1.12's checker knows no opset 20: the shapes are plain, written by hand
+    return model(n, [vi("x", F32, ["N", 4, 8, 8])], [vi("y", F32, ["N", 4, 8, 8])], inits, 20, check=False)
+
+
 def half_conv():
     n = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -697,6 +734,8 @@ def main():
     good(outdir, "coverage.onnx", m, kept(m))
     m = half_conv()
     good(outdir, "half_conv.onnx", m, kept(m), canary="w,b")
+    m = elementwise()
+    good(outdir, "elementwise_opset20.onnx", m, kept(m))
 
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 

@@ -155,6 +155,21 @@ static dnnl_status_t add_post_ops(dnnl_post_ops_t po, const conv_key *k) {
         /* 2.6's hardswish is x * relu6(x + 3) / 6, gaio's formula; alpha and beta unused. */
         return gaio__dnnl.post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_hardswish, 0.0f, 0.0f);
     case GAIO_UNARY_IDENTITY: return dnnl_success;
+    case GAIO_UNARY_SQRT:
+    case GAIO_UNARY_EXP:
+    case GAIO_UNARY_LOG:
+    case GAIO_UNARY_ABS:
+    case GAIO_UNARY_NEG:
+    case GAIO_UNARY_RECIPROCAL:
+    case GAIO_UNARY_FLOOR:
+    case GAIO_UNARY_CEIL:
+    case GAIO_UNARY_ERF:
+    case GAIO_UNARY_SOFTPLUS:
+    case GAIO_UNARY_SIN:
+    case GAIO_UNARY_COS:
+    case GAIO_UNARY_AFFINE:
+        /* Not as post-ops: gaio's own convolution (conv_gemm.c) runs these. */
+        return dnnl_unimplemented;
     }
     return dnnl_invalid_arguments;
 }

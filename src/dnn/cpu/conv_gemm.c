@@ -512,7 +512,10 @@ static void act_all(float *restrict d, int64_t n, int32_t op, float al, float be
         ACT_CASE(GAIO_KPW_HARD_SIGMOID)
         ACT_CASE(GAIO_KPW_HARD_SWISH)
 #undef ACT_CASE
-    default: break;
+    case GAIO_KPW_IDENTITY: break;
+    default: /* the rest, which convolutions rarely end in */
+        for (int64_t i = 0; i < n; i++) d[i] = gaio_pw_unary(op, d[i], al, be);
+        break;
     }
 }
 

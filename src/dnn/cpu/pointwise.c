@@ -77,6 +77,19 @@ static void apply_unary(const gaio_kpw_act *act, float *t, size_t n) {
         UNARY_CASE(GAIO_KPW_TANH)
         UNARY_CASE(GAIO_KPW_HARD_SIGMOID)
         UNARY_CASE(GAIO_KPW_HARD_SWISH)
+        UNARY_CASE(GAIO_KPW_SQRT)
+        UNARY_CASE(GAIO_KPW_EXP)
+        UNARY_CASE(GAIO_KPW_LOG)
+        UNARY_CASE(GAIO_KPW_ABS)
+        UNARY_CASE(GAIO_KPW_NEG)
+        UNARY_CASE(GAIO_KPW_RECIPROCAL)
+        UNARY_CASE(GAIO_KPW_FLOOR)
+        UNARY_CASE(GAIO_KPW_CEIL)
+        UNARY_CASE(GAIO_KPW_ERF)
+        UNARY_CASE(GAIO_KPW_SOFTPLUS)
+        UNARY_CASE(GAIO_KPW_SIN)
+        UNARY_CASE(GAIO_KPW_COS)
+        UNARY_CASE(GAIO_KPW_AFFINE)
     default: break; /* identity */
     }
 }
@@ -92,6 +105,9 @@ static void apply_binary(int32_t op, float *t, const float *u, size_t n) {
         BINARY_CASE(GAIO_KPW_SUB)
         BINARY_CASE(GAIO_KPW_MUL)
         BINARY_CASE(GAIO_KPW_DIV)
+        BINARY_CASE(GAIO_KPW_POW)
+        BINARY_CASE(GAIO_KPW_MIN)
+        BINARY_CASE(GAIO_KPW_MAX)
     default: break;
     }
 }
