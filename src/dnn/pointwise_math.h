@@ -64,7 +64,9 @@ typedef struct gaio_kpw_act {
 GAIO_PW_HD float gaio_pw_unary(int32_t op, float x, float alpha, float beta) {
     switch (op) {
     case GAIO_KPW_RELU: return x > 0.0f ? x : 0.0f; /* NaN gives 0, as fmaxf(x, 0) does */
-    case GAIO_KPW_CLIP: return fminf(fmaxf(x, alpha), beta);
+    /* NaN stays NaN through the clamps (ONNX's np.clip, PyTorch): fminf / fmaxf would
+     * drop it, and nvcc turns a clamp to [0, 1] into a saturation that makes it 0. */
+    case GAIO_KPW_CLIP: return x != x ? x : fminf(fmaxf(x, alpha), beta);
     case GAIO_KPW_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case GAIO_KPW_SILU: return x / (1.0f + expf(-x));
     case GAIO_KPW_GELU: return 0.5f * x * erfcf(x * -0.70710678118654752f);
@@ -73,8 +75,8 @@ GAIO_PW_HD float gaio_pw_unary(int32_t op, float x, float alpha, float beta) {
         return x / (1.0f + expf(-2.0f * u));
     }
     case GAIO_KPW_TANH: return tanhf(x);
-    case GAIO_KPW_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
-    case GAIO_KPW_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f));
+    case GAIO_KPW_HARD_SIGMOID: return x != x ? x : fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
+    case GAIO_KPW_HARD_SWISH: return x != x ? x : x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f));
     case GAIO_KPW_SQRT: return sqrtf(x);
     case GAIO_KPW_EXP: return expf(x);
     case GAIO_KPW_LOG: return logf(x);

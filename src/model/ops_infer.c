@@ -607,6 +607,16 @@ static gaio_status infer_split(const char *fn, mgraph *g, mnode *n, shp *o) {
 
 static double load_num(int32_t e, const void *p, size_t i);
 
+/* The element count of a fixed shape about to be folded: false (a refusal) past
+ * DIM_LIMIT, before any product can overflow or memory be sized from it. */
+static gaio_status fold_count(const char *fn, const mnode *n, const shp *o, int64_t *cnt) {
+    *cnt = 1;
+    for (int d = 0; d < o->ndim; d++)
+        if (o->d[d] < 0 || __builtin_mul_overflow(*cnt, o->d[d], cnt) || *cnt > DIM_LIMIT)
+            return FAIL(GAIO_ERR_INVALID_ARG, "the output has too many elements");
+    return GAIO_OK;
+}
+
 /* A number stored as elem at index i (fold results). */
 static void store_num(int32_t e, void *p, size_t i, double v) {
     switch (e) {
@@ -660,8 +670,27 @@ static gaio_status infer_range(const char *fn, mgraph *g, mnode *n, shp *o, mval
     bool skip;
     int32_t e = v[0]->elem;
     TRY(fold_alloc(fn, g, n, out, (size_t)cnt * gaio__mt_size(e), &skip));
-    for (int64_t i = 0; !skip && i < cnt; i++) /* integers exactly: start + i * delta */
-        store_num(e, out->data, (size_t)i, is_int(e) ? (double)((int64_t)x[0] + i * (int64_t)x[2]) : x[0] + (double)i * x[2]);
+    int64_t s0 = 0, d0 = 0;
+    if (is_int(e)) {
+        TRY(get_ints(fn, n, v[0], 0, &s0));
+        TRY(get_ints(fn, n, v[2], 0, &d0));
+    }
+    for (int64_t i = 0; !skip && i < cnt; i++) {
+        if (!is_int(e)) {
+            store_num(e, out->data, (size_t)i, x[0] + (double)i * x[2]);
+            continue;
+        }
+        int64_t t, k; /* integers exactly: start + i * delta */
+        if (__builtin_mul_overflow(i, d0, &t) || __builtin_add_overflow(s0, t, &k) ||
+            (e == MT_I32 && (k < INT32_MIN || k > INT32_MAX)))
+            return FAIL(GAIO_ERR_INVALID_ARG, "the range passes the limits of %s", gaio__mt_name(e));
+        if (e == MT_I32) {
+            int32_t k32 = (int32_t)k;
+            memcpy((char *)out->data + (size_t)i * 4, &k32, 4);
+        } else {
+            memcpy((char *)out->data + (size_t)i * 8, &k, 8);
+        }
+    }
     return GAIO_OK;
 }
 
@@ -682,10 +711,9 @@ static gaio_status infer_expand(const char *fn, mgraph *g, mnode *n, shp *o, mva
     if (!x->data) return GAIO_OK;
     TRY(const_ok(fn, n, x));
     int64_t cnt = 1, xs[MAXD], m = 1;
-    for (int d = 0; d < o->ndim; d++) {
+    for (int d = 0; d < o->ndim; d++)
         if (o->d[d] < 0) return GAIO_OK; /* symbolic: not folded */
-        cnt *= o->d[d];
-    }
+    TRY(fold_count(fn, n, o, &cnt));
     int off = o->ndim - x->ndim;
     for (int d = x->ndim - 1; d >= 0; d--) xs[d] = x->dims[d] == 1 ? 0 : m, m *= x->dims[d];
     size_t es = gaio__mt_size(x->elem);
@@ -753,6 +781,8 @@ static gaio_status infer_resize(const char *fn, mgraph *g, mnode *n, shp *o) {
         if (in < 0 && (d >= 2 || (nsc >= 0 ? sc[d] != 1.0 : true)))
             return FAIL(GAIO_ERR_NOT_SUPPORTED, "resizing symbolic dimension '%s' is not supported", dname(x, d));
         if (nsc >= 0) {
+            if (!(sc[d] >= 1.0 && sc[d] <= 4096.0))
+                return FAIL(GAIO_ERR_NOT_SUPPORTED, "scale %g on axis %d is not supported (whole factors 1 to 4096 are)", sc[d], d);
             f = (int64_t)sc[d];
             if ((double)f != sc[d] || f < 1)
                 return FAIL(GAIO_ERR_NOT_SUPPORTED, "scale %g on axis %d is not supported (whole factors >= 1 are)", sc[d], d);
@@ -791,7 +821,7 @@ static gaio_status infer_tile(const char *fn, mgraph *g, mnode *n, shp *o, mvalu
     if (!x->data) return GAIO_OK;
     TRY(const_ok(fn, n, x));
     int64_t cnt = 1;
-    for (int d = 0; d < o->ndim; d++) cnt *= o->d[d];
+    TRY(fold_count(fn, n, o, &cnt));
     size_t es = gaio__mt_size(x->elem);
     bool skip;
     TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
@@ -834,10 +864,9 @@ static gaio_status infer_logic(const char *fn, mgraph *g, mnode *n, shp *o, mval
     int64_t cnt = 1, st[3][MAXD];
     for (int k = 0; k < n->nin; k++)
         if (!v[k]->data) return GAIO_OK;
-    for (int d = 0; d < o->ndim; d++) {
+    for (int d = 0; d < o->ndim; d++)
         if (o->d[d] < 0) return GAIO_OK;
-        cnt *= o->d[d];
-    }
+    TRY(fold_count(fn, n, o, &cnt));
     for (int k = 0; k < n->nin; k++) {
         TRY(const_ok(fn, n, v[k]));
         int off = o->ndim - v[k]->ndim;

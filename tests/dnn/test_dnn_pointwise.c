@@ -168,14 +168,14 @@ static int64_t at(const ht *t, const ht *y, const int64_t *c) {
 static double unary_ref(gaio_unary_op op, double x, double a, double b) {
     switch (op) {
     case GAIO_UNARY_RELU: return x > 0 ? x : 0;
-    case GAIO_UNARY_CLIP: return fmin(fmax(x, a), b);
+    case GAIO_UNARY_CLIP: return isnan(x) ? x : fmin(fmax(x, a), b); /* NaN stays NaN, as in ONNX */
     case GAIO_UNARY_SIGMOID: return 1 / (1 + exp(-x));
     case GAIO_UNARY_SILU: return x / (1 + exp(-x));
     case GAIO_UNARY_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
     case GAIO_UNARY_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case GAIO_UNARY_TANH: return tanh(x);
-    case GAIO_UNARY_HARD_SIGMOID: return fmax(0, fmin(1, a * x + b));
-    case GAIO_UNARY_HARD_SWISH: return x * fmax(0, fmin(1, x / 6 + 0.5));
+    case GAIO_UNARY_HARD_SIGMOID: return isnan(x) ? x : fmax(0, fmin(1, a * x + b));
+    case GAIO_UNARY_HARD_SWISH: return isnan(x) ? x : x * fmax(0, fmin(1, x / 6 + 0.5));
     case GAIO_UNARY_IDENTITY: return x;
     case GAIO_UNARY_SQRT: return sqrt(x);
     case GAIO_UNARY_EXP: return exp(x);

@@ -7,6 +7,7 @@
 #include "core/native.h"
 #include "core/object.h"
 #include "core/stream_ext.h"
+#include "dnn/cuda/dnn_driver.h"
 #include "dnn/cuda/gemm_plans.h"
 #include "gaio/dnn.h"
 #include "gaio/stream.h"
@@ -31,10 +32,18 @@ static void state_free(void *value, gaio_stream *stream) {
         const gaio_cublaslt_table *t = gaio__cublaslt("gaio_stream_release");
         if (t) t->cublasLtDestroy(s->lt);
     }
-    /* Back to the context's pool (alive: a stream's state goes before its context's
-     * pools), which enters the device's context itself where it frees. */
-    gaio__native_mem_free(stream->ctx, &s->workspace);
-    for (int i = 0; i < s->nretired; i++) gaio__native_mem_free(stream->ctx, &s->retired[i]);
+    /* cuMemFree, not the context's pool: CUDA graphs captured on this stream (a model
+     * execution context's) embed the workspace and may still be running on other
+     * streams; cuMemFree waits for them, a pool would hand the block out at once. */
+    if (s->workspace.ptr || s->nretired) {
+        const gaio_dnn_cu_table *cu = gaio__dnn_cu("gaio_stream_release");
+        gaio__native_scope sc;
+        if (cu && gaio__native_enter("gaio_stream_release", stream->ctx, &sc) == GAIO_OK) {
+            if (s->workspace.ptr) cu->cuMemFree((CUdeviceptr)(uintptr_t)s->workspace.ptr);
+            for (int i = 0; i < s->nretired; i++) cu->cuMemFree((CUdeviceptr)(uintptr_t)s->retired[i].ptr);
+            gaio__native_exit(&sc);
+        }
+    }
     gaio__native_exclusive_end(GAIO_DEVICE_CUDA);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -123,10 +132,12 @@ gaio_status gaio__dnn_workspace(const char *fn, dnn_stream_state *s, size_t byte
         size_t want = s->workspace_size * 2 > bytes ? s->workspace_size * 2 : bytes;
         if (s->workspace.ptr && s->nretired == (int)(sizeof s->retired / sizeof s->retired[0]))
             return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the stream's workspace grew too often");
-        gaio__native_mem m;
-        gaio_status st =
-            gaio__native_mem_alloc(fn, "the stream's workspace", s->stream->ctx, GAIO_MEM_DEVICE, want, &m);
-        if (st != GAIO_OK) return st;
+        const gaio_dnn_cu_table *cu = gaio__dnn_cu(fn);
+        if (!cu) return GAIO_ERR_DRIVER;
+        CUdeviceptr p = 0;
+        CUresult r = cu->cuMemAlloc(&p, want); /* the device's context is current: inside a native function */
+        if (r != CUDA_SUCCESS) return gaio__dnn_cu_fail(fn, "cuMemAlloc (the stream's workspace)", r);
+        gaio__native_mem m = {(void *)(uintptr_t)p, want, GAIO_MEM_DEVICE};
         if (s->workspace.ptr) s->retired[s->nretired++] = s->workspace;
         s->workspace = m;
         s->workspace_size = want;

@@ -1,6 +1,6 @@
 /* A CUDA stream's library state (Caffe2's CudnnState / CudnnWorkspace): its own
  * cuDNN, cuBLAS and cuBLASLt handles, made on first use on the thread that submits
- * the stream's work, and a workspace from the context's pool. Kept in the stream's
+ * the stream's work, and a workspace of its own (cuMemAlloc). Kept in the stream's
  * GAIO_STREAM_EXT_DNN slot and destroyed with the stream. */
 #ifndef GAIO_DNN_CUDA_STATE_H
 #define GAIO_DNN_CUDA_STATE_H
@@ -19,10 +19,11 @@ typedef struct dnn_stream_state {
     cudnnHandle_t cudnn;
     cublasHandle_t cublas;
     cublasLtHandle_t lt;
-    /* Device memory used in stream order only: a block of the context's pool
-     * (gaio__native_mem_alloc), not a gaio buffer: a buffer holds its context, and the
-     * state of a context's default stream must not (the stream would keep its own
-     * context alive). */
+    /* Device memory used in stream order only, from cuMemAlloc (dnn's driver table):
+     * not a gaio buffer (a buffer holds its context, and the state of a context's default
+     * stream must not), and not a block of the context's pool, which would be handed out
+     * again the moment the stream goes, while CUDA graphs captured on it (a model
+     * execution context's) may still run elsewhere; cuMemFree waits for them. */
     gaio__native_mem workspace;
     size_t workspace_size; /* what was asked for (the block may be larger) */
     /* Outgrown workspaces: work in flight may still use them, and a stream-ordered free
