@@ -147,6 +147,13 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     return t;
 }
 
+/* How many leading dimensions of size 1 tensor() dropped from value v to fit its
+ * tensor t: the offset from t's dimensions to the value's (and its attributes'). */
+static int32_t dropped(const run_state *r, int32_t v, const gaio_tensor *t) {
+    int32_t k = r->e->v[v].ndim - t->ndim;
+    return k > 0 ? k : 0;
+}
+
 static gaio_status run_steps(const char *fn, run_state *r);
 
 /* A convolution step's arguments. */
@@ -430,10 +437,10 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_tensor v;
         gaio_status st = gaio_tensor_check(&x, &v, NULL);
         if (st != GAIO_OK) return st;
-        int32_t skip = r->e->v[n->in[0]].ndim - v.ndim; /* leading 1s tensor() dropped */
+        int32_t skip = dropped(r, n->in[0], &v);
         size_t es = gaio_dtype_size(v.dtype);
         for (int32_t d = 0; d < v.ndim; d++) {
-            int32_t m = d + (skip > 0 ? skip : 0);
+            int32_t m = d + skip;
             v.offset += (size_t)(a->slice_start[m] * v.strides[d]) * es;
             v.strides[d] *= a->slice_step[m];
             v.shape[d] = y.shape[d];
@@ -471,9 +478,9 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_tensor w;
         gaio_status st = gaio_tensor_check(&y, &w, NULL);
         if (st != GAIO_OK) return st;
-        int32_t skip = r->e->v[sp->out].ndim - w.ndim;
+        int32_t skip = dropped(r, sp->out, &w);
         int64_t reps[GAIO_TENSOR_MAX_NDIM], tiles = 1;
-        for (int32_t d = 0; d < w.ndim; d++) reps[d] = a->slice_step[d + (skip > 0 ? skip : 0)], tiles *= reps[d];
+        for (int32_t d = 0; d < w.ndim; d++) reps[d] = a->slice_step[d + skip], tiles *= reps[d];
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         size_t es = gaio_dtype_size(w.dtype);
         for (int64_t t = 0; t < tiles && st == GAIO_OK; t++) {
@@ -524,7 +531,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_tensor v;
         gaio_status st = gaio_tensor_check(&x, &v, NULL);
         if (st != GAIO_OK) return st;
-        int32_t ax = (int32_t)a->axis - (r->e->v[n->in[0]].ndim - v.ndim); /* less the leading 1s tensor() dropped */
+        int32_t ax = (int32_t)a->axis - dropped(r, n->in[0], &v);
         if (ax < 0 || ax >= v.ndim) return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Split): axis out of view", n->name);
         v.offset += (size_t)(at * v.strides[ax]) * gaio_dtype_size(v.dtype);
         for (int32_t d = 0; d < v.ndim; d++) v.shape[d] = y.shape[d];
@@ -543,11 +550,11 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
             st = gaio_binary(s, GAIO_BINARY_ADD, &yr, &c, &yr, NULL);
         }
         if (st != GAIO_OK) return st;
-        int32_t skip = r->e->v[sp->out].ndim - yr.ndim;
+        int32_t skip = dropped(r, sp->out, &yr);
         size_t es = gaio_dtype_size(yr.dtype);
         gaio_tensor mid = yr;
         for (int32_t d = 0; d < yr.ndim; d++) {
-            mid.offset += (size_t)(a->pad_begin[d + (skip > 0 ? skip : 0)] * yr.strides[d]) * es;
+            mid.offset += (size_t)(a->pad_begin[d + skip] * yr.strides[d]) * es;
             mid.shape[d] = x.shape[d];
         }
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
