@@ -481,7 +481,8 @@ def elementwise():
     """The element-wise operators of opsets 13 to 20 (Gelu came in 20), over inputs of
     [-1, 1): Abs, Sqrt of it shifted by a per-channel weight (Sum broadcasting it), Log,
     Exp, Reciprocal, Pow of a positive base, Tanh, Erf, Softplus, Neg, Sin, Cos, Floor
-    and Ceil of the input itself (its sign decides them, which f16 keeps), Gelu in both
+    and Ceil of half the input (in [-0.5, 0.5) its sign decides them, which f16 keeps:
+    of the input itself, f16 rounds values above 1 - 2^-12 to 1 and Floor jumps), Gelu in both
     forms, and Max, Min, Mean and Sum of 2 to 5 inputs, some broadcast [1, 4, 1, 1].
     Every intermediate stays within a few units: f16's tolerance holds throughout."""
     h = helper.make_node
@@ -501,15 +502,17 @@ def elementwise():
         h("Sin", ["x"], ["sin"], name="sin"),
         h("Cos", ["x"], ["cos"], name="cos"),
         h("Min", ["sin", "cos", "cap"], ["min"], name="min3"),
-        h("Floor", ["x"], ["floor"], name="floor"),
-        h("Ceil", ["x"], ["ceil"], name="ceil"),
+        h("Mul", ["x", "half"], ["xh"], name="halve"),
+        h("Floor", ["xh"], ["floor"], name="floor"),
+        h("Ceil", ["xh"], ["ceil"], name="ceil"),
         h("Mean", ["log", "rec", "pow", "floor", "ceil"], ["mean"], name="mean5"),
         h("Gelu", ["x"], ["gelu"], name="gelu"),
         h("Gelu", ["x"], ["gelu_t"], name="gelu_tanh", approximate="tanh"),
         h("Sum", ["max", "min", "mean", "gelu", "gelu_t"], ["y"], name="sum5"),
     ]
     inits = [numpy_helper.from_array(rng.uniform(0.25, 1, (1, 4, 1, 1)).astype(np.float32), "shift"),
-             numpy_helper.from_array(rng.uniform(-0.5, 0.5, (1, 4, 1, 1)).astype(np.float32), "cap")]
+             numpy_helper.from_array(rng.uniform(-0.5, 0.5, (1, 4, 1, 1)).astype(np.float32), "cap"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half")]
     # onnx 1.12's checker knows no opset 20: the shapes are plain, written by hand
     return model(n, [vi("x", F32, ["N", 4, 8, 8])], [vi("y", F32, ["N", 4, 8, 8])], inits, 20, check=False)
 
