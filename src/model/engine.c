@@ -32,7 +32,17 @@ static bool is_view(model_op op) {
     return op == OP_IDENTITY || op == OP_DROPOUT || op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE;
 }
 
-gaio_dtype gaio__engine_dtype_of(int32_t elem) { return elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32; }
+gaio_dtype gaio__engine_dtype_of(int32_t elem) {
+    switch (elem) {
+    case MT_F16: return GAIO_DTYPE_F16;
+    case MT_I32: return GAIO_DTYPE_S32;
+    case MT_I64: return GAIO_DTYPE_S64;
+    case MT_BOOL: return GAIO_DTYPE_U8;
+    default: return GAIO_DTYPE_F32;
+    }
+}
+
+bool gaio__engine_is_float(int32_t elem) { return elem == MT_F32 || elem == MT_F16 || elem == MT_UNDEFINED; }
 
 size_t gaio__xvalue_count(const xvalue *x) {
     size_t n = 1;
@@ -280,6 +290,10 @@ static const void *const_data(const gaio_engine *e, int32_t v, int32_t *elem) {
  * ([K, C, R, S] row major -> K, R, S, C in memory), into dst. */
 static void convert(const void *data, int32_t elem, const xvalue *x, unsigned char *dst) {
     size_t n = gaio__xvalue_count(x);
+    if (!gaio__engine_is_float(elem)) { /* integers and booleans: as they are, row major */
+        memcpy(dst, data, n * gaio__mt_size(elem));
+        return;
+    }
     int64_t c = x->ndim == 4 ? x->dims[1] : 1, hw = x->ndim == 4 ? x->dims[2] * x->dims[3] : 1;
     for (size_t i = 0; i < n; i++) {
         float f = elem == MT_F16 ? h2f(((const uint16_t *)data)[i]) : ((const float *)data)[i];
@@ -306,7 +320,7 @@ static gaio_status place_weights(const char *fn, gaio_engine *e) {
             int32_t v = gaio__step_value(sp, j), elem = MT_F32;
             if (v < 0 || e->v[v].mem != XM_NONE) continue;
             const void *data = const_data(e, v, &elem);
-            if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
+            if (!data || gaio__mt_size(elem) == 0) continue;
             xvalue *x = &e->v[v];
             if (n->op == OP_CONV && v == sp->w) x->nhwc = e->nhwc && x->ndim == 4;
             if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
@@ -420,7 +434,8 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         }
         x->ndim = ndim;
         for (int32_t d = 0; d < ndim; d++) x->dims[d] = dims[d] < 0 ? e->batch : dims[d];
-        x->dtype = e->f16 ? GAIO_DTYPE_F16 : gaio__engine_dtype_of(elem);
+        /* f16 engines keep integers (indices) and booleans as they are. */
+        x->dtype = e->f16 && gaio__engine_is_float(elem) ? GAIO_DTYPE_F16 : gaio__engine_dtype_of(elem);
         x->root = i;
         x->input = -1;
     }

@@ -31,7 +31,8 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 3u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's approximate */
+#define FORMAT 4u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
+                   * approximate; 4: integer values and weights */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -550,7 +551,9 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         x->off = (size_t)get_u64(r);
         x->root = get_i32(r), x->nhwc = get_u8(r) != 0, x->staged = get_u8(r) != 0, x->input = get_i32(r);
         uint64_t count = 0;
-        if ((dt != GAIO_DTYPE_F32 && dt != GAIO_DTYPE_F16) || mem < XM_NONE || mem > XM_ARENA ||
+        if ((dt != GAIO_DTYPE_F32 && dt != GAIO_DTYPE_F16 && dt != GAIO_DTYPE_S32 && dt != GAIO_DTYPE_S64 &&
+             dt != GAIO_DTYPE_U8) ||
+            mem < XM_NONE || mem > XM_ARENA ||
             !count_dims(x->ndim, x->dims, &count) || x->root < 0 || x->root >= nv || x->input < -1 ||
             x->input >= g->ninputs)
             FAIL_RETURN(r, "a value's type, shape or place is out of range");

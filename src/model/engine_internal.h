@@ -85,6 +85,8 @@ void gaio__engine_free(gaio_engine *e);
 
 /* The dtype of an ONNX element type the executor runs (F16 or F32). */
 gaio_dtype gaio__engine_dtype_of(int32_t elem);
+/* Whether values of ONNX element type elem are floats (f16 engines make them f16). */
+bool gaio__engine_is_float(int32_t elem);
 size_t gaio__xvalue_count(const xvalue *x);
 size_t gaio__xvalue_bytes(const xvalue *x);
 
