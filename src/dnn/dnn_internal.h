@@ -130,6 +130,13 @@ typedef struct gaio__conv_fusion {
 gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio__conv_args *a, int tune,
                                  gaio__conv_plan **plan, gaio_conv2d_info *info);
 gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p);
+/* Whether the plan must not be captured into CUDA graphs: measured with cuDNN 9.14 on
+ * an H200, runtime-compiled engines that fuse the residual as a tensor, captured into
+ * graphs and launched on several streams at once, gave wrong outputs in about 4% of
+ * ResNet-18 f16 runs (any contexts, plans or cuDNN handles: the hazard is
+ * process-wide), where the same plans enqueued call by call never did (0 of 3,600)
+ * and rejecting those engines costs 2-3x. docs/perf-notes.md has the numbers. */
+bool gaio__conv_plan_graph_hazard(const gaio__conv_plan *p);
 void gaio__conv_plan_release(gaio__conv_plan *p);
 /* gaio_conv2d_prepare (tune: time cuDNN's candidates; else the heuristics' first) that
  * also hands the caller the CUDA plan it made or found (a reference, for an engine to

@@ -671,6 +671,7 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
         take(&r, NULL, (size_t)n);
     }
     if (st == GAIO_OK && r.at != r.n) st = bad(fn, what, "it has bytes after its end");
+    if (st == GAIO_OK) gaio__engine_graph_hazards(e);
     if (st != GAIO_OK) {
         gaio__engine_free(e);
         return st;

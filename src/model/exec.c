@@ -199,7 +199,19 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
                                        &info, tune, &e->conv_plans[i]);
         if (st == GAIO_OK) snprintf(e->kernel[i], sizeof e->kernel[i], "%s", info.engine);
     }
+    if (st == GAIO_OK) gaio__engine_graph_hazards(e);
     return st;
+}
+
+void gaio__engine_graph_hazards(gaio_engine *e) {
+    for (int32_t i = 0; e->cuda_graph && i < e->plan.nsteps; i++) {
+        if (!e->conv_plans[i] || !gaio__conv_plan_graph_hazard(e->conv_plans[i])) continue;
+        e->cuda_graph = false;
+        if (getenv("GAIO_MODEL_TRACE"))
+            fprintf(stderr, "gaio: plan: no CUDA graph: step %d (%s) runs a runtime-compiled cuDNN engine with the "
+                    "residual fused, which gives wrong results in graphs launched concurrently\n", (int)i,
+                    e->plan.steps[i].n->name);
+    }
 }
 
 static float scalar(const mvalue *v, float fallback) {

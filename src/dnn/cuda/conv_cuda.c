@@ -43,6 +43,12 @@ void gaio__conv_plan_release(gaio__conv_plan *p) {
 
 gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p) { return p->b.fusion; }
 
+bool gaio__conv_plan_graph_hazard(const gaio__conv_plan *p) {
+    /* The engine's name carries the runtime-compilation note (describe(); kept in plan
+     * files), so a loaded plan answers as the built one did. */
+    return p && p->key.has_res && !p->b.fusion.residual_from_y && strstr(p->b.engine, "(runtime fusion)");
+}
+
 static void cache_free(void *value, gaio_context *ctx) {
     (void)ctx;
     conv_cache *c = value;

@@ -292,7 +292,9 @@ static bool all_nhwc(const conv_key *k) {
  * allowed f16) and suits the
  * tensors: on an H100 with cuDNN 9.14, runtime-fusion engines accepted rows padded
  * by strides, and an NCHW x with an NHWC y, and computed wrong results; they get
- * packed NHWC tensors only (their documented layout), the rest the other engines. */
+ * packed NHWC tensors only (their documented layout), the rest the other engines.
+ * GAIO_DNN_NO_RTC=1 refuses runtime-compiled engines everywhere, =res only where the
+ * residual is fused (to measure what they bring, or to rule them out of a bug). */
 static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k) {
     int32_t dtype = k->dtype;
     const gaio_cudnn_table *t = b->t;
@@ -306,7 +308,9 @@ static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k
                                           notes) == CUDNN_STATUS_SUCCESS;
     int behavior[16];
     int64_t nb = 0;
-    if (ok && !all_nhwc(k) &&
+    const char *no_rtc = getenv("GAIO_DNN_NO_RTC");
+    bool refuse_rtc = no_rtc && (strcmp(no_rtc, "res") ? strcmp(no_rtc, "0") != 0 : k->has_res != 0);
+    if (ok && (!all_nhwc(k) || refuse_rtc) &&
         t->cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 16, &nb,
                                     behavior) == CUDNN_STATUS_SUCCESS)
         for (int64_t i = 0; i < nb && i < 16; i++)
