@@ -112,7 +112,6 @@ EXPECTED_UNSUPPORTED = {
     "test_gemm_default_single_elem_vector_bias": ("Gemm C broadcast from [1]", "(Gemm): C of rank 1"),
     "test_gemm_beta": ("Gemm beta != 1 on a row C", "(Gemm): C of rank"),
     "test_gemm_all_attributes": ("Gemm beta != 1 on a row C", "(Gemm): C of rank"),
-    "test_matmul_4d": ("MatMul of two 4-D operands", "(MatMul): batched operands of rank 4 and 4"),
     "test_reshape_allowzero_reordered": ("an empty graph input", "gaio runs no empty tensors"),
     "test_dropout_default_ratio": ("Dropout's ratio a 0-D graph input", "is a scalar (0-D)"),
     "test_slice_neg_steps": ("Slice with a negative step", "negative steps"),

@@ -154,13 +154,6 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
                               "a row of N, or a row with beta %g != 1) is not supported", n->name, (int)c->ndim,
                               (double)n->a.beta);
     }
-    if (n->op == OP_MATMUL) {
-        const mvalue *a = &g->values[n->in[0]], *b = &g->values[n->in[1]];
-        if ((a->ndim > 3 || b->ndim > 3) && b->ndim != 2)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank %d and %d "
-                              "(gaio takes rank <= 3, or any rank times a matrix)", n->name, (int)a->ndim,
-                              (int)b->ndim);
-    }
     return GAIO_OK;
 }
 
@@ -419,6 +412,72 @@ gaio_status gaio__engine_place_arena(const char *fn, gaio_engine *e) {
     return GAIO_OK;
 }
 
+/* Operators whose 4-D tensors are images: NHWC is their fast layout. */
+static bool spatial(model_op op) {
+    switch (op) {
+    case OP_CONV:
+    case OP_MAX_POOL:
+    case OP_AVG_POOL:
+    case OP_GLOBAL_AVG_POOL:
+    case OP_BATCH_NORM:
+    case OP_RESIZE:
+    case OP_UPSAMPLE:
+    case OP_REDUCE_MEAN: return true;
+    default: return false;
+    }
+}
+
+/* Operators whose output is computed element by element (or moved) from inputs of its
+ * shape: they keep their inputs' layout. */
+static bool elementwise(model_op op) {
+    switch (op) {
+    case OP_RELU: case OP_CLIP: case OP_SIGMOID: case OP_HARD_SIGMOID: case OP_HARD_SWISH:
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_POW:
+    case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
+    case OP_SQRT: case OP_EXP: case OP_LOG: case OP_TANH: case OP_ABS: case OP_NEG: case OP_RECIPROCAL:
+    case OP_FLOOR: case OP_CEIL: case OP_ERF: case OP_SOFTPLUS: case OP_GELU: case OP_SIN: case OP_COS:
+    case OP_CAST: case OP_CONCAT: case OP_SPLIT: case OP_SLICE: case OP_PAD: case OP_TILE: case OP_EXPAND:
+    case OP_SOFTMAX: /* opset < 13 over [C, H, W] reads x and y in one order */
+        return true;
+    default: return false;
+    }
+}
+
+/* Which values an NHWC engine stores NHWC (4-D ones only): those a spatial operator
+ * writes or reads, and those element-wise operators compute from them; never a MatMul's
+ * or Gemm's operands or result (cuBLAS takes row-major matrices). The rest, such as
+ * attention's [batch, heads, tokens, dim] tensors, stay row major. Every step takes
+ * either layout tensor by tensor: this picks the fast one, correctness does not
+ * depend on it. NULL: out of memory. */
+static bool *layout_wants(const gaio_engine *e) {
+    bool *want = calloc((size_t)e->nv + 1, sizeof *want);
+    if (!want) return NULL;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        if (!spatial(sp->n->op)) continue;
+        want[sp->out] = true;
+        for (int32_t j = 0; j < sp->n->nin; j++) /* a convolution's weights too, where a caller feeds them */
+            if (sp->n->in[j] >= 0) want[sp->n->in[j]] = true;
+        if (sp->res >= 0) want[sp->res] = true;
+    }
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const mnode *n = e->plan.steps[i].n;
+        if (!elementwise(n->op)) continue;
+        bool any = false;
+        for (int32_t j = 0; j < n->nin; j++) any = any || (n->in[j] >= 0 && e->v[n->in[j]].ndim == 4 && want[n->in[j]]);
+        for (int32_t j = 0; j < n->nout && any; j++)
+            if (n->out[j] >= 0) want[n->out[j]] = true;
+    }
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const mnode *n = e->plan.steps[i].n;
+        if (n->op != OP_MATMUL && n->op != OP_GEMM) continue;
+        for (int32_t j = 0; j < n->nin; j++)
+            if (n->in[j] >= 0) want[n->in[j]] = false;
+        want[e->plan.steps[i].out] = false;
+    }
+    return want;
+}
+
 /* Every value's dtype, layout and place. */
 static gaio_status place_values(const char *fn, gaio_engine *e) {
     const mgraph *g = &e->model->g;
@@ -440,12 +499,14 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         x->input = -1;
     }
     for (int32_t i = 0; i < g->ninputs; i++) e->v[g->inputs[i]].input = i;
+    bool *want = layout_wants(e);
+    if (!want) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     gaio_status st = place_weights(fn, e);
     /* Graph inputs in another precision or layout than the caller's are copied in; so
      * are all of them under a graph, whose kernels read fixed addresses. */
     for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
         xvalue *x = &e->v[g->inputs[i]];
-        x->nhwc = e->nhwc && x->ndim == 4;
+        x->nhwc = e->nhwc && x->ndim == 4 && want[g->inputs[i]];
         if (x->dtype == gaio__engine_dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc && !e->cuda_graph) continue;
         x->staged = true;
         x->mem = XM_ARENA;
@@ -464,7 +525,7 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
             }
             e->copy[i] = true; /* into x's own row-major memory, then viewed */
         } else {
-            x->nhwc = e->nhwc && x->ndim == 4;
+            x->nhwc = e->nhwc && x->ndim == 4 && want[sp->out];
         }
         /* An opset < 13 Softmax over dimensions from axis 2 on: in NHWC memory they are
          * not one block. */
@@ -474,6 +535,7 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
                             n->name ? n->name : "", (long long)n->a.axis);
         x->mem = XM_ARENA;
     }
+    free(want);
     if (st == GAIO_OK) st = gaio__engine_place_arena(fn, e);
     return st;
 }

@@ -293,6 +293,76 @@ static gaio_status run_variadic(const run_state *r, const mnode *n, const gaio_t
     return st;
 }
 
+/* The product of t's dimensions [from, to). */
+static int64_t span(const gaio_tensor *t, int32_t from, int32_t to) {
+    int64_t p = 1;
+    for (int32_t d = from; d < to; d++) p *= t->shape[d];
+    return p;
+}
+
+/* t's dimensions before its last two as one: [batch, rows, cols] (a 1-D t as a row or
+ * column: [1, 1, k] for a, [1, k, 1] for b). The values are packed row major. */
+static gaio_tensor as_batched(const gaio_tensor *t, bool is_b) {
+    gaio_tensor o = *t;
+    int64_t rows = t->ndim >= 2 ? t->shape[t->ndim - 2] : (is_b ? t->shape[0] : 1);
+    int64_t cols = t->ndim >= 2 ? t->shape[t->ndim - 1] : (is_b ? 1 : t->shape[0]);
+    o.ndim = 3, o.layout = GAIO_TENSOR_ROW_MAJOR;
+    o.shape[0] = t->ndim > 2 ? span(t, 0, t->ndim - 2) : 1, o.shape[1] = rows, o.shape[2] = cols;
+    memset(o.strides, 0, sizeof o.strides); /* packed */
+    return o;
+}
+
+/* MatMul of any ranks (numpy's matmul): the leading dimensions broadcast. Leading
+ * dimensions equal on both sides, or all 1 on one side, make one batched GEMM (all 1 on
+ * b's side with a row-major a: one GEMM with them folded into a's rows); any other
+ * broadcast one GEMM per batch of the output. */
+static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n, const gaio_tensor *x,
+                              const gaio_tensor *b, const gaio_tensor *y) {
+    gaio_stream *s = r->s;
+    gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
+    if (x->layout != GAIO_TENSOR_ROW_MAJOR || b->layout != GAIO_TENSOR_ROW_MAJOR || y->layout != GAIO_TENSOR_ROW_MAJOR)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): an NHWC operand (a view of a convolution's "
+                          "output): build the engine with layout NCHW", n->name);
+    int32_t lead = y->ndim - 2 > 0 ? y->ndim - 2 : 0;
+    int32_t la = x->ndim - 2 > 0 ? x->ndim - 2 : 0, lb = b->ndim - 2 > 0 ? b->ndim - 2 : 0;
+    int64_t ya = span(y, 0, lead), xa = span(x, 0, la), ba = span(b, 0, lb);
+    gaio_tensor a3 = as_batched(x, false), b3 = as_batched(b, true), y3 = as_batched(y, false);
+    if (x->ndim == 1) y3.shape[1] = 1, y3.shape[2] = b3.shape[2];
+    if (b->ndim == 1) y3.shape[1] = a3.shape[1], y3.shape[2] = 1;
+    if (ba == 1 && xa == ya) { /* b one matrix: a's batches fold into its rows */
+        a3.shape[1] *= a3.shape[0], a3.shape[0] = 1;
+        y3.shape[1] *= y3.shape[0], y3.shape[0] = 1;
+        return gaio_gemm(s, &a3, &b3, NULL, NULL, &y3, &p);
+    }
+    if ((xa == ya || xa == 1) && (ba == ya || ba == 1)) {
+        /* equal or wholly broadcast: the leading dimensions of each side match y's
+         * element by element (a side with as many as y and the same product) */
+        bool same_a = xa == 1 || (la == lead && !memcmp(x->shape, y->shape, (size_t)lead * sizeof *x->shape));
+        bool same_b = ba == 1 || (lb == lead && !memcmp(b->shape, y->shape, (size_t)lead * sizeof *b->shape));
+        if (same_a && same_b) return gaio_gemm(s, &a3, &b3, NULL, NULL, &y3, &p);
+    }
+    /* Partial broadcast: one GEMM per output batch, each side's batch by its own
+     * dimensions (1s repeat). */
+    size_t es = gaio_dtype_size(y->dtype);
+    int64_t am = a3.shape[1] * a3.shape[2], bm = b3.shape[1] * b3.shape[2], ym = y3.shape[1] * y3.shape[2];
+    gaio_status st = GAIO_OK;
+    for (int64_t i = 0; i < ya && st == GAIO_OK; i++) {
+        int64_t rest = i, ai = 0, bi = 0, astep = 1, bstep = 1;
+        for (int32_t d = lead - 1; d >= 0; d--) {
+            int64_t k = rest % y->shape[d];
+            rest /= y->shape[d];
+            int32_t da = d - (lead - la), db = d - (lead - lb);
+            if (da >= 0) ai += (x->shape[da] == 1 ? 0 : k) * astep, astep *= x->shape[da];
+            if (db >= 0) bi += (b->shape[db] == 1 ? 0 : k) * bstep, bstep *= b->shape[db];
+        }
+        gaio_tensor a1 = a3, b1 = b3, y1 = y3;
+        a1.shape[0] = b1.shape[0] = y1.shape[0] = 1;
+        a1.offset += (size_t)(ai * am) * es, b1.offset += (size_t)(bi * bm) * es, y1.offset += (size_t)(i * ym) * es;
+        st = gaio_gemm(s, &a1, &b1, NULL, NULL, &y1, &p);
+    }
+    return st;
+}
+
 static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp) {
     const mgraph *g = &r->e->model->g;
     const mnode *n = sp->n;
@@ -340,16 +410,8 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
                                       "other than 1 on a row of C) is not supported yet", n->name);
                 }
             }
-        } else if (x.ndim > 3 || b.ndim > 3) {
-            /* [.., M, K] @ [K, N]: the leading dimensions fold into M. */
-            if (b.ndim != 2)
-                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank > 3",
-                                  n->name);
-            int64_t rows = 1;
-            for (int32_t d = 0; d < x.ndim - 1; d++) rows *= x.shape[d];
-            int64_t k = x.shape[x.ndim - 1], cols = y.shape[y.ndim - 1];
-            x.ndim = 2, x.shape[0] = rows, x.shape[1] = k;
-            y.ndim = 2, y.shape[0] = rows, y.shape[1] = cols;
+        } else if (x.ndim > 2 || b.ndim > 2) {
+            return run_matmul(fn, r, n, &x, &b, &y);
         }
         return gaio_gemm(s, &x, &b, c, bias, &y, &p);
     }

@@ -517,6 +517,45 @@ def elementwise():
     return model(n, [vi("x", F32, ["N", 4, 8, 8])], [vi("y", F32, ["N", 4, 8, 8])], inits, 20, check=False)
 
 
+def attention():
+    """A vision transformer's block in miniature (opset 13): a patch convolution, then
+    tokens through Reshape / Transpose, multi-head attention as exporters write it
+    (MatMul of [N, heads, T, D] by K transposed to [N, heads, D, T], Div, Softmax over
+    the last axis, MatMul by V, heads merged back), the output projection and the
+    residual; a second output multiplies the attention by a [heads, T, D] constant
+    (leading dimensions broadcast in part)."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    c, t, h, d = 16, 16, 2, 8
+    n = [helper.make_node("Conv", ["x", "pw", "pb"], ["p"], name="patch", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Reshape", ["p", "tok_shape"], ["p3"], name="tokens"),
+         helper.make_node("Transpose", ["p3"], ["tk"], name="tokens_t", perm=[0, 2, 1])]
+    for nm in ("q", "k", "v"):
+        n += [helper.make_node("MatMul", ["tk", nm + "_w"], [nm + "0"], name=nm + "_proj"),
+              helper.make_node("Add", [nm + "0", nm + "_b"], [nm + "1"], name=nm + "_bias"),
+              helper.make_node("Reshape", [nm + "1", "head_shape"], [nm + "2"], name=nm + "_heads")]
+    n += [helper.make_node("Transpose", ["q2"], ["qh"], name="q_t", perm=[0, 2, 1, 3]),
+          helper.make_node("Transpose", ["k2"], ["kt"], name="k_t", perm=[0, 2, 3, 1]),
+          helper.make_node("Transpose", ["v2"], ["vh"], name="v_t", perm=[0, 2, 1, 3]),
+          helper.make_node("MatMul", ["qh", "kt"], ["s0"], name="scores"),
+          helper.make_node("Div", ["s0", "scale"], ["s1"], name="scale"),
+          helper.make_node("Add", ["s1", "rel_bias"], ["s2"], name="rel_bias"),
+          helper.make_node("Softmax", ["s2"], ["a"], name="softmax", axis=-1),
+          helper.make_node("MatMul", ["a", "vh"], ["o0"], name="attend"),
+          helper.make_node("Transpose", ["o0"], ["o1"], name="merge_t", perm=[0, 2, 1, 3]),
+          helper.make_node("Reshape", ["o1", "tok3"], ["o2"], name="merge"),
+          helper.make_node("MatMul", ["o2", "o_w"], ["o3"], name="out_proj"),
+          helper.make_node("Add", ["o3", "tk"], ["y"], name="residual"),
+          helper.make_node("MatMul", ["a", "per_head"], ["y2"], name="per_head")]
+    inits = [layer_weights("pw", c, 3, 2, 2), weights("pb", c), i64("tok_shape", [0, c, -1]),
+             i64("head_shape", [0, t, h, d]), i64("tok3", [0, t, c]),
+             numpy_helper.from_array(np.array(np.sqrt(d), np.float32), "scale"),
+             weights("rel_bias", 1, h, t, t), layer_weights("o_w", c, c), weights("per_head", h, t, d, scale=0.5)]
+    for nm in ("q", "k", "v"):
+        inits += [layer_weights(nm + "_w", c, c), weights(nm + "_b", c)]
+    m = model(n, [vi("x", F32, ["N", 3, 8, 8])], [vi("y", F32, ["N", t, c]), vi("y2", F32, ["N", h, t, d])], inits, 13)
+    return m
+
+
 def half_conv():
     n = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -739,6 +778,8 @@ def main():
     good(outdir, "half_conv.onnx", m, kept(m), canary="w,b")
     m = elementwise()
     good(outdir, "elementwise_opset20.onnx", m, kept(m))
+    m = attention()
+    good(outdir, "attention.onnx", m, kept(m), canary="pw,pb")
 
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 
