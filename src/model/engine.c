@@ -238,7 +238,7 @@ static gaio_status resolve_options(const char *fn, const mgraph *g, const gaio_e
                 return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes[%d]: dimension %d of input '%s' ('%s') "
                                   "is %lld: 1 to 1048576", (int)i, (int)d, s->name, v->dim_names[d],
                                   (long long)s->dims[d]);
-            if (b >= 0 && s->dims[d] != b)
+            if (b >= 0 && s->dims[d] != b && !g->deferred)
                 return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "options->shapes give the symbolic dimensions the values "
                                   "%lld and %lld: gaio plans one value for all of them (dynamic shapes are not "
                                   "built yet)", (long long)b, (long long)s->dims[d]);
@@ -592,14 +592,56 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     return st;
 }
 
-/* Checks everything a build takes; *batch the symbolic dimensions' value. */
+/* Every input's shape for a model whose shapes wait for the build: options->shapes's,
+ * or the model's with a symbolic first dimension set to options->batch (the others
+ * must be given). */
+static gaio_status deferred_dims(const char *fn, const mgraph *g, const gaio_engine_options *o,
+                                 int64_t (*dims)[GAIO_MODEL_MAX_NDIM]) {
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const mvalue *v = &g->values[g->inputs[i]];
+        const gaio_engine_shape *given = NULL;
+        for (int32_t k = 0; k < o->nshapes && !given; k++)
+            if (!strcmp(o->shapes[k].name, v->name)) given = &o->shapes[k];
+        for (int32_t d = 0; d < v->ndim; d++) {
+            dims[i][d] = given ? given->dims[d] : v->dims[d] >= 0 ? v->dims[d] : d == 0 ? o->batch : 0;
+            if (dims[i][d] < 1 || dims[i][d] > (1 << 20))
+                return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "input '%s' has symbolic dimension %d ('%s') that its "
+                                  "operators need known (%s): give the input's shape in options->shapes", v->name,
+                                  (int)d, v->dim_names[d], g->deferred_why ? g->deferred_why : "");
+        }
+    }
+    return GAIO_OK;
+}
+
+/* Checks everything a build takes; *batch the symbolic dimensions' value; *use the
+ * model to build (a reference): m, or for a model whose shapes wait for the build
+ * (mgraph.deferred) m inferred again with the options' shapes. */
 static gaio_status build_check(const char *fn, gaio_model *m, gaio_context *ctx, const gaio_engine_options *o,
-                               int64_t *batch) {
+                               int64_t *batch, gaio_model **use) {
+    *use = NULL;
     if (!m) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "m is NULL");
     if (!ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "ctx is NULL");
     if (!o) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options is NULL");
     gaio_status st = resolve_options(fn, &m->g, o, batch);
+    if (st == GAIO_OK && m->g.deferred) {
+        int64_t(*dims)[GAIO_MODEL_MAX_NDIM] = calloc((size_t)m->g.ninputs + 1, sizeof *dims);
+        gaio_model *c = NULL;
+        if (!dims) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+        if (st == GAIO_OK) st = deferred_dims(fn, &m->g, o, dims);
+        if (st == GAIO_OK) st = gaio__model_concretize(fn, m, dims, &c);
+        free(dims);
+        if (st != GAIO_OK) return st;
+        *batch = 0; /* every dimension is known now */
+        st = gaio__engine_check_graph(fn, &c->g);
+        if (st != GAIO_OK) {
+            gaio_model_release(c);
+            return st;
+        }
+        *use = c;
+        return GAIO_OK;
+    }
     if (st == GAIO_OK) st = gaio__engine_check_graph(fn, &m->g);
+    if (st == GAIO_OK) gaio_model_retain(m), *use = m;
     return st;
 }
 
@@ -613,9 +655,11 @@ gaio_status gaio__engine_build(const char *fn, gaio_model *m, gaio_context *ctx,
     if (!out) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "out is NULL");
     *out = NULL;
     int64_t batch = 0;
-    gaio_status st = build_check(fn, m, ctx, options, &batch);
+    gaio_model *use = NULL;
+    gaio_status st = build_check(fn, m, ctx, options, &batch, &use);
     if (st != GAIO_OK) return st;
-    gaio_engine *e = gaio__engine_new(m, ctx);
+    gaio_engine *e = gaio__engine_new(use, ctx);
+    gaio_model_release(use); /* the engine's reference holds it */
     if (!e) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     if ((st = build(fn, e, options, batch)) != GAIO_OK) {
         gaio__engine_free(e);
@@ -662,10 +706,12 @@ gaio_status gaio_engine_build_async(gaio_model *m, gaio_context *ctx, const gaio
     GAIO_REQUIRE_PTR(built);
     *built = NULL;
     int64_t batch = 0;
-    gaio_status st = build_check(fn, m, ctx, options, &batch);
+    gaio_model *use = NULL;
+    gaio_status st = build_check(fn, m, ctx, options, &batch, &use);
     if (st != GAIO_OK) return st;
     async_build *a = calloc(1, sizeof *a);
-    gaio_engine *e = a ? gaio__engine_new(m, ctx) : NULL;
+    gaio_engine *e = a ? gaio__engine_new(use, ctx) : NULL;
+    gaio_model_release(use); /* the engine's reference holds it */
     gaio_future *f = e ? gaio__future_new() : NULL;
     if (a && options->nshapes > 0) a->shapes = calloc((size_t)options->nshapes, sizeof *a->shapes);
     bool ok = a && e && f && (options->nshapes == 0 || a->shapes);

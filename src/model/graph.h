@@ -186,6 +186,15 @@ typedef struct mgraph {
     int32_t *outputs, noutputs;
     int64_t ir_version, opset;
     const char *producer;
+    /* For inference again with other input shapes (model/shapes.c): every value as
+     * the file gave it (before any inference), every node's attributes as parsed. */
+    mvalue *src_values;
+    mattrs *src_attrs;
+    /* Inference at load stopped at a dimension left symbolic (a height or width): the
+     * graph's shapes wait for an engine's input shapes; why, for messages. Its nodes
+     * are all kept (none folded), outputs typed by the file's declarations. */
+    bool deferred;
+    const char *deferred_why;
 } mgraph;
 
 /* Adds a value named name (copied); returns its index, or -1 out of memory. */

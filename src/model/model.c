@@ -101,8 +101,10 @@ gaio_status gaio_model_retain(gaio_model *m) {
 
 gaio_status gaio_model_release(gaio_model *m) {
     if (m && gaio__ref_dec(&m->ref)) {
+        gaio_model *parent = m->parent;
         gaio__graph_free(&m->g);
         free(m);
+        gaio_model_release(parent);
     }
     return GAIO_OK;
 }
