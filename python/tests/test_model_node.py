@@ -5,15 +5,19 @@ where ``onnxruntime`` imports, with onnxruntime's (CPU) outputs too.
 The cases come from ONNX's generators (``onnx.backend.test.case.node``; Debian's
 python3-onnx ships those but not the stored test data), built in-process. A case is
 selected when every node's operator is in gaio's table (src/model/ops.c) and its
-inputs and outputs are float32 / float16 tensors, or int64 tensors among the inputs.
+inputs and outputs are float32 / float16 tensors, or int64 tensors among the inputs;
+or, when every node only moves elements (ANY_DTYPE: Gather, GatherElements, Pad,
+Slice, Where), when its inputs and outputs are also int32, int64 or bool tensors.
 
 Two rewrites make a case a model gaio is meant to take, without changing its
 meaning (the original forms are checked to be refused, at the end):
 
-* int64 inputs (Reshape's shape, Squeeze's axes, Gather's indices) become
-  initializers holding the case's values: gaio's graph inputs are float tensors and
-  it does shape arithmetic at load time only, as on an exported model, where these
-  are constants.
+* int64 inputs that gaio needs at load time (Reshape's shape, Squeeze's axes,
+  Slice's starts, Pad's pads, ...) become initializers holding the case's values:
+  gaio does shape arithmetic at load time only, as on an exported model, where these
+  are constants. An int64 input that only feeds what gaio takes at run time (Gather's
+  and GatherElements' indices, the data of an ANY_DTYPE operator) stays a graph
+  input.
 * a model whose opset is below 7 (gaio loads 7 to 22) is raised to 7 when every
   node's operator has the same definition at 7 as at its own opset (HardSigmoid-6,
   ...): the file's meaning is the same. Cases of opsets 7 to 12 run as ONNX wrote them
@@ -70,17 +74,19 @@ SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Si
              "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand",
              "Resize", "Upsample", "Tile", "Equal", "Less", "Greater", "Not", "And", "Or", "Where", "Sqrt", "Exp",
              "Log", "Tanh", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Erf", "Softplus", "Gelu", "Sin", "Cos",
-             "Pow", "Min", "Max", "Sum", "Mean")
-#: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
-LOAD_TIME_ONLY = {"Constant", "Shape", "Gather", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or",
-                  "Where"}
+             "Pow", "Min", "Max", "Sum", "Mean", "GatherElements")
+#: operators gaio only folds at load (src/model/engine.c node_check refuses them at run time)
+LOAD_TIME_ONLY = {"Constant", "Shape", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or"}
+#: operators that only move elements: gaio runs them on int32, int64 and bool tensors too
+ANY_DTYPE = {"Gather", "GatherElements", "Pad", "Slice", "Where"}
+#: (operator, input slot) that gaio reads at run time: an int64 graph input feeding only these stays an input
+RUNTIME_INT_SLOTS = {("Gather", 0), ("Gather", 1), ("GatherElements", 0), ("GatherElements", 1), ("Pad", 0),
+                     ("Slice", 0), ("Where", 1), ("Where", 2)}
 #: supported operators none of whose ONNX cases gaio can run, and why
 NO_RUNNING_CASE = {
     "Resize": "ONNX's nearest cases feed scales at run time or resize by other than whole factors; "
               "tests/model/make_models.py's upsample models run Resize",
     "Upsample": "ONNX's one case feeds scales at run time; tests/model/make_models.py's upsample models run it",
-    "Pad": "ONNX's one constant-mode case feeds constant_value as a graph input (gaio wants a constant); its "
-           "edge and reflect cases are modes gaio refuses: tests/model/make_models.py's pad_cnn runs Pad",
     "ReduceMean": "ONNX's cases reduce 3-D tensors; gaio's ReduceMean is the global pool over axes (2, 3) of a 4-D one",
 }
 MIN_OPSET = 7
@@ -103,9 +109,6 @@ EXPECTED_UNSUPPORTED = {
     "test_clip_splitbounds": ("Clip min/max as runtime inputs", _RUNTIME_INPUT.format(1)),
     "test_clip_default_min": ("Clip min as a runtime input", _RUNTIME_INPUT.format(1)),
     "test_clip_default_max": ("Clip max as a runtime input", _RUNTIME_INPUT.format(2)),
-    # Gather on a runtime tensor (gaio gathers shape values at load time only).
-    **{f"test_gather_{k}": ("Gather of a runtime tensor", "(Gather) did not fold to a constant")
-       for k in ("0", "1", "2d_indices", "negative_indices")},
     # Models gaio's tensors cannot describe, or operands gaio_gemm / MatMul do not take.
     "test_constant": ("a graph without inputs", "the graph has no inputs"),
     "test_gemm_default_scalar_bias": ("Gemm C a 0-D graph input", "(Gemm): C of rank 0"),
@@ -115,7 +118,6 @@ EXPECTED_UNSUPPORTED = {
     "test_matmul_4d": ("MatMul of two 4-D operands", "(MatMul): batched operands of rank 4 and 4"),
     "test_reshape_allowzero_reordered": ("an empty graph input", "gaio runs no empty tensors"),
     "test_dropout_default_ratio": ("Dropout's ratio a 0-D graph input", "is a scalar (0-D)"),
-    "test_slice_neg_steps": ("Slice with a negative step", "negative steps"),
     "test_split_zero_size_splits": ("an empty graph input", "gaio runs no empty tensors"),
     "test_constantofshape_float_ones": ("a graph of constants only (its shape an initializer)", "the graph has no inputs"),
     "test_range_float_type_positive_delta": ("Range of run-time scalars", "is computed at run time"),
@@ -146,6 +148,11 @@ EXPECTED_UNSUPPORTED = {
     "test_pow_types_float32_int64": ("Pow with an int64 exponent", "gaio's Pow takes an exponent of the base's type"),
     # Composite (expanded) cases whose other operators gaio takes only in part.
     "test_mvn_expanded": ("ReduceMean over axes (0, 2, 3)", "reduces the spatial axes (2, 3) of a 4-D tensor only"),
+    **{f"test_nllloss_{k}_expanded": ("ReduceMean of the whole loss", "reduces the spatial axes (2, 3) of a 4-D tensor only")
+       for k in ("NCd1", "NCd1d2_reduction_mean")},
+    "test_nllloss_NCd1d2d3d4d5_none_no_weight_expanded": ("GatherElements of rank 7",
+                                                          "has rank 7 at run time: gaio tensors have 1 to 5"),
+    "test_nllloss_NCd1d2d3_none_no_weight_negative_ii_expanded": ("Sub of int64 targets", "is int64; Sub runs on float32"),
     # ReduceMean is the 4-D spatial global pool only.
     **{f"test_reduce_mean_{k}": ("ReduceMean over other than axes (2, 3) of a 4-D tensor",
                                  "reduces the spatial axes (2, 3) of a 4-D tensor only")
@@ -165,6 +172,7 @@ F16_TOL = dict(rtol=2e-3, atol=1e-3)
 
 _FLOAT = (np.dtype(np.float32), np.dtype(np.float16))
 _INT64 = np.dtype(np.int64)
+_ANY = _FLOAT + (_INT64, np.dtype(np.int32), np.dtype(np.bool_))
 
 
 def _collect() -> tuple:
@@ -213,8 +221,11 @@ def _selected(case) -> bool:
     if any(n.domain not in ("", "ai.onnx") for n in g.node):
         return False
     ins, outs = case.data_sets[0]
-    return (all(_is_array(a, _FLOAT + (_INT64,)) for a in ins) and all(_is_array(a, _FLOAT) for a in outs)
-            and len(ins) == len(g.input) and len(outs) == len(g.output))
+    if len(ins) != len(g.input) or len(outs) != len(g.output):
+        return False
+    if all(_is_array(a, _FLOAT + (_INT64,)) for a in ins) and all(_is_array(a, _FLOAT) for a in outs):
+        return True
+    return all(n.op_type in ANY_DTYPE for n in g.node) and all(_is_array(a, _ANY) for a in list(ins) + list(outs))
 
 
 ALL_CASES, FAILED_GENERATORS = _collect()
@@ -242,6 +253,20 @@ def _same_definition(model, opset: int) -> bool:
     return True
 
 
+def promoted(case) -> list:
+    """The case's int64 graph inputs that gaio needs at load time: each feeds some slot
+    other than RUNTIME_INT_SLOTS."""
+    g = case.model.graph
+    out = []
+    for vi, a in zip(g.input, case.data_sets[0][0]):
+        if np.asarray(a).dtype != _INT64:
+            continue
+        slots = {(n.op_type, j) for n in g.node for j, name in enumerate(n.input) if name == vi.name}
+        if not slots <= RUNTIME_INT_SLOTS:
+            out.append(vi.name)
+    return out
+
+
 def prepare(case, promote_int64: bool = True, raise_opset: bool = True):
     """The case's model as gaio should take it (the module docstring says how), the
     feeds {name: array} and the expected outputs."""
@@ -253,9 +278,10 @@ def prepare(case, promote_int64: bool = True, raise_opset: bool = True):
             n.name = f"{case.name}_n{i}"
     ins, outs = case.data_sets[0]
     keep, feeds = [], {}
+    promote = set(promoted(case))
     for vi, a in zip(list(g.input), ins):
         a = np.asarray(a)
-        if promote_int64 and a.dtype == _INT64:
+        if promote_int64 and vi.name in promote:
             g.initializer.append(numpy_helper.from_array(a, vi.name))
         else:
             keep.append(vi)
@@ -274,8 +300,12 @@ def run_gaio(model, feeds: dict) -> list:
     m = gaio.Model(model.SerializeToString())
     ex = m.exec("cpu")
     s = gaio.Stream("cpu")
-    xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]) if feeds[t.name].ndim else feeds[t.name],
-                      device="cpu", stream=s) for t in m.inputs]
+
+    def fed(a):  # gaio keeps bool as u8
+        a = np.ascontiguousarray(a) if a.ndim else a
+        return a.view(np.uint8) if a.dtype == np.bool_ else a
+
+    xs = [gaio.tensor(fed(feeds[t.name]), device="cpu", stream=s) for t in m.inputs]
     ys = ex.empty_outputs(s)
     ex.run(s, xs, ys).result(timeout=60)
     return [y.numpy() for y in ys]
@@ -293,6 +323,9 @@ def run_ort(model, feeds: dict) -> list:
 def assert_close(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind in "iub":  # moved, not computed: exact
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
     tol = F16_TOL if want.dtype == np.float16 else F32_TOL
     err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0.0))
     print(f"{what}: max abs error {err:.3g}")
@@ -379,17 +412,15 @@ def _runs(case) -> bool:
     return case.name not in EXPECTED_UNSUPPORTED and case.name not in KNOWN_BUGS
 
 
-INT64_INPUT_CASES = [pytest.param(c, id=c.name) for c in CASES
-                     if _runs(c) and any(np.asarray(a).dtype == _INT64 for a in c.data_sets[0][0])]
+INT64_INPUT_CASES = [pytest.param(c, id=c.name) for c in CASES if _runs(c) and promoted(c)]
 
 
 @pytest.mark.parametrize("case", INT64_INPUT_CASES)
 def test_runtime_shape_input_is_refused(case):
     """With its int64 argument as a graph input, a case gaio runs is refused, naming
-    that input (gaio's graph inputs are float tensors)."""
+    that input (gaio does shape arithmetic at load time only)."""
     model, _, _ = prepare(case, promote_int64=False)
-    int64_inputs = [vi.name for vi, a in zip(case.model.graph.input, case.data_sets[0][0])
-                    if np.asarray(a).dtype == _INT64]
+    int64_inputs = promoted(case)
     with pytest.raises(gaio.NotSupportedError) as info:
         load_and_plan(model)
     msg = str(info.value)

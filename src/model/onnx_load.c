@@ -212,9 +212,11 @@ static gaio_status input_type(const char *fn, mgraph *g, const Onnx__ValueInfoPr
         return UNSUPPORTED("graph input '%s' is not a tensor", name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int32_t elem = tt->has_elem_type ? tt->elem_type : MT_UNDEFINED;
-    if (elem != MT_F32 && elem != MT_F16)
-        return UNSUPPORTED("graph input '%s' has element type %s (%d): gaio takes float32 or float16 inputs", name,
-                           gaio__mt_name(elem), (int)elem);
+    /* Integers and booleans feed the steps that take them (indices, conditions, moved
+     * data: model/exec_index.c); the build refuses them elsewhere. */
+    if (elem != MT_F32 && elem != MT_F16 && elem != MT_I32 && elem != MT_I64 && elem != MT_BOOL)
+        return UNSUPPORTED("graph input '%s' has element type %s (%d): gaio takes float32, float16, int32, int64 or "
+                           "bool inputs", name, gaio__mt_name(elem), (int)elem);
     v->elem = elem;
     if (!tt->shape) return UNSUPPORTED("graph input '%s' has no shape: gaio needs each input's rank", name);
     if (tt->shape->n_dim > GAIO_MODEL_MAX_NDIM)
@@ -496,9 +498,10 @@ static gaio_status graph(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
         int32_t v = gaio__graph_find(g, name);
         if (v < 0) return BAD("graph output '%s' is produced by no node", name);
         mvalue *val = &g->values[v];
-        if (val->elem != MT_F32 && val->elem != MT_F16)
-            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32 or float16", name,
-                               gaio__mt_name(val->elem));
+        if (val->elem != MT_F32 && val->elem != MT_F16 && val->elem != MT_I32 && val->elem != MT_I64 &&
+            val->elem != MT_BOOL)
+            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32, float16, int32, int64 or bool",
+                               name, gaio__mt_name(val->elem));
         val->is_output = true;
         g->outputs[g->noutputs++] = v;
     }
