@@ -510,3 +510,164 @@ def test_variadic_broadcast(op, shapes):
     model = _model([node], {n: list(s) for n, s in zip(names, shapes)}, {"y": list(want.shape)}, 13)
     got, = run_gaio(model, dict(zip(names, xs)))
     assert_close(got, want, f"{op} of {shapes}")
+
+
+# ---- the indexing operators at run time (Gather, GatherElements, Pad, Slice, Where) ----------------
+
+
+def _typed_model(nodes, inputs, outputs, opset: int, inits=()):
+    """A model of `nodes` over inputs and outputs {name: (numpy dtype, shape)}."""
+    h = onnx.helper
+    elem = onnx.helper.np_dtype_to_tensor_dtype if hasattr(onnx.helper, "np_dtype_to_tensor_dtype") else \
+        (lambda dt: onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dt)])
+    vis = lambda d: [h.make_tensor_value_info(k, elem(np.dtype(t)), s) for k, (t, s) in d.items()]
+    graph = h.make_graph(nodes, "hand", vis(inputs), vis(outputs), list(inits))
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def run_layouts(model, feeds: dict) -> list:
+    """run_gaio in each layout of 4-D values (NCHW, NHWC): both must give the same bits."""
+    outs = []
+    for layout in ("nchw", "nhwc"):
+        m = gaio.Model(model.SerializeToString())
+        ex = m.exec("cpu", layout=layout)
+        s = gaio.Stream("cpu")
+        xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]).view(np.uint8) if feeds[t.name].dtype == np.bool_
+                          else np.ascontiguousarray(feeds[t.name]), device="cpu", stream=s) for t in m.inputs]
+        ys = ex.empty_outputs(s)
+        ex.run(s, xs, ys).result(timeout=60)
+        outs.append([y.numpy() for y in ys])
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b, err_msg="NCHW and NHWC engines differ")
+    return outs[0]
+
+
+def _check(model, feeds, want, what):
+    got = run_layouts(model, feeds)
+    assert_close(got[0], want, f"{what} vs numpy")
+    if ort is not None:
+        assert_close(got[0], np.asarray(run_ort(model, feeds)[0]), f"{what} vs onnxruntime {ort.__version__}")
+
+
+@pytest.mark.parametrize("itype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_runtime(dtype, itype, axis):
+    """Gather of a 4-D tensor by 2-D indices fed at run time (negative ones too): a 5-D output."""
+    rng = np.random.default_rng(axis + 7)
+    x = rng.uniform(-4, 4, (3, 5, 2, 4)).astype(dtype)
+    s = x.shape[axis]
+    ind = rng.integers(-s, s, (2, 2)).astype(itype)
+    want = np.take(x, np.where(ind < 0, ind + s, ind), axis=axis)
+    node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=axis)
+    model = _typed_model([node], {"x": (dtype, list(x.shape)), "i": (itype, [2, 2])}, {"y": (dtype, list(want.shape))}, 13)
+    _check(model, {"x": x, "i": ind}, want, f"Gather axis {axis}")
+
+
+def test_gather_runtime_clamps_out_of_range():
+    """ONNX calls an index outside [-s, s) an error; a kernel cannot report one, so gaio
+    clamps it to the nearest end (include/gaio/dnn.h) rather than read past x."""
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    ind = np.array([7, -9, 2, -1], np.int64)
+    node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)
+    model = _typed_model([node], {"x": (np.float32, [4, 5]), "i": (np.int64, [4])}, {"y": (np.float32, [4, 4])}, 13)
+    got, = run_layouts(model, {"x": x, "i": ind})
+    np.testing.assert_array_equal(got, x[:, [4, 0, 2, 4]])
+
+
+def test_gather_constant_out_of_range_refused():
+    """Constant indices are checked at load."""
+    node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)
+    init = numpy_helper.from_array(np.array([1, 5], np.int64), "i")
+    model = _typed_model([node], {"x": (np.float32, [4, 5])}, {"y": (np.float32, [4, 2])}, 13, [init])
+    with pytest.raises(gaio.InvalidArgumentError, match=r"'gather' \(Gather\): index 5 .*out of range \[-5, 5\)"):
+        load_and_plan(model)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gather_scalar_index_and_elements(dtype):
+    """A 0-D index drops the axis; GatherElements of channels per position, its indices fed."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-4, 4, (2, 6, 3, 4)).astype(dtype)
+    pick = rng.integers(-6, 6, (2, 3, 3, 4)).astype(np.int64)
+    nodes = [onnx.helper.make_node("GatherElements", ["x", "p"], ["e"], name="elements", axis=1),
+             onnx.helper.make_node("Gather", ["e", "k"], ["y"], name="scalar", axis=2)]
+    init = numpy_helper.from_array(np.array(-1, np.int64), "k")
+    want = np.take_along_axis(x, np.where(pick < 0, pick + 6, pick), axis=1)[:, :, -1, :]
+    model = _typed_model(nodes, {"x": (dtype, list(x.shape)), "p": (np.int64, list(pick.shape))},
+                         {"y": (dtype, list(want.shape))}, 13, [init])
+    _check(model, {"x": x, "p": pick}, want, "GatherElements then a scalar Gather")
+
+
+def _np_pad(x, pads, mode, value):
+    """ONNX Pad as onnxruntime computes it: negative pads cut first, then numpy.pad."""
+    r = x.ndim
+    cut = tuple(slice(max(-pads[d], 0), x.shape[d] - max(-pads[d + r], 0)) for d in range(r))
+    width = [(max(pads[d], 0), max(pads[d + r], 0)) for d in range(r)]
+    if mode == "constant":
+        return np.pad(x[cut], width, mode="constant", constant_values=value)
+    return np.pad(x[cut], width, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_pad_modes(mode, dtype):
+    """Every mode (wrap: opset 19) on H and W with pads of both signs, and on channels."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-4, 4, (2, 3, 5, 6)).astype(dtype)
+    pads = [0, 1, 2, -1, 0, 0, -2, 3]
+    want = _np_pad(x, pads, mode, 1.5).astype(dtype)
+    ins = ["x", "pads"] + (["v"] if mode == "constant" else [])
+    inits = [numpy_helper.from_array(np.array(pads, np.int64), "pads"), numpy_helper.from_array(np.array(1.5, dtype), "v")]
+    node = onnx.helper.make_node("Pad", ins, ["y"], name="pad", mode=mode)
+    model = _typed_model([node], {"x": (dtype, list(x.shape))}, {"y": (dtype, list(want.shape))}, 19,
+                         inits[:len(ins) - 1])
+    _check(model, {"x": x}, want, f"Pad {mode}")
+
+
+def test_pad_cutting_everything_refused():
+    node = onnx.helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="edge")
+    init = numpy_helper.from_array(np.array([0, -3, 0, -2], np.int64), "pads")
+    model = _typed_model([node], {"x": (np.float32, [2, 4])}, {"y": (np.float32, [2, 1])}, 13, [init])
+    with pytest.raises(gaio.NotSupportedError, match=r"'pad' \(Pad\): pads -3 and -2 cut all 4 elements of axis 1"):
+        load_and_plan(model)
+
+
+_I64_MAX, _I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+@pytest.mark.parametrize("starts,ends,axes,steps", [
+    ([-1], [_I64_MIN], [3], [-1]),                       # W flipped
+    ([_I64_MAX, 4], [-_I64_MAX, 0], [2, 3], [-2, -3]),   # steps < -1, clamped starts and ends
+    ([1, 0, 9], [_I64_MAX, 5, -10], [0, 1, 2], [1, 2, -1]),
+    ([-2], [-7], [-1], [-1]),
+], ids=["flip_w", "steps_below_minus_1", "mixed", "negative_bounds"])
+def test_slice_negative_steps(starts, ends, axes, steps):
+    """Slice's clamping (INT64_MAX and INT64_MIN ends, starts past the ends) with negative
+    steps, as numpy slices; 4-D, so NHWC engines run it on channels-innermost memory."""
+    x = np.random.default_rng(5).uniform(-4, 4, (2, 3, 6, 7)).astype(np.float32)
+    idx = [slice(None)] * 4
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        idx[a] = slice(s, e, st)
+    want = x[tuple(idx)]
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    inits = [i64("s", starts), i64("e", ends), i64("a", axes), i64("t", steps)]
+    node = onnx.helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"], name="slice")
+    model = _typed_model([node], {"x": (np.float32, list(x.shape))}, {"y": (np.float32, list(want.shape))}, 13, inits)
+    _check(model, {"x": x}, want, f"Slice {starts}:{ends}:{steps} on {axes}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_where_runtime(dtype):
+    """Where with a bool condition fed at run time, broadcast against X and a constant Y."""
+    rng = np.random.default_rng(2)
+    cond = rng.integers(0, 2, (1, 4, 1, 5)).astype(np.bool_)
+    x = rng.uniform(-4, 4, (2, 1, 3, 5)).astype(dtype)
+    yv = rng.uniform(-4, 4, (5,)).astype(dtype)
+    want = np.where(cond, x, yv)
+    node = onnx.helper.make_node("Where", ["c", "x", "b"], ["y"], name="where")
+    model = _typed_model([node], {"c": (np.bool_, list(cond.shape)), "x": (dtype, list(x.shape))},
+                         {"y": (dtype, list(want.shape))}, 16, [numpy_helper.from_array(yv, "b")])
+    _check(model, {"c": cond, "x": x}, want, "Where")

@@ -17,7 +17,9 @@
 #include "model/bump.h"
 
 /* ONNX TensorProto element types gaio handles (the protobuf's numbers). */
-enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_BOOL = 9, MT_F16 = 10 }; /* bool: shape arithmetic only */
+/* Integers and booleans: shape arithmetic at load, and at run time the indexing steps'
+ * indices, conditions and moved data (model/exec_index.c). */
+enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_BOOL = 9, MT_F16 = 10 };
 
 typedef enum model_op {
     OP_CONV,

@@ -760,7 +760,11 @@ def main():
     m = small([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_wrap13", mode="wrap")],
               [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")], opset=13)
     save(m, outdir, "bad_pad_wrap_opset13.onnx")
-    bad("bad_pad_wrap_opset13.onnx", "INVALID_ARG", "pad_wrap13", "mode 'wrap' came in opset 19")
+    m = small([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather_oob", axis=1)],
+              [numpy_helper.from_array(np.array([0, 3], np.int64), "idx")])
+    save(m, outdir, "bad_gather_index.onnx")
+    bad("bad_gather_index.onnx", "INVALID_ARG", "gather_oob", "range")
+    bad("bad_pad_wrap_opset13.onnx", "INVALID_ARG", "pad_wrap13", "'wrap'", "19")
     for v in (11, 13):
         m = c2f(v)
         good(outdir, "c2f_opset%d.onnx" % v, m, kept(m), canary="c1_w,c1_b")
