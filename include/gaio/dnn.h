@@ -42,7 +42,10 @@ typedef struct gaio_tensor {
     gaio_dtype dtype; /* F32 or F16 (each op lists what it takes) */
     int32_t ndim;    /* 1 .. GAIO_TENSOR_MAX_NDIM */
     int64_t shape[GAIO_TENSOR_MAX_NDIM];   /* each >= 1 */
-    int64_t strides[GAIO_TENSOR_MAX_NDIM]; /* in elements; all 0: packed by layout */
+    /* In elements; all 0: packed by layout. Negative (a reversed view: element [0, ...]
+     * at offset, the others below it) where an op says so: the pointwise, layout and
+     * indexing ops take them; gaio_tensor_check, convolutions and GEMMs do not. */
+    int64_t strides[GAIO_TENSOR_MAX_NDIM];
     gaio_tensor_layout layout;
 } gaio_tensor;
 
@@ -171,8 +174,9 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
                         const gaio_tensor *y, const gaio_unary_params *act);
 
 /* y = x converted between F32 and F16 (round to nearest even), or copied when the
- * dtypes match; same shape, any strides (so it also changes layouts: NCHW <-> NHWC is
- * a ROW_MAJOR x and an NHWC y of the same logical shape). */
+ * dtypes match (any dtype then: integers and bytes are copied as they are); same shape,
+ * any strides (so it also changes layouts: NCHW <-> NHWC is a ROW_MAJOR x and an NHWC y
+ * of the same logical shape). */
 gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
 
 /* Batch normalization for inference over dimension 1 (the channels of [N, C, ...]):
@@ -216,13 +220,60 @@ gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, cons
 /* ---- layout (src/dnn/layout.c, dnn/cpu/layout.c, kernels/dnn/layout.cu) ------------- */
 
 /* y = x with its dimensions permuted: y.shape[i] = x.shape[perm[i]]; any strides on
- * both sides. */
+ * both sides (negative ones too). */
 gaio_status gaio_transpose(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const int32_t *perm);
 
 /* y = the count tensors xs joined along `axis` (negative counts from the end); every
  * other dimension equal; one dtype. Up to 64 inputs per call. */
 gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32_t count, int32_t axis,
                         const gaio_tensor *y);
+
+/* ---- indexing (src/dnn/gather.c, dnn/cpu/gather.c, kernels/dnn/gather.cu) ----------
+ * Ops that only move elements: x and y of one dtype, any gaio_dtype (the integer and
+ * byte ones too), any strides (negative ones too); y overlaps no input. Indices are S32
+ * or S64 tensors of any strides. An index k along an axis of extent s counts from the
+ * end once when negative (k + s) and, if still outside [0, s), is clamped to the
+ * nearest end: an op never reads outside x. (ONNX calls such an index an error, which
+ * a kernel cannot report: check indices first where that matters.) */
+
+/* ONNX Gather: y is x with dimension `axis` (negative counts from the end) replaced by
+ * the dimensions of indices: y[a.., i.., b..] = x[a.., indices[i..], b..]. y.ndim is
+ * x.ndim - 1 + indices.ndim or, when indices holds one element, x.ndim - 1 (a scalar
+ * index: the axis dropped; a 1-D x gives y [1]). */
+gaio_status gaio_gather(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *indices, const gaio_tensor *y,
+                        int32_t axis);
+
+/* ONNX GatherElements: y[c] = x[c with c[axis] = indices[c]]. indices and y of one
+ * shape; x of their rank, no smaller than them along the other dimensions. */
+gaio_status gaio_gather_elements(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *indices,
+                                 const gaio_tensor *y, int32_t axis);
+
+/* ONNX Where: y = cond ? a : b element by element, with NumPy broadcasting as
+ * gaio_binary's: cond U8 (0 false, anything else true); a, b and y of one dtype, y of
+ * the broadcast shape. */
+gaio_status gaio_where(gaio_stream *stream, const gaio_tensor *cond, const gaio_tensor *a, const gaio_tensor *b,
+                       const gaio_tensor *y);
+
+typedef enum gaio_pad_mode {
+    GAIO_PAD_CONSTANT = 0, /* value */
+    GAIO_PAD_REFLECT = 1,  /* x mirrored about its end elements, which are not repeated (numpy's reflect) */
+    GAIO_PAD_EDGE = 2,     /* the nearest end element */
+    GAIO_PAD_WRAP = 3      /* x repeated (ONNX's wrap, opset 19) */
+} gaio_pad_mode;
+
+typedef struct gaio_pad_params {
+    gaio_pad_mode mode;
+    /* Elements added before x along each dimension (negative: that many cut off x); the
+     * elements after it follow from y's shape: y.shape[d] - x.shape[d] - begin[d]. */
+    int64_t begin[GAIO_TENSOR_MAX_NDIM];
+    double value; /* CONSTANT's fill, in y's dtype (an integer dtype takes a whole number in its range) */
+} gaio_pad_params;
+
+/* ONNX Pad: y is x with elements added (or, for negative pads, cut off first, as
+ * onnxruntime does) at either end of each dimension. REFLECT and WRAP keep mirroring or
+ * repeating where the padding is longer than x. What the cuts leave of x must hold at
+ * least one element along each dimension. */
+gaio_status gaio_pad(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_pad_params *params);
 
 /* ---- convolution (src/dnn/conv.c, dnn/cpu/conv_cpu.c, dnn/cuda/conv_cuda.c) ---------- */
 

@@ -36,6 +36,18 @@ typedef struct gaio__ktensor_view {
 gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
                                        gaio_stream *s, gaio__ktensor_view *v);
 
+/* gaio__ktensor_view_resolve, widened by flags: NEGATIVE_STRIDES takes reversed
+ * views (element [0, ...] at the offset, others below it: a Slice with a negative
+ * step), whose [lo, hi) then starts below the offset; ANY_DTYPE takes every gaio_dtype
+ * (indices, masks, ops that only move elements). */
+enum { GAIO__KT_NEGATIVE_STRIDES = 1u, GAIO__KT_ANY_DTYPE = 2u };
+gaio_status gaio__ktensor_view_resolve_ex(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                          gaio_stream *s, unsigned flags, gaio__ktensor_view *v);
+
+/* y = x for two views of one shape and dtype, any dtype and strides (negative too): the
+ * layout ops' copy kernel. gaio_cast's path for integer and byte tensors (gather.c). */
+gaio_status gaio__copy_any(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
+
 /* Byte ranges that meet: conservative (interleaved views whose elements never meet
  * are refused too), as exact overlap of strided tensors is costly to decide. */
 static inline bool gaio__ktensor_view_overlap(const gaio__ktensor_view *a, const gaio__ktensor_view *b) {
@@ -43,7 +55,7 @@ static inline bool gaio__ktensor_view_overlap(const gaio__ktensor_view *a, const
 }
 
 /* Whether no two elements of k share memory: with the dimensions of more than one
- * element sorted by stride, each stride passes the extent of all smaller ones (a
+ * element sorted by stride (magnitude), each stride passes the extent of all smaller ones (a
  * sufficient test: it refuses a few interleavings that would not collide). Writes
  * through a view that fails it would race. */
 bool gaio__ktensor_distinct(const gaio_ktensor *k);

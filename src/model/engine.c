@@ -23,6 +23,7 @@
 #include "gaio/memory.h"
 #include "gaio/stream.h"
 #include "model/engine_internal.h"
+#include "model/exec_index.h"
 #include "model/lifetime.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
@@ -118,10 +119,11 @@ gaio_status gaio__engine_ready(const char *fn, gaio_engine *e) {
 
 /* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
 static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
-    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT || n->op == OP_CONSTANT_OF_SHAPE ||
-        n->op == OP_RANGE || (n->op >= OP_EQUAL && n->op <= OP_WHERE))
+    if (n->op == OP_SHAPE || n->op == OP_CONSTANT || n->op == OP_CONSTANT_OF_SHAPE || n->op == OP_RANGE ||
+        (n->op >= OP_EQUAL && n->op < OP_WHERE))
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
                           "arithmetic at load time only", n->name, n->op_type);
+    if (gaio__exec_index_op(n->op)) return gaio__exec_index_check(fn, g, n); /* any data type (exec_index.c) */
     for (int32_t j = 0; j < n->nin; j++) {
         int32_t v = n->in[j];
         if (v < 0) continue;
@@ -141,8 +143,9 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
             continue;
         }
         if (val->elem != MT_F32 && val->elem != MT_F16)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time: gaio's ops "
-                              "take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem));
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time (input '%s'): "
+                              "gaio's ops take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem),
+                              val->name);
     }
     if (n->op == OP_GEMM && n->nin > 2 && n->in[2] >= 0) { /* C as gaio_gemm takes it: a row (beta 1) or [M, N] */
         const mvalue *c = &g->values[n->in[2]], *y = &g->values[n->out[0]];
@@ -437,6 +440,7 @@ static bool elementwise(model_op op) {
     case OP_SQRT: case OP_EXP: case OP_LOG: case OP_TANH: case OP_ABS: case OP_NEG: case OP_RECIPROCAL:
     case OP_FLOOR: case OP_CEIL: case OP_ERF: case OP_SOFTPLUS: case OP_GELU: case OP_SIN: case OP_COS:
     case OP_CAST: case OP_CONCAT: case OP_SPLIT: case OP_SLICE: case OP_PAD: case OP_TILE: case OP_EXPAND:
+    case OP_WHERE:
     case OP_SOFTMAX: /* opset < 13 over [C, H, W] reads x and y in one order */
         return true;
     default: return false;

@@ -516,11 +516,10 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         for (int32_t d = 0; d < v.ndim; d++) {
             int32_t m = d + skip;
             v.offset += (size_t)(a->slice_start[m] * v.strides[d]) * es;
-            v.strides[d] *= a->slice_step[m];
+            v.strides[d] *= a->slice_step[m]; /* a negative step: a reversed view */
             v.shape[d] = y.shape[d];
         }
-        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
-        return gaio_unary(s, &v, &y, &p);
+        return gaio_cast(s, &v, &y); /* a copy, of integers too */
     }
     case OP_EXPAND: { /* the input's broadcast view (stride 0 where it has 1), copied out */
         gaio_tensor v;
@@ -612,27 +611,23 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         return gaio_unary(s, &v, &y, &p);
     }
-    case OP_PAD: { /* the fill, then the input into the middle of the output */
-        gaio_tensor yr;
-        size_t bytes = 0;
-        gaio_status st = gaio_tensor_check(&y, &yr, &bytes);
-        if (st == GAIO_OK) st = gaio_memset_async(s, yr.buffer, yr.offset, 0, bytes);
-        if (st == GAIO_OK && a->pad_value != 0.0f) { /* + the value, from its constant (a weight) */
-            gaio_tensor c = tensor(r, n->in[2]);
-            c.ndim = yr.ndim, c.layout = GAIO_TENSOR_ROW_MAJOR;
-            for (int32_t d = 0; d < c.ndim; d++) c.shape[d] = 1, c.strides[d] = 0;
-            st = gaio_binary(s, GAIO_BINARY_ADD, &yr, &c, &yr, NULL);
-        }
-        if (st != GAIO_OK) return st;
-        int32_t skip = dropped(r, sp->out, &yr);
-        size_t es = gaio_dtype_size(yr.dtype);
-        gaio_tensor mid = yr;
-        for (int32_t d = 0; d < yr.ndim; d++) {
-            mid.offset += (size_t)(a->pad_begin[d + skip] * yr.strides[d]) * es;
-            mid.shape[d] = x.shape[d];
-        }
-        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
-        return gaio_unary(s, &x, &mid, &p);
+    case OP_PAD: {
+        gaio_pad_params p;
+        memset(&p, 0, sizeof p);
+        int32_t skip = dropped(r, sp->out, &y);
+        for (int32_t d = 0; d < y.ndim; d++) p.begin[d] = a->pad_begin[d + skip];
+        p.mode = (gaio_pad_mode)a->pad_mode, p.value = a->pad_value;
+        return gaio_pad(s, &x, &y, &p);
+    }
+    case OP_GATHER:
+    case OP_GATHER_ELEMENTS: {
+        gaio_tensor ind = tensor(r, n->in[1]);
+        if (n->op == OP_GATHER) return gaio_gather(s, &x, &ind, &y, (int32_t)a->axis);
+        return gaio_gather_elements(s, &x, &ind, &y, (int32_t)a->axis);
+    }
+    case OP_WHERE: { /* x is the condition */
+        gaio_tensor ta = tensor(r, n->in[1]), tb = tensor(r, n->in[2]);
+        return gaio_where(s, &x, &ta, &tb, &y);
     }
     case OP_SOFTMAX:
         if (a->coerce_2d) { /* opset < 13: [outer, the rest], both packed in the same order */

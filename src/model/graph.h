@@ -17,7 +17,9 @@
 #include "model/bump.h"
 
 /* ONNX TensorProto element types gaio handles (the protobuf's numbers). */
-enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_BOOL = 9, MT_F16 = 10 }; /* bool: shape arithmetic only */
+/* Integers and booleans: shape arithmetic at load, and at run time the indexing steps'
+ * indices, conditions and moved data (model/exec_index.c). */
+enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_BOOL = 9, MT_F16 = 10 };
 
 typedef enum model_op {
     OP_CONV,
@@ -44,14 +46,14 @@ typedef enum model_op {
     OP_IDENTITY,
     OP_CONSTANT,
     OP_SHAPE,
-    OP_GATHER,
+    OP_GATHER,      /* folds, or gaio_gather at run time */
     OP_UNSQUEEZE,
     OP_SQUEEZE,
     OP_CAST,
     OP_REDUCE_MEAN, /* over the spatial axes of a 4-D tensor: torch's dynamo exporter's global pool */
     OP_DROPOUT,     /* inference: its input (engine files store op numbers: new ones go last) */
-    OP_SLICE,       /* positive steps: a strided view copied out */
-    OP_PAD,         /* constant mode: a fill, then the input copied into the middle */
+    OP_SLICE,       /* a strided view (negative strides for negative steps) copied out */
+    OP_PAD,         /* gaio_pad: every mode, negative pads cut */
     OP_SPLIT,       /* one step per output: each a strided view copied out */
     OP_CONSTANT_OF_SHAPE, /* folds at load */
     OP_RANGE,       /* folds at load */
@@ -59,13 +61,13 @@ typedef enum model_op {
     OP_RESIZE,      /* nearest, integer factors on H and W: a broadcast view copied out */
     OP_UPSAMPLE,    /* opsets 7-9: the same */
     OP_TILE,        /* folds, or one strided copy per tile */
-    OP_EQUAL,       /* these seven fold at load (shape arithmetic): comparisons and logic */
+    OP_EQUAL,       /* these six fold at load (shape arithmetic): comparisons and logic */
     OP_LESS,
     OP_GREATER,
     OP_NOT,
     OP_AND,
     OP_OR,
-    OP_WHERE,
+    OP_WHERE,       /* folds, or gaio_where at run time */
     OP_SQRT,
     OP_EXP,
     OP_LOG,
@@ -85,6 +87,7 @@ typedef enum model_op {
     OP_MAX,
     OP_SUM,
     OP_MEAN,
+    OP_GATHER_ELEMENTS, /* opset 11 on */
     OP_COUNT
 } model_op;
 

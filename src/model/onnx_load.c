@@ -212,9 +212,11 @@ static gaio_status input_type(const char *fn, mgraph *g, const Onnx__ValueInfoPr
         return UNSUPPORTED("graph %s '%s' is not a tensor", what, name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int32_t elem = tt->has_elem_type ? tt->elem_type : MT_UNDEFINED;
-    if (elem != MT_F32 && elem != MT_F16)
-        return UNSUPPORTED("graph %s '%s' has element type %s (%d): gaio takes float32 or float16 inputs", what, name,
-                           gaio__mt_name(elem), (int)elem);
+    /* Integers and booleans feed the steps that take them (indices, conditions, moved
+     * data: model/exec_index.c); the build refuses them elsewhere. */
+    if (elem != MT_F32 && elem != MT_F16 && elem != MT_I32 && elem != MT_I64 && elem != MT_BOOL)
+        return UNSUPPORTED("graph %s '%s' has element type %s (%d): gaio takes float32, float16, int32, int64 or "
+                           "bool tensors", what, name, gaio__mt_name(elem), (int)elem);
     v->elem = elem;
     if (!tt->shape) return UNSUPPORTED("graph %s '%s' has no shape: gaio needs each input's rank", what, name);
     if (tt->shape->n_dim > GAIO_MODEL_MAX_NDIM)
@@ -515,9 +517,10 @@ static gaio_status graph(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
         if (g->deferred && val->ndim < 0) { /* typed by its declaration until an engine's shapes come */
             if ((st = input_type(fn, g, gp->output[i], val, "output")) != GAIO_OK) return st;
         }
-        if (val->elem != MT_F32 && val->elem != MT_F16)
-            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32 or float16", name,
-                               gaio__mt_name(val->elem));
+        if (val->elem != MT_F32 && val->elem != MT_F16 && val->elem != MT_I32 && val->elem != MT_I64 &&
+            val->elem != MT_BOOL)
+            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32, float16, int32, int64 or bool",
+                               name, gaio__mt_name(val->elem));
         val->is_output = true;
         g->outputs[g->noutputs++] = v;
     }

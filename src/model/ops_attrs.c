@@ -110,10 +110,11 @@ static const opspec specs[OP_COUNT] = {
     [OP_MAX] = {1, -1, 1, {{0}}},
     [OP_SUM] = {1, -1, 1, {{0}}},
     [OP_MEAN] = {1, -1, 1, {{0}}},
+    [OP_GATHER_ELEMENTS] = {2, 2, 1, {{"axis", T_I, 11, 0}}},
 };
 
 /* The opset each operator came in, where that is after 7 (gaio's oldest). */
-static int64_t op_since(model_op op) { return op == OP_GELU ? 20 : 0; }
+static int64_t op_since(model_op op) { return op == OP_GELU ? 20 : op == OP_GATHER_ELEMENTS ? 11 : 0; }
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
  * that became inputs (Clip's bounds at 11, Squeeze's and Unsqueeze's axes at 13,
@@ -315,6 +316,7 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     case OP_CONCAT:
     case OP_SOFTMAX:
     case OP_GATHER:
+    case OP_GATHER_ELEMENTS:
     case OP_SPLIT:
         /* Ranges are checked against the input's rank at inference. */
         if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK;

@@ -49,9 +49,9 @@ static gaio_status concretize(const char *fn, const mgraph *src, int64_t (*dims)
     }
     for (int32_t i = 0; i < dst->noutputs && st == GAIO_OK; i++) {
         const mvalue *v = &dst->values[dst->outputs[i]];
-        if (v->elem != MT_F32 && v->elem != MT_F16)
-            st = gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph output '%s' is %s: gaio's outputs are float32 or "
-                            "float16", v->name, gaio__mt_name(v->elem));
+        if (v->elem != MT_F32 && v->elem != MT_F16 && v->elem != MT_I32 && v->elem != MT_I64 && v->elem != MT_BOOL)
+            st = gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "graph output '%s' is %s: gaio's outputs are float32, "
+                            "float16, int32, int64 or bool", v->name, gaio__mt_name(v->elem));
     }
     if (st == GAIO_OK) st = gaio__graph_drop_folded(fn, dst);
     return st;

@@ -280,6 +280,51 @@ def pad_cnn(opset):
     return model(n, [vi("x", F32, ["N", 3, 12, 12])], [vi("y", F32, ["N", 8, 13, 13])], inits, opset)
 
 
+def index_cnn():
+    """The indexing operators at run time as vision models use them (opset 13): a Gather
+    of channels by a constant list (BGR -> RGB, one repeated), reflect padding before a
+    valid convolution (style transfer, segmentation), a Slice with step -1 flipping W,
+    Where with a mask computed at load (Range -> Less: the left half of the columns)
+    choosing between the flipped and the unflipped map, edge padding that also cuts a
+    row (a negative pad), and GatherElements picking channels per position."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    n = [
+        helper.make_node("Gather", ["x", "channels"], ["rgb"], name="bgr_to_rgb", axis=1),
+        helper.make_node("Pad", ["rgb", "reflect_pads"], ["xp"], name="reflect_pad", mode="reflect"),
+        helper.make_node("Conv", ["xp", "c1_w", "c1_b"], ["c1"], name="conv1", kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Slice", ["r1", "flip_s", "flip_e", "flip_a", "flip_st"], ["flipped"], name="flip_w"),
+        helper.make_node("Range", ["r0", "r12", "r1s"], ["cols"], name="cols"),
+        helper.make_node("Less", ["cols", "half"], ["left"], name="left_half"),
+        helper.make_node("Where", ["left", "flipped", "r1"], ["mixed"], name="where_left"),
+        helper.make_node("Pad", ["mixed", "edge_pads"], ["edged"], name="edge_pad", mode="edge"),
+        helper.make_node("GatherElements", ["edged", "picks"], ["picked"], name="pick_channels", axis=1),
+        helper.make_node("Conv", ["picked", "c2_w", "c2_b"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [
+        i64("channels", [2, 1, 0, 1]), i64("reflect_pads", [0, 0, 1, 1, 0, 0, 1, 1]),
+        layer_weights("c1_w", 8, 4, 3, 3), weights("c1_b", 8),
+        i64("flip_s", [-1]), i64("flip_e", [np.iinfo(np.int64).min]), i64("flip_a", [3]), i64("flip_st", [-1]),
+        i64("r0", 0), i64("r12", 12), i64("r1s", 1), i64("half", 6),
+        i64("edge_pads", [0, 0, 1, 0, 0, 0, -1, 2]),  # H: one more on top, one cut at the bottom; W: two at the right
+        i64("picks", rng.integers(-8, 8, (2, 6, 12, 14))),
+        layer_weights("c2_w", 5, 6, 1, 1), weights("c2_b", 5),
+    ]
+    m = model(n, [vi("x", F32, [2, 3, 12, 12])], [vi("y", F32, [2, 5, 12, 14])], inits, 13)
+    return m, [(op, nm) for op, nm in kept(m) if nm not in ("cols", "left_half")]
+
+
+def wrap_pad():
+    """Pad in wrap mode (opset 19): a feature map continued periodically on H and W
+    (a panorama's seam), uneven, before a valid convolution."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    n = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="wrap_pad", mode="wrap"),
+         helper.make_node("Conv", ["xp", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3])]
+    inits = [i64("pads", [0, 0, 2, 1, 0, 0, 1, 2]), layer_weights("w", 4, 3, 3, 3), weights("b", 4)]
+    # onnx 1.12's checker knows no opset 19: the shapes are plain, written by hand
+    return model(n, [vi("x", F32, ["N", 3, 8, 8])], [vi("y", F32, ["N", 4, 9, 9])], inits, 19, check=False)
+
+
 def c2f(opset):
     """A YOLOv8 C2f-style block: a 1x1 convolution's channels split in two, the second
     part through a 3x3 convolution, all three concatenated and mixed by a 1x1 one.
@@ -747,10 +792,18 @@ def main():
     for v in (10, 13):
         m = pad_cnn(v)
         good(outdir, "pad_cnn_opset%d.onnx" % v, m, kept(m), canary="w,b")
-    m = small([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_reflect", mode="reflect")],
+    m, nodes = index_cnn()
+    good(outdir, "index_cnn.onnx", m, nodes, inits_min=True, canary="c2_w,c2_b")
+    m = wrap_pad()
+    good(outdir, "wrap_pad_opset19.onnx", m, kept(m), canary="w,b")
+    m = small([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_wrap13", mode="wrap")],
               [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")], opset=13)
-    save(m, outdir, "bad_pad_reflect.onnx")
-    bad("bad_pad_reflect.onnx", "NOT_SUPPORTED", "pad_reflect", "mode 'reflect'")
+    save(m, outdir, "bad_pad_wrap_opset13.onnx")
+    m = small([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather_oob", axis=1)],
+              [numpy_helper.from_array(np.array([0, 3], np.int64), "idx")])
+    save(m, outdir, "bad_gather_index.onnx")
+    bad("bad_gather_index.onnx", "INVALID_ARG", "gather_oob", "range")
+    bad("bad_pad_wrap_opset13.onnx", "INVALID_ARG", "pad_wrap13", "'wrap'", "19")
     for v in (11, 13):
         m = c2f(v)
         good(outdir, "c2f_opset%d.onnx" % v, m, kept(m), canary="c1_w,c1_b")
