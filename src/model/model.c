@@ -130,7 +130,10 @@ static gaio_status io(const char *fn, const gaio_model *m, int32_t i, bool input
                           (int)i, (int)n);
     const mvalue *v = &m->g.values[input ? m->g.inputs[i] : m->g.outputs[i]];
     out->name = v->name;
-    out->dtype = v->elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32;
+    out->dtype = v->elem == MT_F16   ? GAIO_DTYPE_F16
+                 : v->elem == MT_I64 ? GAIO_DTYPE_S64
+                 : v->elem == MT_I32 ? GAIO_DTYPE_S32
+                                     : GAIO_DTYPE_F32;
     out->ndim = v->ndim;
     for (int32_t d = 0; d < v->ndim && d < GAIO_MODEL_MAX_NDIM; d++) {
         out->shape[d] = v->dims[d];

@@ -496,9 +496,11 @@ static gaio_status graph(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
         int32_t v = gaio__graph_find(g, name);
         if (v < 0) return BAD("graph output '%s' is produced by no node", name);
         mvalue *val = &g->values[v];
-        if (val->elem != MT_F32 && val->elem != MT_F16)
-            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32 or float16", name,
-                               gaio__mt_name(val->elem));
+        /* int64: indices a node computes (ArgMax, TopK); not shape arithmetic folded away */
+        bool indices = val->elem == MT_I64 && !val->data;
+        if (val->elem != MT_F32 && val->elem != MT_F16 && !indices)
+            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32 or float16 (int64 where a node "
+                               "computes indices)", name, gaio__mt_name(val->elem));
         val->is_output = true;
         g->outputs[g->noutputs++] = v;
     }

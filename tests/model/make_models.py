@@ -55,8 +55,8 @@ except ImportError as e:  # a missing package must fail the test loudly, not ski
              "or point GAIO_GOLDEN_PYTHON at a python that has it" % e)
 
 PRODUCER = "gaio-tests"
-F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
-DTYPE_NAMES = {F32: "f32", F16: "f16"}
+F32, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
+DTYPE_NAMES = {F32: "f32", F16: "f16", I64: "s64"}
 
 rng = None
 manifest = []
@@ -517,6 +517,48 @@ def elementwise():
     return model(n, [vi("x", F32, ["N", 4, 8, 8])], [vi("y", F32, ["N", 4, 8, 8])], inits, 20, check=False)
 
 
+def classifier_head(opset):
+    """A classifier's head over a small convolution: the spatial mean (ReduceMean over H
+    and W, keepdims 0: the dynamo exporter's global pool), Gemm to 10 logits, LogSoftmax,
+    ArgMax of the logits and TopK 3 of the log-probabilities (int64 indices as graph
+    outputs), and ReduceMax over the channels of the feature map (keepdims 1: a 4-D
+    output, NHWC inside an NHWC engine), ReduceSum and ReduceL2 of its rows. Opset 13:
+    the axes are attributes (ReduceSum's an input); opset 18: all inputs. The logits'
+    bias spreads the classes 3 apart while the pooled features move them by well under
+    1, so that the class order (ArgMax, TopK's indices) is the same in f16 as in f32."""
+    h = helper.make_node
+    axes = opset >= 18
+
+    def reduce(op, x, y, ax, **kw):
+        if axes or (op == "ReduceSum" and opset >= 13):
+            return h(op, [x, "axes_" + y], [y], name=y, **kw), numpy_helper.from_array(np.array(ax, np.int64), "axes_" + y)
+        return h(op, [x], [y], name=y, axes=ax, **kw), None
+
+    n, inits = [], [layer_weights("w", 8, 3, 3, 3), weights("b", 8)]
+    n.append(h("Conv", ["x", "w", "b"], ["conv"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    n.append(h("Relu", ["conv"], ["feat"], name="relu"))
+    for op, x, y, ax, kw in (("ReduceMean", "feat", "pooled", [2, 3], {"keepdims": 0}),
+                             ("ReduceMax", "feat", "chmax", [1], {}),
+                             ("ReduceSum", "chmax", "rowsum", [-1], {"keepdims": 0}),
+                             ("ReduceL2", "feat", "l2", [0, 2], {"keepdims": 0})):
+        node, init = reduce(op, x, y, ax, **kw)
+        n.append(node)
+        if init is not None:
+            inits.append(init)
+    n.append(h("Gemm", ["pooled", "fc_w", "fc_b"], ["logits"], name="fc", transB=1))
+    n.append(h("LogSoftmax", ["logits"], ["logp"], name="logsoftmax", axis=1))
+    n.append(h("ArgMax", ["logits"], ["cls"], name="argmax", axis=1, keepdims=0))
+    n.append(h("TopK", ["logp", "k"], ["top_v", "top_i"], name="topk", axis=-1))
+    inits += [numpy_helper.from_array((rng.standard_normal((10, 8)) * 0.1).astype(np.float32), "fc_w"),
+              numpy_helper.from_array((rng.permutation(10) * 3.0).astype(np.float32), "fc_b"),
+              numpy_helper.from_array(np.array([3], np.int64), "k")]
+    outs = [vi("logp", F32, ["N", 10]), vi("cls", I64, ["N"]), vi("top_v", F32, ["N", 3]),
+            vi("top_i", I64, ["N", 3]), vi("chmax", F32, ["N", 1, 8, 8]), vi("rowsum", F32, ["N", 1, 8]),
+            vi("l2", F32, [8, 8])]
+    # onnx 1.12's checker knows no opset 18: the shapes are written by hand
+    return model(n, [vi("x", F32, ["N", 3, 8, 8])], outs, inits, opset, check=opset < 18)
+
+
 def half_conv():
     n = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -739,6 +781,9 @@ def main():
     good(outdir, "half_conv.onnx", m, kept(m), canary="w,b")
     m = elementwise()
     good(outdir, "elementwise_opset20.onnx", m, kept(m))
+    for v in (13, 18):
+        m = classifier_head(v)
+        good(outdir, "classifier_head_opset%d.onnx" % v, m, kept(m), canary="w,b")
 
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 
