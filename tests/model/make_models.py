@@ -646,6 +646,27 @@ def write_bad(outdir, good_path):
     save(m, outdir, "bad_bn_spatial0.onnx")
     bad("bad_bn_spatial0.onnx", NS, "bn_elem", "spatial 0")
 
+    # Reductions: an axis past the rank, one given twice, TopK's K past its axis, the axes
+    # attribute after it became an input, ArgMax of a 0-D input.
+    m = small([helper.make_node("ReduceMax", ["x"], ["y"], name="rmax_axis", axes=[4])])
+    save(m, outdir, "bad_reduce_axis.onnx")
+    bad("bad_reduce_axis.onnx", IA, "rmax_axis", "axis 4 is out of range for rank 4")
+    m = small([helper.make_node("ReduceL2", ["x"], ["y"], name="rl2_twice", axes=[1, -3])])
+    save(m, outdir, "bad_reduce_axis_twice.onnx")
+    bad("bad_reduce_axis_twice.onnx", IA, "rl2_twice", "given twice")
+    m = small([helper.make_node("ReduceSum", ["x"], ["y"], name="rsum_attr", axes=[1])], opset=13)
+    save(m, outdir, "bad_reduce_sum_axes_attr.onnx")
+    bad("bad_reduce_sum_axes_attr.onnx", IA, "rsum_attr", "belongs to opsets 1 to 12")
+    m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk_big", axis=1)],
+              [vi("x", F32, [1, 3, 8, 8])], [vi("v", F32, None), vi("i", I64, None)],
+              [numpy_helper.from_array(np.array([4], np.int64), "k")], 13, check=False)
+    save(m, outdir, "bad_topk_k.onnx")
+    bad("bad_topk_k.onnx", IA, "topk_big", "K is 4 but axis 1 has 3")
+    m = small([helper.make_node("ArgMax", ["x"], ["y"], name="argmax_scalar")], x=("x", F32, []),
+              y=("y", I64, None))
+    save(m, outdir, "bad_argmax_scalar.onnx")
+    bad("bad_argmax_scalar.onnx", IA, "argmax_scalar", "is a scalar")
+
     save(relu_model(6), outdir, "bad_opset6.onnx")
     bad("bad_opset6.onnx", NS, "opset")
     save(relu_model(23), outdir, "bad_opset23.onnx")
