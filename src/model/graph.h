@@ -182,7 +182,8 @@ typedef struct mattrs {
     uint32_t reduce_mask;
     /* ArgMax, ArgMin (axis, keepdims above) */
     int64_t select_last_index;
-    /* TopK (axis above): k, resolved at load (opset < 10's attribute until then) */
+    /* TopK (axis above): k, resolved at load (opset < 10's attribute until then); gaio always
+     * sorts (ONNX leaves the order free without sorted) */
     int64_t largest, sorted, topk_k;
 } mattrs;
 
