@@ -217,6 +217,67 @@ gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
 /* y[n, c, 0, 0] = the mean of x[n, c, :, :]; y is [N, C, 1, 1] (or [N, C]). */
 gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
 
+/* ---- reductions over axes, arg-reductions, top-k (src/dnn/reduce_axes.c,
+ * dnn/cpu/reduce_axes.c, kernels/dnn/reduce_axes.cu) -----------------------------------
+ * x of any shape and strides (1 to 5 dimensions), F32 or F16, accumulated in F32. The
+ * outputs keep x's rank: size 1 on each reduced axis (ONNX's keepdims form; a caller
+ * that drops those axes describes the same memory with the 1s in place). No output
+ * may overlap x. */
+
+typedef enum gaio_reduce_op {
+    GAIO_REDUCE_SUM = 0,
+    GAIO_REDUCE_MEAN = 1,
+    GAIO_REDUCE_MAX = 2,         /* NaN if any element is NaN */
+    GAIO_REDUCE_MIN = 3,         /* NaN if any element is NaN */
+    GAIO_REDUCE_PROD = 4,
+    GAIO_REDUCE_L1 = 5,          /* sum of |x| */
+    GAIO_REDUCE_L2 = 6,          /* sqrt(sum of x^2) */
+    GAIO_REDUCE_SUM_SQUARE = 7,  /* sum of x^2 */
+    GAIO_REDUCE_LOG_SUM = 8,     /* log(sum of x) */
+    GAIO_REDUCE_LOG_SUM_EXP = 9  /* log(sum of e^x), computed as max + log(sum of e^(x - max)) */
+} gaio_reduce_op;
+
+typedef struct gaio_reduce_params {
+    gaio_reduce_op op;
+    /* Bit d set: dimension d of x is reduced (y's is 1). No bit set reduces each element
+     * as a set of one: y = op over {x} (x, x^2, |x|, log x, ...), ONNX's
+     * noop_with_empty_axes; a bit on a dimension of size 1 does the same there. */
+    uint32_t axes;
+} gaio_reduce_params;
+
+/* y = op over the axes of x; y is F32 or F16 (not necessarily x's dtype). */
+gaio_status gaio_reduce(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
+                        const gaio_reduce_params *params);
+
+typedef struct gaio_arg_reduce_params {
+    int32_t axis;              /* negative counts from the end */
+    int32_t min;               /* 0: the index of the largest element (ArgMax), else of the smallest (ArgMin) */
+    int32_t select_last_index; /* of equal elements, the last's index rather than the first's */
+} gaio_arg_reduce_params;
+
+/* y[.., 0, ..] = the index along axis of x's largest (smallest) element, as ONNX
+ * ArgMax / ArgMin: y is S64 with size 1 on axis. A NaN counts as beyond every number
+ * (numpy's argmax and argmin both pick it). */
+gaio_status gaio_arg_reduce(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
+                            const gaio_arg_reduce_params *params);
+
+typedef struct gaio_topk_params {
+    int32_t axis;    /* negative counts from the end */
+    int32_t largest; /* non-zero: the k largest, else the k smallest */
+    int64_t k;       /* 1 .. x's size along axis */
+} gaio_topk_params;
+
+/* The k largest (smallest) elements of x along axis, as ONNX TopK: values (x's dtype)
+ * and indices (S64) have x's shape with k on axis, and are always sorted (best first;
+ * of equal elements the lower index first; a NaN counts as beyond every number).
+ * Either output may be NULL (not both): the other alone is computed. */
+gaio_status gaio_topk(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *values,
+                      const gaio_tensor *indices, const gaio_topk_params *params);
+
+/* y = log(softmax(x)) along axis (negative counts from the end), computed stably in F32
+ * as x - max - log(sum of e^(x - max)); x and y of one dtype and shape; y may be x. */
+gaio_status gaio_log_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis);
+
 /* ---- layout (src/dnn/layout.c, dnn/cpu/layout.c, kernels/dnn/layout.cu) ------------- */
 
 /* y = x with its dimensions permuted: y.shape[i] = x.shape[perm[i]]; any strides on

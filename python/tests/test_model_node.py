@@ -74,7 +74,9 @@ SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Si
              "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand",
              "Resize", "Upsample", "Tile", "Equal", "Less", "Greater", "Not", "And", "Or", "Where", "Sqrt", "Exp",
              "Log", "Tanh", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Erf", "Softplus", "Gelu", "Sin", "Cos",
-             "Pow", "Min", "Max", "Sum", "Mean", "GatherElements")
+             "Pow", "Min", "Max", "Sum", "Mean", "GatherElements", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd",
+             "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "TopK",
+             "LogSoftmax")
 #: operators gaio only folds at load (src/model/engine.c node_check refuses them at run time)
 LOAD_TIME_ONLY = {"Constant", "Shape", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or"}
 #: operators that only move elements: gaio runs them on int32, int64 and bool tensors too
@@ -87,8 +89,9 @@ NO_RUNNING_CASE = {
     "Resize": "ONNX's nearest cases feed scales at run time or resize by other than whole factors; "
               "tests/model/make_models.py's upsample models run Resize",
     "Upsample": "ONNX's one case feeds scales at run time; tests/model/make_models.py's upsample models run it",
-    "ReduceMean": "ONNX's cases reduce 3-D tensors; gaio's ReduceMean is the global pool over axes (2, 3) of a 4-D one",
 }
+NO_RUNNING_CASE["ReduceLogSumExp"] = ("ONNX's cases are float64; tests/dnn/test_dnn_reduce_axes.c and "
+                                      "test_reduce_hand below run it")
 MIN_OPSET = 7
 
 _RUNTIME_INPUT = "input {} is computed at run time"
@@ -146,18 +149,18 @@ EXPECTED_UNSUPPORTED = {
     # Pow with an integer exponent (int64 here; int32 inputs are not selected).
     "test_pow_types_float32_int64": ("Pow with an int64 exponent", "gaio's Pow takes an exponent of the base's type"),
     # Composite (expanded) cases whose other operators gaio takes only in part.
-    "test_mvn_expanded": ("ReduceMean over axes (0, 2, 3)", "reduces the spatial axes (2, 3) of a 4-D tensor only"),
-    **{f"test_nllloss_{k}_expanded": ("ReduceMean of the whole loss", "reduces the spatial axes (2, 3) of a 4-D tensor only")
-       for k in ("NCd1", "NCd1d2_reduction_mean")},
     "test_nllloss_NCd1d2d3d4d5_none_no_weight_expanded": ("GatherElements of rank 7",
                                                           "has rank 7 at run time: gaio tensors have 1 to 5"),
     "test_nllloss_NCd1d2d3_none_no_weight_negative_ii_expanded": ("Sub of int64 targets", "is int64; Sub runs on float32"),
-    # ReduceMean is the 4-D spatial global pool only.
-    **{f"test_reduce_mean_{k}": ("ReduceMean over other than axes (2, 3) of a 4-D tensor",
-                                 "reduces the spatial axes (2, 3) of a 4-D tensor only")
-       for k in ("do_not_keepdims_example", "do_not_keepdims_random", "keepdims_example", "keepdims_random",
-                 "default_axes_keepdims_example", "default_axes_keepdims_random",
-                 "negative_axes_keepdims_example", "negative_axes_keepdims_random")},
+    # Training losses reduced to one number: a 0-D output.
+    # (those with ignore_index subtract it from the int64 targets first: refused there)
+    **{f"test_nllloss_{k}_expanded": (("Sub of int64 targets", "is int64; Sub runs on float32") if "_ii" in k else
+                                      ("a scalar loss (0-D graph output)", "is a scalar (0-D)"))
+       for k in ("NCd1", "NCd1_weight", "NCd1_ii", "NCd1_weight_ii", "NCd1_mean_weight_negative_ii",
+                 "NCd1d2_reduction_mean", "NCd1d2_reduction_sum", "NCd1d2_with_weight_reduction_mean",
+                 "NCd1d2_with_weight_reduction_sum", "NCd1d2_with_weight_reduction_sum_ii",
+                 "NCd1d2_no_weight_reduction_mean_ii", "NCd1d2d3_sum_weight_high_ii")},
+    "test_nllloss_NCd1d2d3d4d5_mean_weight_expanded": ("a Gather of rank 6", "has rank 6 at run time"),
 }
 
 #: case name -> what is wrong (see the report in the lead's notes); strict xfail
@@ -172,6 +175,8 @@ F16_TOL = dict(rtol=2e-3, atol=1e-3)
 _FLOAT = (np.dtype(np.float32), np.dtype(np.float16))
 _INT64 = np.dtype(np.int64)
 _ANY = _FLOAT + (_INT64, np.dtype(np.int32), np.dtype(np.bool_))
+#: operators whose outputs are indices: their cases' int64 outputs are selected too
+_INDEX_OPS = {"ArgMax", "ArgMin", "TopK"}
 
 
 def _collect() -> tuple:
@@ -222,7 +227,8 @@ def _selected(case) -> bool:
     ins, outs = case.data_sets[0]
     if len(ins) != len(g.input) or len(outs) != len(g.output):
         return False
-    if all(_is_array(a, _FLOAT + (_INT64,)) for a in ins) and all(_is_array(a, _FLOAT) for a in outs):
+    out_types = _FLOAT + ((_INT64,) if any(n.op_type in _INDEX_OPS for n in g.node) else ())
+    if all(_is_array(a, _FLOAT + (_INT64,)) for a in ins) and all(_is_array(a, out_types) for a in outs):
         return True
     return all(n.op_type in ANY_DTYPE for n in g.node) and all(_is_array(a, _ANY) for a in list(ins) + list(outs))
 
@@ -294,10 +300,10 @@ def prepare(case, promote_int64: bool = True, raise_opset: bool = True):
     return model, feeds, [np.asarray(o) for o in outs]
 
 
-def run_gaio(model, feeds: dict) -> list:
-    """Loads, plans and runs `model` on the host; returns its outputs in order."""
+def run_gaio(model, feeds: dict, layout: str = "auto") -> list:
+    """Loads, plans and runs `model` on the host (layout auto: 4-D values NHWC); returns its outputs in order."""
     m = gaio.Model(model.SerializeToString())
-    ex = m.exec("cpu")
+    ex = m.exec("cpu", layout=layout)
     s = gaio.Stream("cpu")
 
     def fed(a):  # gaio keeps bool as u8
@@ -670,3 +676,156 @@ def test_where_runtime(dtype):
     model = _typed_model([node], {"c": (np.bool_, list(cond.shape)), "x": (dtype, list(x.shape))},
                          {"y": (dtype, list(want.shape))}, 16, [numpy_helper.from_array(yv, "b")])
     _check(model, {"c": cond, "x": x}, want, "Where")
+
+
+# ---- reductions, ArgMax / TopK, Softmax / LogSoftmax beyond ONNX's cases ----------------------
+
+_REDUCE = {
+    "ReduceSum": lambda x, a, k: np.sum(x, axis=a, keepdims=k),
+    "ReduceMean": lambda x, a, k: np.mean(x, axis=a, keepdims=k),
+    "ReduceMax": lambda x, a, k: np.max(x, axis=a, keepdims=k),
+    "ReduceMin": lambda x, a, k: np.min(x, axis=a, keepdims=k),
+    "ReduceProd": lambda x, a, k: np.prod(x, axis=a, keepdims=k),
+    "ReduceL1": lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k),
+    "ReduceL2": lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)),
+    "ReduceSumSquare": lambda x, a, k: np.sum(x * x, axis=a, keepdims=k),
+    "ReduceLogSum": lambda x, a, k: np.log(np.sum(x, axis=a, keepdims=k)),
+    "ReduceLogSumExp": lambda x, a, k: np.log(np.sum(np.exp(x), axis=a, keepdims=k)),
+}
+#: noop_with_empty_axes: each element as a set of one (ONNX's reference: x, or x^2 for ReduceSumSquare, ...)
+_REDUCE_ONE = {"ReduceL1": np.abs, "ReduceL2": np.abs, "ReduceSumSquare": np.square, "ReduceLogSum": np.log}
+
+
+def _axes_in(op: str, opset: int) -> bool:
+    return opset >= (13 if op == "ReduceSum" else 18)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("op", sorted(_REDUCE))
+@pytest.mark.parametrize("axes,keepdims", [((2, 3), 1), ((2, 3), 0), ((1,), 1), ((-1, 0), 0), ((0, 1, 2, 3), 0),
+                                           (None, 1), ((), 1)], ids=["hw", "hw_drop", "c", "neg_drop", "all",
+                                                                     "default", "noop"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_reduce_hand(op, opset, axes, keepdims, dtype, layout):
+    """Every Reduce* over 4-D inputs (NHWC inside the engine) at both forms of its axes (attribute, input),
+    with and without keepdims, the default (all axes) and noop_with_empty_axes, in f32 and f16."""
+    h, elem = onnx.helper, onnx.TensorProto.FLOAT if dtype == np.float32 else onnx.TensorProto.FLOAT16
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.5, 1.5 if op == "ReduceProd" else 2.0, (2, 3, 4, 5)).astype(dtype)
+    noop = axes == ()
+    if noop and not _axes_in(op, opset):
+        pytest.skip("noop_with_empty_axes came with axes as an input")
+    attrs = {"keepdims": keepdims}
+    inits = []
+    ins = ["x"]
+    if noop:
+        attrs["noop_with_empty_axes"] = 1
+    elif axes is not None and _axes_in(op, opset):
+        inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+        ins.append("axes")
+    elif axes is not None:
+        attrs["axes"] = list(axes)
+    x64 = x.astype(np.float64)
+    if noop:
+        want = _REDUCE_ONE.get(op, lambda v: v)(x64)
+    else:
+        want = _REDUCE[op](x64, None if axes is None else tuple(axes), bool(keepdims))
+    want = np.asarray(want).astype(dtype)
+    node = h.make_node(op, ins, ["y"], name="r", **attrs)
+    graph = h.make_graph([node], "hand", [h.make_tensor_value_info("x", elem, list(x.shape))],
+                         [h.make_tensor_value_info("y", elem, list(want.shape))], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+    model.ir_version = 8
+    if not want.shape:
+        with pytest.raises(gaio.NotSupportedError, match="is a scalar"):
+            load_and_plan(model)
+        return
+    got, = run_gaio(model, {"x": x}, layout)
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == np.float16 else dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), **tol)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [0, 1, 2, 3, -1, -3])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_softmax_axes(op, opset, axis, layout):
+    """Softmax and LogSoftmax of a 4-D input (NHWC inside the engine) on every axis: opset 13's one axis, and
+    opset 11's dimensions from axis on as one."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-4, 4, (2, 3, 4, 5)).astype(np.float32)
+    a = axis % 4
+    if opset < 13:
+        flat = x.reshape(int(np.prod(x.shape[:a])), -1).astype(np.float64)
+        m = flat.max(axis=1, keepdims=True)
+        lse = m + np.log(np.exp(flat - m).sum(axis=1, keepdims=True))
+        want = (flat - lse).reshape(x.shape)
+    else:
+        x64 = x.astype(np.float64)
+        m = x64.max(axis=a, keepdims=True)
+        want = x64 - (m + np.log(np.exp(x64 - m).sum(axis=a, keepdims=True)))
+    if op == "Softmax":
+        want = np.exp(want)
+    node = onnx.helper.make_node(op, ["x"], ["y"], name="s", axis=axis)
+    got, = run_gaio(_model([node], {"x": list(x.shape)}, {"y": list(x.shape)}, opset), {"x": x}, layout)
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("axis", [1, 3, -4])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_topk_argmax_ties(largest, axis, layout):
+    """TopK (K from a constant) and ArgMax / ArgMin over 4-D inputs with many equal values: the lower index
+    first (TopK), the first or last (select_last_index), as numpy's stable sort and argmax / argmin give."""
+    h = onnx.helper
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 3, (2, 3, 4, 5)).astype(np.float32)
+    k = 2
+    a = axis % 4
+    order = np.argsort(-x if largest else x, axis=a, kind="stable")
+    want_i = np.take(order, np.arange(k), axis=a)
+    want_v = np.take_along_axis(x, want_i, axis=a)
+    nodes = [h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=axis, largest=largest),
+             h.make_node("ArgMax" if largest else "ArgMin", ["x"], ["first"], name="arg", axis=axis),
+             h.make_node("ArgMax" if largest else "ArgMin", ["x"], ["last"], name="arg_last", axis=axis,
+                         select_last_index=1, keepdims=0)]
+    oshape = list(x.shape)
+    oshape[a] = k
+    kshape = list(x.shape)
+    kshape[a] = 1
+    dshape = [d for j, d in enumerate(x.shape) if j != a]
+    graph = h.make_graph(nodes, "hand", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))],
+                         [h.make_tensor_value_info("v", onnx.TensorProto.FLOAT, oshape),
+                          h.make_tensor_value_info("i", onnx.TensorProto.INT64, oshape),
+                          h.make_tensor_value_info("first", onnx.TensorProto.INT64, kshape),
+                          h.make_tensor_value_info("last", onnx.TensorProto.INT64, dshape)],
+                         [numpy_helper.from_array(np.array([k], np.int64), "k")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    model.ir_version = 8
+    v, i, first, last = run_gaio(model, {"x": x}, layout)
+    assert i.dtype == np.int64 and first.dtype == np.int64
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(i, want_i)
+    f = np.argmax(x, axis=a) if largest else np.argmin(x, axis=a)
+    np.testing.assert_array_equal(first, np.expand_dims(f, a))
+    flipped = np.flip(x, axis=a)
+    lst = x.shape[a] - 1 - (np.argmax(flipped, axis=a) if largest else np.argmin(flipped, axis=a))
+    np.testing.assert_array_equal(last, lst)
+
+
+def test_topk_refusals():
+    """TopK's K fed at run time, or 0, or past the axis: refused naming the node."""
+    h = onnx.helper
+    x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 6])
+    outs = [h.make_tensor_value_info("v", onnx.TensorProto.FLOAT, None),
+            h.make_tensor_value_info("i", onnx.TensorProto.INT64, None)]
+    node = h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk")
+    for k, err, piece in ((0, gaio.NotSupportedError, "K is 0"), (7, gaio.InvalidArgumentError, "K is 7 but axis 1 has 6")):
+        graph = h.make_graph([node], "hand", [x], outs, [numpy_helper.from_array(np.array([k], np.int64), "k")])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+        with pytest.raises(err, match=piece):
+            load_and_plan(model)
+    graph = h.make_graph([node], "hand", [x, h.make_tensor_value_info("k", onnx.TensorProto.INT64, [1])], outs)
+    with pytest.raises(gaio.NotSupportedError, match=r"'topk' \(TopK\)|'k'"):
+        load_and_plan(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]))

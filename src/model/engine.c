@@ -128,8 +128,9 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
         int32_t v = n->in[j];
         if (v < 0) continue;
         const mvalue *val = &g->values[v];
-        bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN) &&
-                         j == 1;
+        bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN ||
+                          (n->op >= OP_REDUCE_MAX && n->op <= OP_REDUCE_LOG_SUM_EXP) || n->op == OP_TOPK) &&
+                         j == 1; /* axes, K */
         bool clip_arg = n->op == OP_CLIP && j > 0;
         if (n->op == OP_DROPOUT && j > 0) continue; /* ratio, training_mode: not read at inference */
         bool slice_arg = (n->op == OP_SLICE && j > 0) || (n->op == OP_PAD && (j == 1 || j == 3)) ||
@@ -510,7 +511,9 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
      * are all of them under a graph, whose kernels read fixed addresses. */
     for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
         xvalue *x = &e->v[g->inputs[i]];
-        x->nhwc = e->nhwc && x->ndim == 4 && want[g->inputs[i]];
+        /* Integers (indices) stay row major: they leave the engine by a plain copy. */
+        x->nhwc = e->nhwc && x->ndim == 4 && want[g->inputs[i]] &&
+                  (x->dtype == GAIO_DTYPE_F32 || x->dtype == GAIO_DTYPE_F16);
         if (x->dtype == gaio__engine_dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc && !e->cuda_graph) continue;
         x->staged = true;
         x->mem = XM_ARENA;
@@ -529,14 +532,10 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
             }
             e->copy[i] = true; /* into x's own row-major memory, then viewed */
         } else {
-            x->nhwc = e->nhwc && x->ndim == 4 && want[sp->out];
+            /* Integers (indices) stay row major: they leave the engine by a plain copy. */
+            x->nhwc = e->nhwc && x->ndim == 4 && want[sp->out] &&
+                      (x->dtype == GAIO_DTYPE_F32 || x->dtype == GAIO_DTYPE_F16);
         }
-        /* An opset < 13 Softmax over dimensions from axis 2 on: in NHWC memory they are
-         * not one block. */
-        if (n->op == OP_SOFTMAX && n->a.coerce_2d && n->a.axis >= 2 && e->v[n->in[0]].nhwc)
-            st = gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
-                            "node '%s' (Softmax, opset < 13) over axes %lld.. of a 4-D tensor needs layout NCHW",
-                            n->name ? n->name : "", (long long)n->a.axis);
         x->mem = XM_ARENA;
     }
     free(want);

@@ -105,8 +105,10 @@ static gaio_status device_of(const char *fn, gaio_context *ctx, gaio_device_prop
     return GAIO_OK;
 }
 
+/* Float weights live in the weights' bytes; integer constants stay in the graph too,
+ * as a load resolves from them what they stand for (axes, K, shapes). */
 static bool has_data_to_keep(const gaio_engine *e, int32_t v, const void *data) {
-    return data && e->v[v].mem != XM_WEIGHT;
+    return data && (e->v[v].mem != XM_WEIGHT || (e->v[v].dtype != GAIO_DTYPE_F32 && e->v[v].dtype != GAIO_DTYPE_F16));
 }
 
 static void put_graph(wbuf *w, const gaio_engine *e) {

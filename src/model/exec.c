@@ -25,6 +25,7 @@
 #include "gaio/memory.h"
 #include "gaio/stream.h"
 #include "model/engine_internal.h"
+#include "model/exec_reduce.h"
 
 struct gaio_model_exec {
     gaio_engine *engine;    /* a reference */
@@ -490,8 +491,21 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return gaio_pool2d(s, &x, &y, &p);
     }
     case OP_GLOBAL_AVG_POOL:
-    case OP_REDUCE_MEAN:
         return gaio_global_avg_pool(s, &x, &y);
+    case OP_REDUCE_MEAN:
+    case OP_REDUCE_MAX:
+    case OP_REDUCE_MIN:
+    case OP_REDUCE_SUM:
+    case OP_REDUCE_PROD:
+    case OP_REDUCE_L1:
+    case OP_REDUCE_L2:
+    case OP_REDUCE_SUM_SQUARE:
+    case OP_REDUCE_LOG_SUM:
+    case OP_REDUCE_LOG_SUM_EXP:
+    case OP_ARGMAX:
+    case OP_ARGMIN:
+    case OP_TOPK:
+        return gaio__exec_reduce(fn, s, n, &x, dropped(r, n->in[0], &x), &y, n->op == OP_TOPK && sp->out != n->out[0]);
     case OP_TRANSPOSE: {
         int32_t perm[GAIO_TENSOR_MAX_NDIM];
         if (a->nperm > GAIO_TENSOR_MAX_NDIM)
@@ -630,23 +644,24 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return gaio_where(s, &x, &ta, &tb, &y);
     }
     case OP_SOFTMAX:
-        if (a->coerce_2d) { /* opset < 13: [outer, the rest], both packed in the same order */
-            const xvalue *xv = &r->e->v[n->in[0]];
-            int64_t outer = 1, inner = 1;
-            for (int32_t d = 0; d < xv->ndim; d++) {
-                if (d < a->axis) outer *= xv->dims[d];
-                else inner *= xv->dims[d];
-            }
-            x.ndim = y.ndim = 2, x.layout = y.layout = GAIO_TENSOR_ROW_MAJOR;
-            x.shape[0] = y.shape[0] = outer, x.shape[1] = y.shape[1] = inner;
-            return gaio_softmax(s, &x, &y, 1);
-        }
-        return gaio_softmax(s, &x, &y, (int32_t)a->axis);
+    case OP_LOG_SOFTMAX:
+        return gaio__exec_softmax(fn, s, n, &x, dropped(r, n->in[0], &x), &y);
     case OP_CAST:
         return gaio_cast(s, &x, &y);
     default:
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) has no executor", n->name, n->op_type);
     }
+}
+
+/* A graph input in, or output out: floats by gaio_cast (another precision or layout),
+ * integers as they are (both sides row major: engines keep them so). */
+static gaio_status copy_value(gaio_stream *s, const gaio_tensor *from, const gaio_tensor *to) {
+    if (from->dtype == GAIO_DTYPE_F32 || from->dtype == GAIO_DTYPE_F16) return gaio_cast(s, from, to);
+    gaio_tensor r;
+    size_t bytes = 0;
+    gaio_status st = gaio_tensor_check(from, &r, &bytes);
+    if (st == GAIO_OK) st = gaio_memcpy_async(s, to->buffer, to->offset, from->buffer, from->offset, bytes);
+    return st;
 }
 
 /* A caller's tensor for graph value v: the model's dtype and shape, packed row major. */
@@ -710,7 +725,7 @@ gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_t
     for (int32_t i = 0; i < ninputs && st == GAIO_OK; i++) {
         if (!e->v[g->inputs[i]].staged) continue;
         gaio_tensor to = tensor(&r, g->inputs[i]);
-        st = gaio_cast(stream, &inputs[i], &to);
+        st = copy_value(stream, &inputs[i], &to);
     }
     if (st == GAIO_OK && x->graph) {
         gaio_buffer *held[2] = {e->weights, x->arena};
@@ -720,7 +735,7 @@ gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_t
     }
     for (int32_t i = 0; i < noutputs && st == GAIO_OK; i++) {
         gaio_tensor from = tensor(&r, g->outputs[i]);
-        st = gaio_cast(stream, &from, &outputs[i]);
+        st = copy_value(stream, &from, &outputs[i]);
     }
     if (st == GAIO_OK) st = gaio_event_record(x->last, stream);
     if (st == GAIO_OK) x->last_stream = stream;

@@ -50,7 +50,7 @@ typedef enum model_op {
     OP_UNSQUEEZE,
     OP_SQUEEZE,
     OP_CAST,
-    OP_REDUCE_MEAN, /* over the spatial axes of a 4-D tensor: torch's dynamo exporter's global pool */
+    OP_REDUCE_MEAN, /* any axes; the spatial ones of a 4-D tensor as a global pool */
     OP_DROPOUT,     /* inference: its input (engine files store op numbers: new ones go last) */
     OP_SLICE,       /* a strided view (negative strides for negative steps) copied out */
     OP_PAD,         /* gaio_pad: every mode, negative pads cut */
@@ -88,6 +88,19 @@ typedef enum model_op {
     OP_SUM,
     OP_MEAN,
     OP_GATHER_ELEMENTS, /* opset 11 on */
+    OP_REDUCE_MAX,  /* the Reduce* operators over any axes (gaio_reduce) */
+    OP_REDUCE_MIN,
+    OP_REDUCE_SUM,
+    OP_REDUCE_PROD,
+    OP_REDUCE_L1,
+    OP_REDUCE_L2,
+    OP_REDUCE_SUM_SQUARE,
+    OP_REDUCE_LOG_SUM,
+    OP_REDUCE_LOG_SUM_EXP,
+    OP_ARGMAX,
+    OP_ARGMIN,
+    OP_TOPK,        /* a step per output, each computing its own */
+    OP_LOG_SOFTMAX,
     OP_COUNT
 } model_op;
 
@@ -160,13 +173,21 @@ typedef struct mattrs {
     int64_t axes[GAIO_MODEL_MAX_NDIM];
     /* Reshape */
     int64_t allowzero;
-    /* ReduceMean (axes in axes / naxes when an attribute) */
+    /* Reduce* (axes in axes / naxes when an attribute); ArgMax, ArgMin: keepdims */
     int64_t keepdims, noop_with_empty_axes;
     /* Cast */
     int32_t to;
     /* Gelu: 0 "none" (erf), 1 "tanh" */
     int32_t approximate;
     /* Constant: the value's index (its data already in the value) */
+    /* Reduce*: the input's dimensions reduced (bit d: dimension d), resolved at load
+     * from axes, noop_with_empty_axes and the rank */
+    uint32_t reduce_mask;
+    /* ArgMax, ArgMin (axis, keepdims above) */
+    int64_t select_last_index;
+    /* TopK (axis above): k, resolved at load (opset < 10's attribute until then); gaio always
+     * sorts (ONNX leaves the order free without sorted) */
+    int64_t largest, sorted, topk_k;
 } mattrs;
 
 typedef struct mnode {

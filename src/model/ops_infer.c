@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "model/infer_reduce.h"
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
@@ -370,7 +371,7 @@ static gaio_status infer_unary(const char *fn, mgraph *g, mnode *n, shp *o) {
             if (m->ndim > 1 || (m->ndim == 1 && m->dims[0] != 1))
                 return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' must be a scalar", i == 1 ? "min" : "max", m->name);
         }
-    if (n->op == OP_SOFTMAX) {
+    if (n->op == OP_SOFTMAX || n->op == OP_LOG_SOFTMAX) {
         if (x->ndim < 1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is a scalar", x->name);
         TRY(norm_axis(fn, n, n->a.axis, x->ndim, &n->a.axis));
         /* Opsets before 13 take the dimensions from axis on as one: over the last
@@ -1232,34 +1233,6 @@ static gaio_status infer_unsqueeze(const char *fn, mgraph *g, mnode *n, shp *o) 
     return GAIO_OK;
 }
 
-/* ReduceMean over the spatial axes (2, 3) of a 4-D tensor: the global average pool
- * torch's dynamo exporter writes. Other reductions are refused. */
-static gaio_status infer_reduce_mean(const char *fn, mgraph *g, mnode *n, shp *o) {
-    mvalue *x = in_v(g, n, 0), *av = in_v(g, n, 1);
-    TRY(need_float(fn, n, x));
-    int64_t axes[MAXD];
-    int c = n->a.naxes;
-    for (int i = 0; i < c; i++) axes[i] = n->a.axes[i];
-    if (av) TRY(const_list(fn, n, av, "axes", axes, &c));
-    bool red[MAXD] = {false};
-    for (int i = 0; i < c; i++) {
-        int64_t a = 0;
-        TRY(norm_axis(fn, n, axes[i], x->ndim, &a));
-        red[a] = true;
-    }
-    if (x->ndim != 4 || c != 2 || !red[2] || !red[3])
-        return FAIL(GAIO_ERR_NOT_SUPPORTED, "gaio reduces the spatial axes (2, 3) of a 4-D tensor only (%d axes of a "
-                    "%d-D one given)", c, (int)x->ndim);
-    o->ndim = 0;
-    shp_push(o, x->dims[0], dname(x, 0));
-    shp_push(o, x->dims[1], dname(x, 1));
-    if (n->a.keepdims) {
-        shp_push(o, 1, "");
-        shp_push(o, 1, "");
-    }
-    return GAIO_OK;
-}
-
 static gaio_status infer_squeeze(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *x = in_v(g, n, 0), *av = in_v(g, n, 1);
     bool drop[MAXD] = {false};
@@ -1375,7 +1348,8 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_GELU:
     case OP_SIN:
     case OP_COS:
-    case OP_SOFTMAX: TRY(infer_unary(fn, g, n, &o)); break;
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX: TRY(infer_unary(fn, g, n, &o)); break;
     case OP_ADD:
     case OP_SUB:
     case OP_MUL:
@@ -1400,7 +1374,19 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_GATHER: TRY(infer_gather(fn, g, n, &o, out)); break;
     case OP_GATHER_ELEMENTS: TRY(infer_gather_elements(fn, g, n, &o, out)); break;
     case OP_UNSQUEEZE: TRY(infer_unsqueeze(fn, g, n, &o)); fold_same = true; break;
-    case OP_REDUCE_MEAN: TRY(infer_reduce_mean(fn, g, n, &o)); break;
+    case OP_REDUCE_MEAN:
+    case OP_REDUCE_MAX:
+    case OP_REDUCE_MIN:
+    case OP_REDUCE_SUM:
+    case OP_REDUCE_PROD:
+    case OP_REDUCE_L1:
+    case OP_REDUCE_L2:
+    case OP_REDUCE_SUM_SQUARE:
+    case OP_REDUCE_LOG_SUM:
+    case OP_REDUCE_LOG_SUM_EXP:
+    case OP_ARGMAX:
+    case OP_ARGMIN:
+    case OP_TOPK: TRY(gaio__infer_reduce(fn, g, n)); shp_of(out, &o); elem = out->elem; break;
     case OP_SQUEEZE: TRY(infer_squeeze(fn, g, n, &o)); fold_same = true; break;
     case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
     case OP_SLICE: TRY(infer_slice(fn, g, n, &o, out)); break;

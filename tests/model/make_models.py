@@ -55,8 +55,8 @@ except ImportError as e:  # a missing package must fail the test loudly, not ski
              "or point GAIO_GOLDEN_PYTHON at a python that has it" % e)
 
 PRODUCER = "gaio-tests"
-F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
-DTYPE_NAMES = {F32: "f32", F16: "f16"}
+F32, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
+DTYPE_NAMES = {F32: "f32", F16: "f16", I64: "s64"}
 
 rng = None
 manifest = []
@@ -601,6 +601,48 @@ def attention():
     return m
 
 
+def classifier_head(opset):
+    """A classifier's head over a small convolution: the spatial mean (ReduceMean over H
+    and W, keepdims 0: the dynamo exporter's global pool), Gemm to 10 logits, LogSoftmax,
+    ArgMax of the logits and TopK 3 of the log-probabilities (int64 indices as graph
+    outputs), and ReduceMax over the channels of the feature map (keepdims 1: a 4-D
+    output, NHWC inside an NHWC engine), ReduceSum and ReduceL2 of its rows. Opset 13:
+    the axes are attributes (ReduceSum's an input); opset 18: all inputs. The logits'
+    bias spreads the classes 3 apart while the pooled features move them by well under
+    1, so that the class order (ArgMax, TopK's indices) is the same in f16 as in f32."""
+    h = helper.make_node
+    axes = opset >= 18
+
+    def reduce(op, x, y, ax, **kw):
+        if axes or (op == "ReduceSum" and opset >= 13):
+            return h(op, [x, "axes_" + y], [y], name=y, **kw), numpy_helper.from_array(np.array(ax, np.int64), "axes_" + y)
+        return h(op, [x], [y], name=y, axes=ax, **kw), None
+
+    n, inits = [], [layer_weights("w", 8, 3, 3, 3), weights("b", 8)]
+    n.append(h("Conv", ["x", "w", "b"], ["conv"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    n.append(h("Relu", ["conv"], ["feat"], name="relu"))
+    for op, x, y, ax, kw in (("ReduceMean", "feat", "pooled", [2, 3], {"keepdims": 0}),
+                             ("ReduceMax", "feat", "chmax", [1], {}),
+                             ("ReduceSum", "chmax", "rowsum", [-1], {"keepdims": 0}),
+                             ("ReduceL2", "feat", "l2", [0, 2], {"keepdims": 0})):
+        node, init = reduce(op, x, y, ax, **kw)
+        n.append(node)
+        if init is not None:
+            inits.append(init)
+    n.append(h("Gemm", ["pooled", "fc_w", "fc_b"], ["logits"], name="fc", transB=1))
+    n.append(h("LogSoftmax", ["logits"], ["logp"], name="logsoftmax", axis=1))
+    n.append(h("ArgMax", ["logits"], ["cls"], name="argmax", axis=1, keepdims=0))
+    n.append(h("TopK", ["logp", "k"], ["top_v", "top_i"], name="topk", axis=-1))
+    inits += [numpy_helper.from_array((rng.standard_normal((10, 8)) * 0.1).astype(np.float32), "fc_w"),
+              numpy_helper.from_array((rng.permutation(10) * 3.0).astype(np.float32), "fc_b"),
+              numpy_helper.from_array(np.array([3], np.int64), "k")]
+    outs = [vi("logp", F32, ["N", 10]), vi("cls", I64, ["N"]), vi("top_v", F32, ["N", 3]),
+            vi("top_i", I64, ["N", 3]), vi("chmax", F32, ["N", 1, 8, 8]), vi("rowsum", F32, ["N", 1, 8]),
+            vi("l2", F32, [8, 8])]
+    # onnx 1.12's checker knows no opset 18: the shapes are written by hand
+    return model(n, [vi("x", F32, ["N", 3, 8, 8])], outs, inits, opset, check=opset < 18)
+
+
 def half_conv():
     n = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -687,6 +729,27 @@ def write_bad(outdir, good_path):
               [weights("s", 3), weights("b", 3), weights("m", 3), weights("v", 3)], opset=7)
     save(m, outdir, "bad_bn_spatial0.onnx")
     bad("bad_bn_spatial0.onnx", NS, "bn_elem", "spatial 0")
+
+    # Reductions: an axis past the rank, one given twice, TopK's K past its axis, the axes
+    # attribute after it became an input, ArgMax of a 0-D input.
+    m = small([helper.make_node("ReduceMax", ["x"], ["y"], name="rmax_axis", axes=[4])])
+    save(m, outdir, "bad_reduce_axis.onnx")
+    bad("bad_reduce_axis.onnx", IA, "rmax_axis", "axis 4 is out of range for rank 4")
+    m = small([helper.make_node("ReduceL2", ["x"], ["y"], name="rl2_twice", axes=[1, -3])])
+    save(m, outdir, "bad_reduce_axis_twice.onnx")
+    bad("bad_reduce_axis_twice.onnx", IA, "rl2_twice", "given twice")
+    m = small([helper.make_node("ReduceSum", ["x"], ["y"], name="rsum_attr", axes=[1])], opset=13)
+    save(m, outdir, "bad_reduce_sum_axes_attr.onnx")
+    bad("bad_reduce_sum_axes_attr.onnx", IA, "rsum_attr", "belongs to opsets 1 to 12")
+    m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk_big", axis=1)],
+              [vi("x", F32, [1, 3, 8, 8])], [vi("v", F32, None), vi("i", I64, None)],
+              [numpy_helper.from_array(np.array([4], np.int64), "k")], 13, check=False)
+    save(m, outdir, "bad_topk_k.onnx")
+    bad("bad_topk_k.onnx", IA, "topk_big", "K is 4 but axis 1 has 3")
+    m = small([helper.make_node("ArgMax", ["x"], ["y"], name="argmax_scalar")], x=("x", F32, []),
+              y=("y", I64, None))
+    save(m, outdir, "bad_argmax_scalar.onnx")
+    bad("bad_argmax_scalar.onnx", IA, "argmax_scalar", "is a scalar")
 
     save(relu_model(6), outdir, "bad_opset6.onnx")
     bad("bad_opset6.onnx", NS, "opset")
@@ -833,6 +896,9 @@ def main():
     good(outdir, "elementwise_opset20.onnx", m, kept(m))
     m = attention()
     good(outdir, "attention.onnx", m, kept(m), canary="pw,pb")
+    for v in (13, 18):
+        m = classifier_head(v)
+        good(outdir, "classifier_head_opset%d.onnx" % v, m, kept(m), canary="w,b")
 
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 
