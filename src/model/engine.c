@@ -308,7 +308,8 @@ static gaio_status place_weights(const char *fn, gaio_engine *e) {
             const void *data = const_data(e, v, &elem);
             if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
             xvalue *x = &e->v[v];
-            if (n->op == OP_CONV && v == sp->w) x->nhwc = e->nhwc && x->ndim == 4;
+            if ((n->op == OP_CONV && v == sp->w) || (n->op == OP_CONV_TRANSPOSE && j == 1))
+                x->nhwc = e->nhwc && x->ndim == 4;
             if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
             x->mem = XM_WEIGHT;
             x->off = at;

@@ -85,6 +85,7 @@ typedef enum model_op {
     OP_MAX,
     OP_SUM,
     OP_MEAN,
+    OP_CONV_TRANSPOSE, /* 2-D; pads resolved at inference (output_shape, auto_pad), maybe negative */
     OP_COUNT
 } model_op;
 
@@ -164,6 +165,11 @@ typedef struct mattrs {
     /* Gelu: 0 "none" (erf), 1 "tanh" */
     int32_t approximate;
     /* Constant: the value's index (its data already in the value) */
+    /* ConvTranspose (and the Conv fields above): output_padding; output_shape's
+     * spatial sizes (noutput_shape 2) until inference turns them into pads */
+    int64_t output_padding[2];
+    int64_t output_shape[2];
+    int32_t noutput_shape;
 } mattrs;
 
 typedef struct mnode {

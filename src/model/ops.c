@@ -72,6 +72,7 @@ static const char *const op_names[OP_COUNT] = {
     [OP_MAX] = "Max",
     [OP_SUM] = "Sum",
     [OP_MEAN] = "Mean",
+    [OP_CONV_TRANSPOSE] = "ConvTranspose",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {
