@@ -306,10 +306,12 @@ typedef struct gaio_conv_transpose2d_params {
  *
  * On a GPU: cuDNN's backward-data convolution with w as the forward filter (its plan
  * made once per shape and context and cached, as gaio_conv2d's), then the bias as
- * gaio_binary. Rows or columns of y that no tap reaches (negative pads, output
- * padding past the last tap) are zeroed first with a fill, which needs a y without
- * gaps between its elements (GAIO_ERR_NOT_SUPPORTED otherwise). On the host: oneDNN's
- * deconvolution where oneDNN loads, else gaio's own loop over y. */
+ * gaio_binary; rows or columns of y that no tap reaches (negative pads, output padding
+ * past the last tap) are zeroed first with a fill of y's memory. Where cuDNN has no
+ * engine, or y has such rows and gaps between its elements, gaio's own (slower)
+ * kernel computes y instead. On the host: oneDNN's deconvolution where oneDNN loads,
+ * else gaio's own loop over y. GAIO_DNN_CONVT=gaio runs gaio's kernel on both
+ * backends (tests). */
 gaio_status gaio_conv_transpose2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                                   const gaio_tensor *bias, const gaio_tensor *y,
                                   const gaio_conv_transpose2d_params *params);

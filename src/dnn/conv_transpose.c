@@ -1,15 +1,19 @@
 /* gaio_conv_transpose2d: checks, then one native op on the stream: on a GPU cuDNN's
  * backward-data convolution over the parts of x and y that meet (conv_transpose_math.h),
  * with a fill before it where y has rows or columns no tap reaches and the bias as
- * gaio_binary after it; on the host one job (dnn/cpu/conv_transpose_cpu.c) that writes
- * every element of y, bias included. */
+ * gaio_binary after it, or gaio's own kernel where that cannot be
+ * (conv_transpose_kernel.h); on the host one job (dnn/cpu/conv_transpose_cpu.c) that
+ * writes every element of y, bias included. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/builtin_kernels.h"
 #include "core/fail.h"
 #include "core/native.h"
 #include "core/object.h"
+#include "dnn/conv_transpose_kernel.h"
 #include "dnn/conv_transpose_math.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
@@ -138,8 +142,13 @@ static gaio_status run_host(void *native_stream, gaio_status stream_status, void
     return st;
 }
 
+static gaio_status by_kernel(const char *fn, gaio_stream *stream, const convt_checked *c, gaio_conv2d_info *info,
+                             bool submit, gaio__conv_plan **keep, const char *why);
+static bool kernel_forced(void);
+
 static gaio_status host(const char *fn, gaio_stream *stream, const convt_checked *c, gaio_conv2d_info *info,
                         bool submit) {
+    if (kernel_forced()) return by_kernel(fn, stream, c, info, submit, NULL, "GAIO_DNN_CONVT=gaio");
     if (!submit) {
         if (info) {
             memset(info, 0, sizeof *info);
@@ -198,9 +207,91 @@ static void backward_args(const convt_checked *c, const gaio__convt_axis ax[2], 
     f->y = (char *)a->x + (size_t)(ax[0].x0 * a->xs[2] + ax[1].x0 * a->xs[3]) * es;
 }
 
+/* gaio's own kernel over all of y, bias included (conv_transpose_kernel.h). */
+static gaio_status kernel_launch(const char *fn, gaio_stream *stream, const convt_checked *c) {
+    enum { BLOCK = 256, MAX_BLOCKS = GAIO_DNN_MAX_BLOCKS };
+    const gaio__convt_args *a = &c->a;
+    gaio_kconvt p;
+    memset(&p, 0, sizeof p);
+    p.sh = a->stride[0], p.sw = a->stride[1], p.dh = a->dilation[0], p.dw = a->dilation[1];
+    p.pt = a->pad[0], p.pl = a->pad[1], p.groups = a->groups, p.has_bias = c->has_bias;
+    gaio_ktensor none;
+    memset(&none, 0, sizeof none);
+    gaio_arg args[5] = {GAIO_ARG(c->x.k), GAIO_ARG(c->w.k), GAIO_ARG(none), GAIO_ARG(c->y.k), GAIO_ARG(p)};
+    gaio_buffer *held[4] = {c->x.t.buffer, c->w.t.buffer, c->y.t.buffer};
+    size_t nheld = 3;
+    if (c->has_bias) args[2] = GAIO_ARG(c->bias.k), held[nheld++] = c->bias.t.buffer;
+    const int64_t outputs = a->n * a->k * a->p * a->q, blocks = (outputs + BLOCK - 1) / BLOCK;
+    gaio_dim3 grid = {(uint32_t)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS), 1, 1}, block = {BLOCK, 1, 1};
+    gaio_kernel *k;
+    gaio_status st = gaio__kernel_builtin("gaio_dnn_conv_transpose", &k);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
+    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, 5, held, nheld);
+    gaio__kernel_unref(k);
+    return st;
+}
+
+/* Problems cuDNN had no engine for, so that later calls go to gaio's kernel at once
+ * instead of asking cuDNN's heuristics again: the backward data's arguments with
+ * their addresses reduced to alignments (what a plan depends on), by context. */
+#define REFUSALS 32
+typedef struct refusal {
+    const gaio_context *ctx;
+    gaio__conv_args a;
+} refusal;
+static pthread_mutex_t refusals_lock = PTHREAD_MUTEX_INITIALIZER;
+static refusal refusals[REFUSALS];
+static unsigned nrefusals;
+
+static uintptr_t align_of(const void *p) { return (uintptr_t)p & 15u; }
+
+static void refusal_key(const gaio_context *ctx, const gaio__conv_args *f, refusal *r) {
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->a.dtype = f->dtype, r->a.transposed = true, r->a.groups = f->groups;
+    r->a.n = f->n, r->a.c = f->c, r->a.h = f->h, r->a.w = f->w, r->a.k = f->k, r->a.r = f->r, r->a.s = f->s;
+    r->a.p = f->p, r->a.q = f->q;
+    memcpy(r->a.stride, f->stride, sizeof f->stride), memcpy(r->a.pad, f->pad, sizeof f->pad);
+    memcpy(r->a.dilation, f->dilation, sizeof f->dilation);
+    memcpy(r->a.xs, f->xs, sizeof f->xs), memcpy(r->a.ws, f->ws, sizeof f->ws), memcpy(r->a.ys, f->ys, sizeof f->ys);
+    r->a.x = (const void *)align_of(f->x), r->a.wt = (const void *)align_of(f->wt), r->a.y = (void *)align_of(f->y);
+}
+
+static bool refused_before(const refusal *key) {
+    pthread_mutex_lock(&refusals_lock);
+    bool found = false;
+    for (unsigned i = 0; i < REFUSALS && i < nrefusals && !found; i++) found = !memcmp(&refusals[i], key, sizeof *key);
+    pthread_mutex_unlock(&refusals_lock);
+    return found;
+}
+
+static void remember_refusal(const refusal *key) {
+    pthread_mutex_lock(&refusals_lock);
+    refusals[nrefusals++ % REFUSALS] = *key;
+    pthread_mutex_unlock(&refusals_lock);
+}
+
+static bool kernel_forced(void) {
+    const char *e = getenv("GAIO_DNN_CONVT");
+    return e && strcmp(e, "gaio") == 0;
+}
+
+/* gaio's kernel instead of cuDNN, for why. */
+static gaio_status by_kernel(const char *fn, gaio_stream *stream, const convt_checked *c, gaio_conv2d_info *info,
+                             bool submit, gaio__conv_plan **keep, const char *why) {
+    if (keep) *keep = NULL;
+    if (info) {
+        memset(info, 0, sizeof *info);
+        info->fused = 1;
+        snprintf(info->engine, sizeof info->engine, "gaio direct kernel (%s)", why);
+    }
+    return submit ? kernel_launch(fn, stream, c) : GAIO_OK;
+}
+
 static gaio_status cuda(const char *fn, gaio_stream *stream, const gaio_tensor *y, const convt_checked *c,
                         gaio_conv2d_info *info, bool submit, int tune, gaio__conv_plan **keep) {
     const gaio__convt_args *a = &c->a;
+    if (kernel_forced()) return by_kernel(fn, stream, c, info, submit, keep, "GAIO_DNN_CONVT=gaio");
     gaio__convt_axis ax[2];
     for (int i = 0; i < 2; i++)
         ax[i] = gaio__convt_axis_make(i ? a->w : a->h, i ? a->q : a->p, i ? a->s : a->r, a->stride[i], a->dilation[i],
@@ -210,21 +301,25 @@ static gaio_status cuda(const char *fn, gaio_stream *stream, const gaio_tensor *
     size_t es = a->dtype == GAIO_DTYPE_F16 ? 2 : 4, bytes = (size_t)(a->n * a->k * a->p * a->q) * es;
     /* The fill covers y's span, which is y alone only where y has no gaps. */
     if (!whole && c->y.hi - c->y.lo != bytes)
-        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
-                          "y has rows or columns that no tap reaches (padding (%d, %d, %d, %d), output padding), "
-                          "which a GPU zeroes with a fill of y's memory: y must then have no gaps between its "
-                          "elements",
-                          (int)a->pad[0], (int)a->pad[1], (int)c->pad_end[0], (int)c->pad_end[1]);
+        return by_kernel(fn, stream, c, info, submit, keep, "y has gaps and rows no tap reaches");
     for (int i = 0; i < 2; i++)
         if (ax[i].pre > INT32_MAX || ax[i].post > INT32_MAX)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "the %s padding of cuDNN's backward data would pass 2^31",
-                              i ? "width" : "height");
+            return by_kernel(fn, stream, c, info, submit, keep, "paddings past 2^31");
     gaio__conv_args f;
     gaio__conv_plan *plan = NULL;
     gaio_status st;
     if (reached) {
         backward_args(c, ax, &f);
-        if ((st = gaio__conv_cuda_plan(fn, stream, &f, submit ? 1 : tune, &plan, info)) != GAIO_OK) return st;
+        refusal key;
+        refusal_key(stream->ctx, &f, &key);
+        if (refused_before(&key)) return by_kernel(fn, stream, c, info, submit, keep, "cuDNN has no engine");
+        st = gaio__conv_cuda_plan(fn, stream, &f, submit ? 1 : tune, &plan, info);
+        if (st == GAIO_ERR_NOT_SUPPORTED) {
+            if (getenv("GAIO_DNN_TRACE")) fprintf(stderr, "gaio: %s: gaio's kernel runs it: %s\n", fn, gaio_last_error());
+            remember_refusal(&key);
+            return by_kernel(fn, stream, c, info, submit, keep, "cuDNN has no engine");
+        }
+        if (st != GAIO_OK) return st;
     } else if (info) {
         memset(info, 0, sizeof *info);
         snprintf(info->engine, sizeof info->engine, "a fill (no tap reaches y)");

@@ -10,12 +10,10 @@
  * of x and y it keeps, with the forward paddings it computes, must give the reference,
  * so that arithmetic is tested on machines without a GPU too.
  *
- * The host runs every case once with oneDNN (where libdnnl.so.2 loads) and once with
- * gaio's own loop (GAIO_DNN_NO_ONEDNN=1). On a GPU, f32 must run everywhere; f16 must
- * run with x, w and y NHWC and channels per group multiples of 8 (cuDNN's tensor-core
- * layout), and elsewhere cuDNN may have no engine (GAIO_ERR_NOT_SUPPORTED), counted and
- * printed. A y with gaps between its elements and rows no tap reaches is refused on a
- * GPU (the fill needs y dense), and that is checked too. */
+ * Passes, each over every case: the host with oneDNN (where libdnnl.so.2 loads), with
+ * gaio's own loop (GAIO_DNN_NO_ONEDNN=1) and with gaio's kernel's host twin
+ * (GAIO_DNN_CONVT=gaio); a GPU with cuDNN (gaio's kernel where cuDNN has no engine:
+ * every case must run, and those are counted) and with gaio's kernel. */
 #include <math.h>
 #include <stdbool.h>
 
@@ -31,8 +29,9 @@ typedef struct env {
     uint64_t rng;
     bool cuda;
     int device;
-    int ran, refused, margins_refused;
+    int ran;
     int onednn; /* host: cases gaio_conv_transpose2d_prepare says oneDNN runs */
+    int by_kernel; /* GPU: cases gaio's kernel ran (cuDNN had no engine, or y has gaps and margins) */
 } env;
 
 typedef struct tcase {
@@ -262,25 +261,22 @@ static void run_case(env *e, const tcase *c, gaio_dtype dt) {
     reference(c, &X, &W, &B, ref, mag);
     check_cut(c, &X, &W, &B, ref, mag);
     gaio_conv_transpose2d_params p = params_of(c);
-    if (!e->cuda) { /* what runs it: oneDNN, or gaio's loop for what oneDNN does not take */
+    { /* what runs it: oneDNN or gaio's loop (host), cuDNN or gaio's kernel (GPU) */
         gaio_conv2d_info info;
         OK(gaio_conv_transpose2d_prepare(e->s, &X.t, &W.t, c->bias ? &B.t : NULL, &Y.t, &p, &info));
         printf(" [%s]", info.engine);
         e->onednn += strncmp(info.engine, "oneDNN", 6) == 0;
+        bool kernel = strncmp(info.engine, "gaio direct kernel", 18) == 0;
+        e->by_kernel += kernel;
+        /* cuDNN's tensor-core layout, and a dense y, must not need the kernel */
+        if (e->cuda && !getenv("GAIO_DNN_CONVT") && kernel && (dt == GAIO_DTYPE_F32 || f16_must_run(c)) &&
+            !(c->ypad && has_margins(c))) {
+            fprintf(stderr, "\n%s %s: cuDNN should run this case: %s\n", c->name, gaio_dtype_name(dt), info.engine);
+            exit(1);
+        }
     }
-    gaio_status st = gaio_conv_transpose2d(e->s, &X.t, &W.t, c->bias ? &B.t : NULL, &Y.t, &p);
-    bool skip = false;
-    if (e->cuda && st == GAIO_ERR_NOT_SUPPORTED && c->ypad && has_margins(c)) {
-        CHECK(strstr(gaio_last_error(), "no gaps"));
-        printf(": refused as it must be (a padded y with rows no tap reaches)\n");
-        e->margins_refused++, skip = true;
-    } else if (e->cuda && st == GAIO_ERR_NOT_SUPPORTED && dt == GAIO_DTYPE_F16 && !f16_must_run(c)) {
-        printf(": SKIPPED, cuDNN has no f16 engine for this layout: %s\n", gaio_last_error());
-        e->refused++, skip = true;
-    } else {
-        OK(st);
-    }
-    if (!skip) {
+    OK(gaio_conv_transpose2d(e->s, &X.t, &W.t, c->bias ? &B.t : NULL, &Y.t, &p));
+    {
         hdownload(e, &Y, got);
         double worst = 0;
         for (int64_t n = 0; n < c->n; n++)
@@ -486,9 +482,16 @@ static void run(int device) {
         gaio_status st = gaio_dnn_library_status(GAIO_DNN_CUDNN, &what);
         printf("cuDNN: %s: %s\n", gaio_status_string(st), what ? what : "");
         run_pass(&e);
-        printf("%d runs; cuDNN had no f16 engine for %d (layouts off its tensor cores); %d padded y refused\n", e.ran,
-               e.refused, e.margins_refused);
-        CHECK(e.margins_refused >= 1);
+        printf("%d runs, %d of them by gaio's kernel (cuDNN had no engine, or y has gaps and margins)\n", e.ran,
+               e.by_kernel);
+        CHECK(e.by_kernel >= 1); /* at least the padded y with margins */
+        char *saved = getenv("GAIO_DNN_CONVT") ? strdup(getenv("GAIO_DNN_CONVT")) : NULL;
+        set_env("GAIO_DNN_CONVT", "gaio");
+        e.rng = seed, e.by_kernel = 0;
+        printf("== GPU pass: gaio's kernel (GAIO_DNN_CONVT=gaio)\n");
+        run_pass(&e);
+        set_env("GAIO_DNN_CONVT", saved);
+        free(saved);
     } else {
         const char *what = NULL;
         gaio_status st = gaio_dnn_library_status(GAIO_DNN_ONEDNN, &what);
@@ -506,11 +509,17 @@ static void run(int device) {
         printf("== host pass: gaio's own loop\n");
         e.onednn = 0;
         run_pass(&e);
-        CHECK(e.onednn == 0);
+        CHECK(e.onednn == 0 && e.by_kernel == 0);
+        char *saved_k = getenv("GAIO_DNN_CONVT") ? strdup(getenv("GAIO_DNN_CONVT")) : NULL;
+        set_env("GAIO_DNN_CONVT", "gaio");
+        e.rng = seed;
+        printf("== host pass: gaio's kernel's host twin (GAIO_DNN_CONVT=gaio)\n");
+        run_pass(&e);
+        set_env("GAIO_DNN_CONVT", saved_k);
+        free(saved_k);
         set_env("GAIO_DNN_NO_ONEDNN", saved);
         free(saved);
         printf("%d runs\n", e.ran);
-        CHECK(e.refused == 0 && e.margins_refused == 0);
     }
     test_shutdown();
 }

@@ -21,7 +21,9 @@
 
 #include "core/half.h"
 #include "core/workers.h"
+#include "dnn/conv_transpose_kernel.h"
 #include "dnn/cpu/conv_transpose_onednn.h"
+#include "dnn/cpu/tables.h"
 #include "dnn/dnn_internal.h"
 
 #define FN "gaio_conv_transpose2d"
@@ -171,3 +173,47 @@ void gaio__convt_cpu_prepare(const gaio__convt_args *a, char *impl, size_t size)
     if (gaio__convt_onednn_prepare(a, impl, size) == GAIO_OK) return;
     snprintf(impl, size, "gaio gather loop (f32 accumulation)");
 }
+
+/* ---- gaio_dnn_conv_transpose's host twin ----
+ * gaio_conv_transpose2d launches the kernel on a GPU only (the host runs the paths
+ * above); it is here because every built-in kernel has a host twin under its name,
+ * which also registers the arguments' sizes. A row (n, k, oh) per item. */
+
+typedef struct twin_job {
+    gaio_ktensor x, w, b, y;
+    gaio_kconvt p;
+} twin_job;
+
+static void twin_rows(void *arg, size_t begin, size_t end) {
+    const twin_job *j = arg;
+    const int64_t K = j->y.shape[1], P = j->y.shape[2], Q = j->y.shape[3];
+    for (size_t i = begin; i < end; i++) {
+        const int64_t oh = (int64_t)i % P, nk = (int64_t)i / P, k = nk % K, n = nk / K;
+        for (int64_t ow = 0; ow < Q; ow++)
+            gaio_kt_put(&j->y, n * j->y.strides[0] + k * j->y.strides[1] + oh * j->y.strides[2] + ow * j->y.strides[3],
+                        gaio_convt_at(&j->x, &j->w, &j->b, &j->p, n, k, oh, ow));
+    }
+}
+
+static gaio_status dnn_conv_transpose(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    twin_job j;
+    memcpy(&j.x, args[0], sizeof j.x);
+    memcpy(&j.w, args[1], sizeof j.w);
+    memcpy(&j.b, args[2], sizeof j.b);
+    memcpy(&j.y, args[3], sizeof j.y);
+    memcpy(&j.p, args[4], sizeof j.p);
+    const int64_t rows = j.y.shape[0] * j.y.shape[1] * j.y.shape[2];
+    const int64_t per_row = j.y.shape[3] * j.w.shape[2] * j.w.shape[3] * (j.w.shape[0] / j.p.groups);
+    const int64_t grain = per_row > 0 ? 16384 / per_row : 1;
+    gaio__parallel_for((size_t)rows, (size_t)(grain < 1 ? 1 : grain), twin_rows, &j);
+    return GAIO_OK;
+}
+
+static const size_t twin_sizes[5] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_ktensor),
+                                     sizeof(gaio_ktensor), sizeof(gaio_kconvt)};
+
+const gaio_builtin_kernel gaio__dnn_convt_kernels[] = {
+    {"gaio_dnn_conv_transpose", dnn_conv_transpose, 5, twin_sizes},
+    {NULL, NULL, 0, NULL},
+};
