@@ -599,6 +599,16 @@ def write_bad(outdir, good_path):
     save(m, outdir, "bad_conv3d.onnx")
     bad("bad_conv3d.onnx", NS, "conv3d")
 
+    # ConvTranspose's weights are [C, K / group, kH, kW]: Conv's order is wrong for it
+    m = small([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_conv_order")],
+              [weights("w", 4, 3, 3, 3)])
+    save(m, outdir, "bad_convtranspose_weights.onnx")
+    bad("bad_convtranspose_weights.onnx", IA, "up_conv_order", "has 3 channels")
+    m = small([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_1d", strides=[2])],
+              [weights("w", 3, 2, 3)], x=("x", F32, [1, 3, 8]))
+    save(m, outdir, "bad_convtranspose_1d.onnx")
+    bad("bad_convtranspose_1d.onnx", NS, "up_1d", "1-D transposed convolutions")
+
     # ONNX knows four auto_pad values; another is malformed, not merely unsupported
     m = small([conv_node("conv_pad", auto_pad="SAME_MIDDLE")], [weights("w", 4, 3, 3, 3)])
     save(m, outdir, "bad_auto_pad.onnx")
