@@ -392,6 +392,49 @@ gaio_status gaio_conv2d_prepare(gaio_stream *stream, const gaio_tensor *x, const
                                 const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                 const gaio_conv2d_params *params, gaio_conv2d_info *info);
 
+/* ---- transposed convolution (src/dnn/conv_transpose.c, dnn/cpu/conv_transpose_cpu.c) ---- */
+
+typedef struct gaio_conv_transpose2d_params {
+    int32_t stride[2];         /* height, width; 0 means 1 */
+    /* Cropped from the uncropped output's top, left, bottom and right (ONNX
+     * ConvTranspose's pads). A negative pad, which ONNX's output_shape can make, adds
+     * as many rows or columns of zeros (the bias) on that side instead. */
+    int32_t pad[4];
+    int32_t output_padding[2]; /* >= 0: rows and columns added at the bottom and right */
+    int32_t dilation[2];       /* 0 means 1 */
+    int32_t groups;            /* 0 means 1; C and K are multiples of it (depthwise: groups = C = K) */
+} gaio_conv_transpose2d_params;
+
+/* y = conv_transpose2d(x, w) + bias, the convolution's gradient with respect to its
+ * input (ONNX ConvTranspose, PyTorch conv_transpose2d): x is [N, C, H, W], w [C, K /
+ * groups, R, S] (ONNX's and PyTorch's order), y [N, K, P, Q] with
+ *   P = (H - 1) stride_h + dilation_h (R - 1) + 1 - pad_top - pad_bottom + output_padding_h
+ * and Q alike, bias (may be NULL) 1-D [K]. Each x[n, c, h, w] times w[c, k', r, s] adds
+ * to y[n, k, h stride_h + r dilation_h - pad_top, w stride_w + s dilation_w - pad_left]
+ * (k = group of c * K / groups + k'), where that lies in y; a y element no tap reaches
+ * holds the bias (or 0). Shapes in logical order; memory NCHW, NHWC or strided. One
+ * dtype for all (F32 or F16; bias too); F32 accumulation, f32 data computed in f32.
+ * y must not overlap the others.
+ *
+ * On a GPU: cuDNN's backward-data convolution with w as the forward filter (its plan
+ * made once per shape and context and cached, as gaio_conv2d's), then the bias as
+ * gaio_binary; rows or columns of y that no tap reaches (negative pads, output padding
+ * past the last tap) are zeroed first with a fill of y's memory. Where cuDNN has no
+ * engine, or y has such rows and gaps between its elements, gaio's own (slower)
+ * kernel computes y instead. On the host: oneDNN's deconvolution where oneDNN loads,
+ * else gaio's own loop over y. GAIO_DNN_CONVT=gaio runs gaio's kernel on both
+ * backends (tests). */
+gaio_status gaio_conv_transpose2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                  const gaio_tensor *bias, const gaio_tensor *y,
+                                  const gaio_conv_transpose2d_params *params);
+
+/* Checks the arguments as gaio_conv_transpose2d does and makes (or finds) the plan,
+ * timing cuDNN's candidates on a GPU, without enqueuing anything; info (may be NULL)
+ * says what runs it. */
+gaio_status gaio_conv_transpose2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                          const gaio_tensor *bias, const gaio_tensor *y,
+                                          const gaio_conv_transpose2d_params *params, gaio_conv2d_info *info);
+
 /* The context's cuDNN plans, written to / read from a file (cuDNN's serialized plans:
  * loading one skips its heuristics and runtime compilation). A plan cache only loads on
  * the cuDNN version and GPU model that wrote it (GAIO_ERR_NOT_SUPPORTED otherwise,

@@ -76,7 +76,7 @@ SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Si
              "Log", "Tanh", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Erf", "Softplus", "Gelu", "Sin", "Cos",
              "Pow", "Min", "Max", "Sum", "Mean", "GatherElements", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd",
              "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "TopK",
-             "LogSoftmax")
+             "LogSoftmax", "ConvTranspose")
 #: operators gaio only folds at load (src/model/engine.c node_check refuses them at run time)
 LOAD_TIME_ONLY = {"Constant", "Shape", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or"}
 #: operators that only move elements: gaio runs them on int32, int64 and bool tensors too
@@ -102,6 +102,8 @@ EXPECTED_UNSUPPORTED = {
     "test_averagepool_3d_default": ("3-D AveragePool", "3-D pools are not supported"),
     "test_maxpool_1d_default": ("1-D MaxPool", "1-D pools are not supported"),
     "test_maxpool_3d_default": ("3-D MaxPool", "3-D pools are not supported"),
+    "test_convtranspose_1d": ("1-D ConvTranspose", "1-D transposed convolutions are not supported"),
+    "test_convtranspose_3d": ("3-D ConvTranspose", "3-D transposed convolutions are not supported"),
     # Attributes and inputs gaio does not take.
     "test_batchnorm_example_training_mode": ("BatchNormalization training_mode=1", "training_mode 1"),
     "test_batchnorm_epsilon_training_mode": ("BatchNormalization training_mode=1", "training_mode 1"),

@@ -116,6 +116,10 @@ typedef struct gaio__conv_args {
     bool has_act;
     gaio_unary_params act;
     bool f16_accumulation; /* GPU, F16: engines that accumulate in f16 are allowed */
+    /* GPU: plan cuDNN's backward data of this convolution instead, for
+     * gaio_conv_transpose2d: x is then written (the transposed convolution's output)
+     * from y (its input); no bias, residual or activation. */
+    bool transposed;
 } gaio__conv_args;
 
 /* The host convolution (src/dnn/cpu/conv_cpu.c): runs on the calling worker thread
@@ -125,6 +129,25 @@ typedef struct gaio__conv_args {
  * loaded. */
 gaio_status gaio__conv_cpu(const gaio__conv_args *a);
 gaio_status gaio__onednn_load(const char *fn, const char **description);
+
+/* A checked transposed convolution for the host (src/dnn/cpu/conv_transpose_cpu.c):
+ * x [n, c, h, w], w [c, k / groups, r, s], y [n, k, p, q], bias NULL or k packed values;
+ * strides in elements, in logical order. pad_top / pad_left may be negative (see
+ * gaio_conv_transpose2d_params); the bottom and right ones follow from p and q. */
+typedef struct gaio__convt_args {
+    gaio_dtype dtype; /* F32 or F16, every tensor */
+    int64_t n, c, h, w, k, r, s, p, q;
+    int32_t groups, stride[2], pad[2], dilation[2];
+    int64_t xs[4], ws[4], ys[4];
+    const void *x, *wt, *bias;
+    void *y;
+} gaio__convt_args;
+
+/* Runs a on the calling worker (oneDNN's deconvolution where it loads, else gaio's
+ * own loop over y, split over the worker pool); *_prepare makes oneDNN's primitive
+ * and names what runs it. */
+gaio_status gaio__convt_cpu(const gaio__convt_args *a);
+void gaio__convt_cpu_prepare(const gaio__convt_args *a, char *impl, size_t size);
 
 /* The CUDA convolution (src/dnn/cuda/conv_cuda.c). A plan is a cuDNN execution plan
  * for one shape, kept in the stream's context's cache; gaio__conv_cuda_plan finds or
@@ -157,6 +180,12 @@ gaio_status gaio__conv2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x,
                                       const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                       const gaio_conv2d_params *params, gaio_conv2d_info *info, bool tune,
                                       gaio__conv_plan **keep);
+/* gaio_conv_transpose2d_prepare that also hands the caller the CUDA plan (as
+ * gaio__conv2d_prepare_keep; NULL on the host). */
+gaio_status gaio__conv_transpose2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                                const gaio_tensor *bias, const gaio_tensor *y,
+                                                const gaio_conv_transpose2d_params *params, gaio_conv2d_info *info,
+                                                bool tune, gaio__conv_plan **keep);
 /* A plan as bytes (malloc'd into *data): its key, what gaio knows of it, the cuDNN
  * version, GPU model and cuDNN's own serialization (src/dnn/cuda/plan_file.c). */
 gaio_status gaio__conv_plan_export(const char *fn, gaio_context *ctx, const gaio__conv_plan *p, void **data,

@@ -319,7 +319,8 @@ static gaio_status place_weights(const char *fn, gaio_engine *e) {
             const void *data = const_data(e, v, &elem);
             if (!data || gaio__mt_size(elem) == 0) continue;
             xvalue *x = &e->v[v];
-            if (n->op == OP_CONV && v == sp->w) x->nhwc = e->nhwc && x->ndim == 4;
+            if ((n->op == OP_CONV && v == sp->w) || (n->op == OP_CONV_TRANSPOSE && j == 1))
+                x->nhwc = e->nhwc && x->ndim == 4;
             if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
             x->mem = XM_WEIGHT;
             x->off = at;
@@ -420,6 +421,7 @@ gaio_status gaio__engine_place_arena(const char *fn, gaio_engine *e) {
 static bool spatial(model_op op) {
     switch (op) {
     case OP_CONV:
+    case OP_CONV_TRANSPOSE:
     case OP_MAX_POOL:
     case OP_AVG_POOL:
     case OP_GLOBAL_AVG_POOL:

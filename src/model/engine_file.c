@@ -468,6 +468,7 @@ static bool step_inputs_ok(const mnode *n) {
     case OP_SUB:
     case OP_MUL:
     case OP_DIV:
+    case OP_CONV_TRANSPOSE:
         need = 2;
         break;
     case OP_BATCH_NORM:
@@ -662,7 +663,8 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
     for (int32_t i = 0; i < nplans && st == GAIO_OK; i++) {
         int32_t step = get_i32(&r);
         uint64_t n = get_u64(&r);
-        if (r.bad || step < 0 || step >= e->plan.nsteps || e->plan.steps[step].n->op != OP_CONV ||
+        if (r.bad || step < 0 || step >= e->plan.nsteps ||
+            (e->plan.steps[step].n->op != OP_CONV && e->plan.steps[step].n->op != OP_CONV_TRANSPOSE) ||
             e->conv_plans[step] || n > r.n - r.at) {
             st = bad(fn, what, r.bad ? r.bad : "a cuDNN plan's record is out of range");
             break;

@@ -177,6 +177,28 @@ static void conv_of(const run_state *r, const xstep *sp, conv_call *c) {
     c->p.act = sp->has_act ? &sp->act : NULL;
 }
 
+/* A ConvTranspose step's arguments (pads explicit since inference). */
+typedef struct convt_call {
+    gaio_tensor x, w, b, y;
+    bool has_b;
+    gaio_conv_transpose2d_params p;
+} convt_call;
+
+static void convt_of(const run_state *r, const xstep *sp, convt_call *c) {
+    const mnode *n = sp->n;
+    const mattrs *a = &n->a;
+    memset(c, 0, sizeof *c);
+    c->x = tensor(r, n->in[0]), c->w = tensor(r, n->in[1]), c->y = tensor(r, sp->out);
+    c->has_b = n->nin > 2 && n->in[2] >= 0;
+    if (c->has_b) c->b = tensor(r, n->in[2]);
+    for (int i = 0; i < 2; i++) {
+        c->p.stride[i] = (int32_t)a->strides[i], c->p.dilation[i] = (int32_t)a->dilations[i];
+        c->p.output_padding[i] = (int32_t)a->output_padding[i];
+    }
+    for (int i = 0; i < 4; i++) c->p.pad[i] = (int32_t)a->pads[i];
+    c->p.groups = (int32_t)a->group;
+}
+
 /* Plans every convolution now, off the run path (gaio_conv2d_prepare times cuDNN's
  * candidates and keeps the fastest), except one that reads a caller's input directly:
  * its plan depends on that buffer's alignment, and is made at its first run. */
@@ -186,16 +208,25 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
     bool tune = !(e->flags & GAIO_ENGINE_NO_TUNE);
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
-        if (sp->n->op != OP_CONV) continue;
+        if (sp->n->op != OP_CONV && sp->n->op != OP_CONV_TRANSPOSE) continue;
         const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
         if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) {
             snprintf(e->kernel[i], sizeof e->kernel[i], "(planned at the first run)");
             continue;
         }
-        conv_call c;
-        conv_of(&r, sp, &c);
         gaio_conv2d_info info;
         if (e->conv_plans[i]) gaio__conv_plan_release(e->conv_plans[i]);
+        e->conv_plans[i] = NULL;
+        if (sp->n->op == OP_CONV_TRANSPOSE) {
+            convt_call t;
+            convt_of(&r, sp, &t);
+            st = gaio__conv_transpose2d_prepare_keep(s, &t.x, &t.w, t.has_b ? &t.b : NULL, &t.y, &t.p, &info, tune,
+                                                     &e->conv_plans[i]);
+            if (st == GAIO_OK) snprintf(e->kernel[i], sizeof e->kernel[i], "%s", info.engine);
+            continue;
+        }
+        conv_call c;
+        conv_of(&r, sp, &c);
         st = gaio__conv2d_prepare_keep(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
                                        &info, tune, &e->conv_plans[i]);
         if (st == GAIO_OK) snprintf(e->kernel[i], sizeof e->kernel[i], "%s", info.engine);
@@ -388,6 +419,11 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         conv_call c;
         conv_of(r, sp, &c);
         return gaio_conv2d(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p);
+    }
+    case OP_CONV_TRANSPOSE: {
+        convt_call c;
+        convt_of(r, sp, &c);
+        return gaio_conv_transpose2d(s, &c.x, &c.w, c.has_b ? &c.b : NULL, &c.y, &c.p);
     }
     case OP_GEMM:
     case OP_MATMUL: {

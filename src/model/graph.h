@@ -101,6 +101,7 @@ typedef enum model_op {
     OP_ARGMIN,
     OP_TOPK,        /* a step per output, each computing its own */
     OP_LOG_SOFTMAX,
+    OP_CONV_TRANSPOSE, /* 2-D; pads resolved at inference (output_shape, auto_pad), maybe negative */
     OP_COUNT
 } model_op;
 
@@ -188,6 +189,11 @@ typedef struct mattrs {
     /* TopK (axis above): k, resolved at load (opset < 10's attribute until then); gaio always
      * sorts (ONNX leaves the order free without sorted) */
     int64_t largest, sorted, topk_k;
+    /* ConvTranspose (and the Conv fields above): output_padding; output_shape's
+     * spatial sizes (noutput_shape 2) until inference turns them into pads */
+    int64_t output_padding[2];
+    int64_t output_shape[2];
+    int32_t noutput_shape;
 } mattrs;
 
 typedef struct mnode {

@@ -86,6 +86,7 @@ static const char *const op_names[OP_COUNT] = {
     [OP_ARGMIN] = "ArgMin",
     [OP_TOPK] = "TopK",
     [OP_LOG_SOFTMAX] = "LogSoftmax",
+    [OP_CONV_TRANSPOSE] = "ConvTranspose",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

@@ -128,6 +128,9 @@ static const opspec specs[OP_COUNT] = {
     [OP_ARGMIN] = {1, 1, 1, ARG_ATTRS},
     [OP_TOPK] = {1, 2, 2, {{"axis", T_I, 1, 0}, {"k", T_I, 1, 9}, {"largest", T_I, 11, 0}, {"sorted", T_I, 11, 0}}},
     [OP_LOG_SOFTMAX] = {1, 1, 1, {{"axis", T_I, 1, 0}}},
+    [OP_CONV_TRANSPOSE] = {2, 3, 1, {{"auto_pad", T_S, 1, 0}, {"dilations", T_IS, 1, 0}, {"group", T_I, 1, 0},
+                                     {"kernel_shape", T_IS, 1, 0}, {"output_padding", T_IS, 1, 0},
+                                     {"output_shape", T_IS, 1, 0}, {"pads", T_IS, 1, 0}, {"strides", T_IS, 1, 0}}},
 };
 
 /* The opset each operator came in, where that is after 7 (gaio's oldest). */
@@ -203,13 +206,17 @@ static gaio_status check_io(const char *fn, const mgraph *g, const mnode *n, con
     return GAIO_OK;
 }
 
+static const char *spatial_what(const mnode *n) {
+    return n->op == OP_CONV ? "convolutions" : n->op == OP_CONV_TRANSPOSE ? "transposed convolutions" : "pools";
+}
+
 /* A 2-D list attribute (kernel_shape, strides, dilations); other lengths are kernels of
  * other ranks, which gaio does not run. */
 static gaio_status get_pair(const char *fn, const mnode *n, const Onnx__AttributeProto *at, int64_t min, int64_t out[2]) {
     if (at->n_ints != 2) {
         if (at->n_ints == 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is empty", at->name);
         return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%zu-D %s are not supported (attribute '%s')", at->n_ints,
-                               n->op == OP_CONV ? "convolutions" : "pools", at->name);
+                               spatial_what(n), at->name);
     }
     for (int i = 0; i < 2; i++) {
         if (at->ints[i] < min || at->ints[i] > INT32_MAX)
@@ -225,7 +232,7 @@ static gaio_status get_pads(const char *fn, const mnode *n, const Onnx__Attribut
         if (at->n_ints % 2 || at->n_ints == 0)
             return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' has %zu values (2 per spatial axis)", at->n_ints);
         return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%zu-D %s are not supported (attribute 'pads')", at->n_ints / 2,
-                               n->op == OP_CONV ? "convolutions" : "pools");
+                               spatial_what(n));
     }
     /* ONNX lists begins then ends: [top, left, bottom, right], mattrs' order. */
     for (int i = 0; i < 4; i++) {
@@ -275,8 +282,20 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     const char *nm = at->name;
     switch (n->op) {
     case OP_CONV:
+    case OP_CONV_TRANSPOSE:
     case OP_MAX_POOL:
     case OP_AVG_POOL:
+        if (!strcmp(nm, "output_padding")) return get_pair(fn, n, at, 0, a->output_padding);
+        if (!strcmp(nm, "output_shape")) { /* the spatial sizes, or all four (N and C ignored) */
+            if (at->n_ints == 4) {
+                Onnx__AttributeProto two = *at;
+                two.n_ints = 2, two.ints = at->ints + 2;
+                a->noutput_shape = 2;
+                return get_pair(fn, n, &two, 1, a->output_shape);
+            }
+            a->noutput_shape = 2;
+            return get_pair(fn, n, at, 1, a->output_shape);
+        }
         if (!strcmp(nm, "kernel_shape")) {
             a->nkernel = 2;
             return get_pair(fn, n, at, 1, a->kernel);
@@ -635,6 +654,7 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         if (!a->nkernel) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'kernel_shape' is required");
         /* fall through */
     case OP_CONV:
+    case OP_CONV_TRANSPOSE:
         if (a->auto_pad != 0 && (a->pads[0] | a->pads[1] | a->pads[2] | a->pads[3]))
             return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attributes 'pads' and 'auto_pad' cannot both be set");
         break;

@@ -10,6 +10,7 @@
 
 #include "core/half.h"
 #include "model/infer_reduce.h"
+#include "model/infer_conv_transpose.h"
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
@@ -1323,6 +1324,15 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     bool fold_same = false; /* the output holds the input's elements, reshaped */
     switch (n->op) {
     case OP_CONV: TRY(infer_conv(fn, g, n, &o)); break;
+    case OP_CONV_TRANSPOSE: {
+        int64_t d[4];
+        const char *batch = "";
+        TRY(gaio__infer_conv_transpose(fn, g, n, d, &batch));
+        o.ndim = 0;
+        shp_push(&o, d[0], batch);
+        for (int i = 1; i < 4; i++) shp_push(&o, d[i], "");
+        break;
+    }
     case OP_MAX_POOL:
     case OP_AVG_POOL:
     case OP_GLOBAL_AVG_POOL: TRY(infer_pool(fn, g, n, &o)); break;

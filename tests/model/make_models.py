@@ -401,6 +401,33 @@ def upsample(kind):
                  check=opset > 7)
 
 
+def decoder(opset):
+    """A segmentation decoder's upsampling path: Conv -> ConvTranspose 2x (4x4, stride 2,
+    pads 1, bias) -> Relu -> grouped ConvTranspose 2x (3x3, stride 2, group 2, output
+    padding 1, no bias). Opset 13 gives pads; opset 11 the forms exporters also write:
+    auto_pad SAME_UPPER on the first and, on the second, output_shape with dilation 2
+    (even totals of padding: onnxruntime splits odd ones otherwise than ONNX's text)."""
+    up1 = dict(strides=[2, 2])
+    up2 = dict(strides=[2, 2], group=2, output_padding=[1, 1])
+    if opset >= 13:
+        up1.update(pads=[1, 1, 1, 1])
+        up2.update(pads=[1, 1, 1, 1])
+        k2, out = 3, 24
+    else:
+        up1.update(auto_pad="SAME_UPPER")
+        up2.update(output_shape=[26, 26], dilations=[2, 2])  # 2 (12 - 1) + 1 + 5 - 26: 2 rows of padding
+        k2, out = 3, 26
+    n = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         helper.make_node("ConvTranspose", ["c1", "w2", "b2"], ["u1"], name="up1", kernel_shape=[4, 4], **up1),
+         helper.make_node("Relu", ["u1"], ["r"], name="relu"),
+         helper.make_node("ConvTranspose", ["r", "w3"], ["y"], name="up2", **up2)]
+    # ConvTranspose's weights are [C, K / group, kH, kW]: He's scale over what one output sums
+    inits = [layer_weights("w1", 8, 3, 3, 3), weights("b1", 8),
+             weights("w2", 8, 6, 4, 4, scale=float(np.sqrt(2.0 / (8 * 4)))), weights("b2", 6),
+             weights("w3", 6, 2, k2, k2, scale=float(np.sqrt(2.0 / (3 * 3))))]
+    return model(n, [vi("x", F32, ["N", 3, 6, 6])], [vi("y", F32, ["N", 4, out, out])], inits, opset)
+
+
 def tile():
     """Tile at run time (a feature map repeated 2 x 3 over H and W, between two
     convolutions, opset 13) and at load (a constant row tiled into a bias)."""
@@ -698,6 +725,16 @@ def write_bad(outdir, good_path):
     save(m, outdir, "bad_conv3d.onnx")
     bad("bad_conv3d.onnx", NS, "conv3d")
 
+    # ConvTranspose's weights are [C, K / group, kH, kW]: Conv's order is wrong for it
+    m = small([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_conv_order")],
+              [weights("w", 4, 3, 3, 3)])
+    save(m, outdir, "bad_convtranspose_weights.onnx")
+    bad("bad_convtranspose_weights.onnx", IA, "up_conv_order", "has 3 channels")
+    m = small([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_1d", strides=[2])],
+              [weights("w", 3, 2, 3)], x=("x", F32, [1, 3, 8]))
+    save(m, outdir, "bad_convtranspose_1d.onnx")
+    bad("bad_convtranspose_1d.onnx", NS, "up_1d", "1-D transposed convolutions")
+
     # ONNX knows four auto_pad values; another is malformed, not merely unsupported
     m = small([conv_node("conv_pad", auto_pad="SAME_MIDDLE")], [weights("w", 4, 3, 3, 3)])
     save(m, outdir, "bad_auto_pad.onnx")
@@ -873,6 +910,9 @@ def main():
     for kind in ("resize11", "resize13", "upsample9", "upsample7"):
         m = upsample(kind)
         good(outdir, "%s.onnx" % kind, m, kept(m), canary="w1,b1")
+    for v in (11, 13):
+        m = decoder(v)
+        good(outdir, "decoder_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
     m, nodes = shape_logic()
     good(outdir, "shape_logic.onnx", m, nodes, inits_min=True, canary="w,b")
     m, nodes = tile()

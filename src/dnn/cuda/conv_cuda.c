@@ -240,7 +240,7 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
 
 gaio_status gaio__conv_cuda_run(void *native_stream, const gaio__conv_plan *p, const gaio__conv_args *a,
                                 gaio_stream *stream) {
-    static const char *const FN = "gaio_conv2d";
+    const char *FN = a->transposed ? "gaio_conv_transpose2d" : "gaio_conv2d";
     const gaio_cudnn_table *t = gaio__cudnn(FN);
     if (!t) return GAIO_ERR_DRIVER;
     dnn_stream_state *s = gaio__dnn_state(FN, stream);
