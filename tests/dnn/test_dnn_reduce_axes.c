@@ -187,7 +187,7 @@ static void reduce_case(env *e, gaio_reduce_op op, gaio_dtype xdt, gaio_dtype yd
     OK(gaio_reduce(e->s, &x.t, &y.t, &p));
     double *got = download(e, &y);
     int64_t outs = numel(nd, yshape), count = numel(nd, shape) / outs;
-    int64_t oidx[5], idx[5], rshape[5];
+    int64_t oidx[5] = {0}, idx[5] = {0}, rshape[5] = {0};
     for (int i = 0; i < nd; i++) rshape[i] = (axes >> i) & 1u ? shape[i] : 1;
     char where[200];
     for (int64_t o = 0; o < outs; o++) {
