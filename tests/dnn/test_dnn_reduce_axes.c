@@ -310,7 +310,7 @@ static void arg_case(env *e, gaio_dtype dt, int32_t nd, const int64_t *shape, in
     htensor x, y;
     make(e, &x, dt, nd, shape, kx, 0, 2, levels);
     for (int k = 0; k < nans; k++) {
-        int64_t idx[5];
+        int64_t idx[5] = {0};
         unravel(nd, shape, pick(e, numel(nd, shape)), idx);
         poke(e, &x, idx, NAN);
     }
@@ -321,7 +321,7 @@ static void arg_case(env *e, gaio_dtype dt, int32_t nd, const int64_t *shape, in
     gaio_arg_reduce_params p = {axis, min, last};
     OK(gaio_arg_reduce(e->s, &x.t, &y.t, &p));
     double *got = download(e, &y);
-    int64_t idx[5];
+    int64_t idx[5] = {0};
     char where[160];
     for (int64_t o = 0; o < numel(nd, yshape); o++) {
         unravel(nd, yshape, o, idx);
@@ -375,7 +375,7 @@ static void topk_case(env *e, gaio_dtype dt, int32_t nd, const int64_t *shape, i
     gaio_topk_params p = {axis, largest, k};
     OK(gaio_topk(e->s, &x.t, want_v ? &v.t : NULL, want_i ? &ix.t : NULL, &p));
     double *gv = want_v ? download(e, &v) : NULL, *gi = want_i ? download(e, &ix) : NULL;
-    int64_t len = shape[ax], *order = malloc((size_t)len * sizeof *order), idx[5];
+    int64_t len = shape[ax], *order = malloc((size_t)len * sizeof *order), idx[5] = {0};
     CHECK(order);
     char where[160];
     for (int64_t r = 0; r < numel(nd, shape) / len; r++) {
@@ -439,7 +439,7 @@ static void lsm_case(env *e, gaio_dtype dt, int32_t nd, const int64_t *shape, in
     OK(gaio_log_softmax(e->s, &x.t, &out->t, axis));
     double *got = download(e, out);
     int32_t ax = axis < 0 ? axis + nd : axis;
-    int64_t len = shape[ax], idx[5];
+    int64_t len = shape[ax], idx[5] = {0};
     char where[160];
     for (int64_t r = 0; r < numel(nd, shape) / len; r++) {
         int64_t q = r;
