@@ -285,7 +285,12 @@ static void run_case(env *e, const tcase *c, gaio_dtype dt) {
                     for (int64_t ow = 0; ow < Q; ow++) {
                         size_t o = (size_t)(((n * c->k + k) * P + oh) * Q + ow);
                         double g = got[off4(&Y, n, k, oh, ow)], r = ref[o];
-                        double tol = dt == GAIO_DTYPE_F16 ? 2 * half_ulp_f16(r) + 2e-5 * mag[o] : 1e-5 * mag[o] + 1e-7;
+                        /* f16: as test_dnn_conv's forward convolutions: cuDNN's tensor-core
+                         * engines round partial sums (split reductions) and y to f16 before the
+                         * bias is added (measured on an H200: 7 ulps of 0.105 with 4 x 4 x 16
+                         * terms), so 4e-3 of the sum of |terms| plus y's and the bias's
+                         * roundings. */
+                        double tol = dt == GAIO_DTYPE_F16 ? 2 * half_ulp_f16(r) + 4e-3 * mag[o] : 1e-5 * mag[o] + 1e-7;
                         double err = fabs(g - r);
                         if (!(err <= tol)) {
                             fprintf(stderr, "\n%s %s: y[%lld, %lld, %lld, %lld] = %.7g, expected %.7g (tolerance %.3g)\n",
