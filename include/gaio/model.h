@@ -76,6 +76,20 @@ gaio_status gaio_model_output(const gaio_model *m, int32_t i, gaio_model_io *out
  * operator. */
 gaio_status gaio_model_node(const gaio_model *m, int32_t i, const char **name, const char **op_type);
 
+/* One operator of the default ONNX domain that gaio loads: its name, the opsets gaio
+ * takes it in (its first in ONNX, or gaio's oldest, to its last or gaio's newest), and
+ * whether it only folds to constants at load (shape arithmetic: a model needing it at
+ * run time is refused). The README's operator table is printed from these. */
+typedef struct gaio_model_operator {
+    const char *name;
+    int32_t first_opset, last_opset;
+    int32_t folds_only;
+} gaio_model_operator;
+
+/* The i-th operator (0, 1, ... in gaio's own order): GAIO_ERR_INVALID_ARG past the last,
+ * GAIO_ERR_NOT_SUPPORTED in a libgaio built without ONNX. */
+gaio_status gaio_model_operator_info(int32_t i, gaio_model_operator *out);
+
 /* ---- engines ------------------------------------------------------------------ */
 
 typedef struct gaio_engine gaio_engine;

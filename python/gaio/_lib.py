@@ -243,6 +243,10 @@ class ModelSummary(Structure):
                 ("nodes", c_int32), ("initializers", c_int32), ("weight_bytes", c_size_t), ("producer", c_char_p)]
 
 
+class ModelOperator(Structure):
+    _fields_ = [("name", c_char_p), ("first_opset", c_int32), ("last_opset", c_int32), ("folds_only", c_int32)]
+
+
 class ModelExecOptions(Structure):
     _fields_ = [("batch", c_int64), ("precision", c_int), ("layout", c_int)]
 
@@ -256,6 +260,7 @@ _MODEL_PROTOTYPES = {
     "gaio_model_input": (_S, [_P, c_int32, POINTER(ModelIo)]),
     "gaio_model_output": (_S, [_P, c_int32, POINTER(ModelIo)]),
     "gaio_model_node": (_S, [_P, c_int32, POINTER(c_char_p), POINTER(c_char_p)]),
+    "gaio_model_operator_info": (_S, [c_int32, POINTER(ModelOperator)]),
     "gaio_model_exec_create_ex": (_S, [_P, _P, POINTER(ModelExecOptions), _PP]),
     "gaio_model_exec_create": (_S, [_P, _P, c_int64, _PP]),
     "gaio_model_exec_release": (_S, [_P]),

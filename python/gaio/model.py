@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from ._lib import (EngineInfo as _EngineInfo, EngineOptions, EngineShape, EngineStep as _EngineStep, ModelExecOptions,
+from ._lib import (EngineInfo as _EngineInfo, ModelOperator as _ModelOperator, EngineOptions, EngineShape, EngineStep as _EngineStep, ModelExecOptions,
                    ModelIo, ModelSummary, TensorDesc, lib)
 from .context import Context, default_context
 from .device import DeviceLike
@@ -100,6 +100,19 @@ def _numpy_dtype(code: int) -> Any:
 
     name = _NUMPY_NAMES.get(code)
     return np.dtype(name) if name else code  # a code gaio does not name stays visible as an int
+
+
+def operators() -> list:
+    """The ONNX operators gaio loads, as (name, first opset, last opset, folds only)
+    tuples in gaio's order: the opsets gaio takes each in, and whether it only folds to
+    constants at load (shape arithmetic). Empty without ONNX support."""
+    out, i = [], 0
+    while True:
+        o = _ModelOperator()
+        if lib.gaio_model_operator_info(i, byref(o)):
+            return out
+        out.append((o.name.decode(), int(o.first_opset), int(o.last_opset), bool(o.folds_only)))
+        i += 1
 
 
 def onnx_supported() -> bool:

@@ -543,3 +543,22 @@ def test_execs_of_one_engine_run_concurrently(weights, rng):
     gaio.wait_all(futs).result(timeout=60)
     for y, e in zip(outs, expect):
         np.testing.assert_array_equal(y.numpy(), e)
+
+
+def test_readme_operator_table_is_current():
+    """README.md's operator table is scripts/operators-table's output for this libgaio:
+    an operator added or an opset range changed without re-running it fails here."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    loader = importlib.machinery.SourceFileLoader("operators_table", str(root / "scripts" / "operators-table"))
+    spec = importlib.util.spec_from_loader("operators_table", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    ops = gaio.model.operators()
+    names = [o[0] for o in ops]
+    assert len(ops) > 60 and len(set(names)) == len(names) and "Conv" in names
+    assert all(7 <= first <= last <= 22 for _, first, last, _ in ops)
+    readme = (root / "README.md").read_text()
+    assert mod.block(ops) in readme, "README.md's operator table is stale: run scripts/operators-table --write README.md"

@@ -119,8 +119,7 @@ gaio_status gaio__engine_ready(const char *fn, gaio_engine *e) {
 
 /* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
 static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
-    if (n->op == OP_SHAPE || n->op == OP_CONSTANT || n->op == OP_CONSTANT_OF_SHAPE || n->op == OP_RANGE ||
-        (n->op >= OP_EQUAL && n->op < OP_WHERE))
+    if (gaio__op_folds_only(n->op))
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
                           "arithmetic at load time only", n->name, n->op_type);
     if (gaio__exec_index_op(n->op)) return gaio__exec_index_check(fn, g, n); /* any data type (exec_index.c) */

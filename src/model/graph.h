@@ -241,6 +241,16 @@ const char *gaio__mt_name(int32_t elem);
 
 struct Onnx__NodeProto;
 
+/* The opsets gaio loads (onnx_load.c checks a model's). */
+#define GAIO_MODEL_MIN_OPSET 7
+#define GAIO_MODEL_MAX_OPSET 22
+
+/* The opset ONNX brought op in (1 for the oldest) and its last (0: still defined). */
+int64_t gaio__op_first_opset(model_op op);
+int64_t gaio__op_last_opset(model_op op);
+/* Whether op only folds to constants at load (shape arithmetic). */
+bool gaio__op_folds_only(model_op op);
+
 /* The operator of op_type in the default domain, or -1 when gaio has none. */
 int32_t gaio__op_lookup(const char *op_type);
 

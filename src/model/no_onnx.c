@@ -1,5 +1,7 @@
 /* The model API in a build without ONNX support (no protoc-c, onnx.proto or
  * protobuf-c at build time): every call says so. */
+#include <string.h>
+
 #include "core/error.h"
 #include "gaio/model.h"
 
@@ -126,4 +128,11 @@ gaio_status gaio_model_exec_engine(gaio_model_exec *x, gaio_engine **out) {
     (void)x;
     if (out) *out = NULL;
     return NO_ONNX;
+}
+
+gaio_status gaio_model_operator_info(int32_t i, gaio_model_operator *out) {
+    (void)i;
+    GAIO_REQUIRE_PTR(out);
+    memset(out, 0, sizeof *out);
+    return GAIO_FAIL(GAIO_ERR_NOT_SUPPORTED, "libgaio was built without ONNX support (protobuf-c): it has no operators");
 }

@@ -19,8 +19,8 @@
 #include "core/fail.h"
 #include "model/model_internal.h"
 
-#define MIN_OPSET 7
-#define MAX_OPSET 22
+#define MIN_OPSET GAIO_MODEL_MIN_OPSET
+#define MAX_OPSET GAIO_MODEL_MAX_OPSET
 #define MAX_TENSOR_BYTES ((uint64_t)1 << 36) /* 64 GiB: beyond any model gaio runs */
 
 static const char *str(const char *s) { return s ? s : ""; }

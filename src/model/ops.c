@@ -89,6 +89,36 @@ static const char *const op_names[OP_COUNT] = {
     [OP_CONV_TRANSPOSE] = "ConvTranspose",
 };
 
+/* The opset ONNX brought each operator in, where later than 1, and its last where
+ * ONNX removed it. */
+static const int8_t op_first[OP_COUNT] = {
+    [OP_HARD_SWISH] = 14, [OP_CONSTANT_OF_SHAPE] = 9, [OP_RANGE] = 11, [OP_EXPAND] = 8, [OP_RESIZE] = 10,
+    [OP_UPSAMPLE] = 7,    [OP_WHERE] = 9,             [OP_ERF] = 9,    [OP_GELU] = 20,  [OP_SIN] = 7,
+    [OP_COS] = 7,         [OP_GATHER_ELEMENTS] = 11,
+};
+static const int8_t op_last[OP_COUNT] = {[OP_UPSAMPLE] = 9};
+
+int64_t gaio__op_first_opset(model_op op) { return op >= 0 && op < OP_COUNT && op_first[op] ? op_first[op] : 1; }
+int64_t gaio__op_last_opset(model_op op) { return op >= 0 && op < OP_COUNT ? op_last[op] : 0; }
+
+bool gaio__op_folds_only(model_op op) {
+    return op == OP_SHAPE || op == OP_CONSTANT || op == OP_CONSTANT_OF_SHAPE || op == OP_RANGE ||
+           (op >= OP_EQUAL && op < OP_WHERE);
+}
+
+gaio_status gaio_model_operator_info(int32_t i, gaio_model_operator *out) {
+    GAIO_REQUIRE_PTR(out);
+    memset(out, 0, sizeof *out);
+    if (i < 0 || i >= OP_COUNT || !op_names[i])
+        return GAIO_FAIL(GAIO_ERR_INVALID_ARG, "operator %d does not exist: gaio has %d", (int)i, (int)OP_COUNT);
+    int64_t first = gaio__op_first_opset((model_op)i), last = gaio__op_last_opset((model_op)i);
+    out->name = op_names[i];
+    out->first_opset = (int32_t)(first > GAIO_MODEL_MIN_OPSET ? first : GAIO_MODEL_MIN_OPSET);
+    out->last_opset = (int32_t)(last ? last : GAIO_MODEL_MAX_OPSET);
+    out->folds_only = gaio__op_folds_only((model_op)i);
+    return GAIO_OK;
+}
+
 int32_t gaio__op_lookup(const char *op_type) {
     if (!op_type) return -1;
     for (int32_t i = 0; i < OP_COUNT; i++)

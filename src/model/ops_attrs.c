@@ -134,7 +134,7 @@ static const opspec specs[OP_COUNT] = {
 };
 
 /* The opset each operator came in, where that is after 7 (gaio's oldest). */
-static int64_t op_since(model_op op) { return op == OP_GELU ? 20 : op == OP_GATHER_ELEMENTS ? 11 : 0; }
+static int64_t op_since(model_op op) { return gaio__op_first_opset(op); }
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
  * that became inputs (Clip's bounds at 11, Squeeze's and Unsqueeze's axes at 13,
@@ -607,6 +607,9 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
     if (g->opset < op_since(n->op))
         return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%s came in opset %lld; the model's is %lld", n->op_type,
                                (long long)op_since(n->op), (long long)g->opset);
+    if (gaio__op_last_opset(n->op) && g->opset > gaio__op_last_opset(n->op))
+        return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "%s left ONNX after opset %lld; the model's is %lld",
+                               n->op_type, (long long)gaio__op_last_opset(n->op), (long long)g->opset);
     set_defaults(g, n);
     gaio_status st;
 
