@@ -356,6 +356,40 @@ def upsample(kind):
                  check=opset > 7)
 
 
+def seg_head(opset):
+    """A segmentation head: Conv -> Relu -> Resize linear x2 (half_pixel, PyTorch's
+    align_corners=False) -> Conv 1x1 to classes -> Resize cubic by 0.75 -> Resize
+    linear by sizes to 45 x 37, a multiple of neither. Opset 13 with a fixed batch (its
+    sizes name every axis); opset 19 with a symbolic batch, the last Resize by sizes of
+    axes (2, 3) under half_pixel_symmetric and keep_aspect_ratio_policy not_larger
+    (so 45 x 37 of 24 x 24 gives 37 x 37), and the cubic one with exclude_outside."""
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    h = helper.make_node
+    batch = 2 if opset < 18 else "N"
+    n = [h("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         h("Relu", ["c1"], ["r1"], name="relu1"),
+         h("Resize", ["r1", "", "up_scales"], ["u"], name="up_linear", mode="linear"),
+         h("Conv", ["u", "w2", "b2"], ["c2"], name="classes", kernel_shape=[1, 1])]
+    inits = [f32("up_scales", [1, 1, 2, 2]), layer_weights("w1", 8, 3, 3, 3), weights("b1", 8),
+             layer_weights("w2", 5, 8, 1, 1), weights("b2", 5)]
+    if opset < 18:
+        n += [h("Resize", ["c2", "", "cubic_scales"], ["d"], name="down_cubic", mode="cubic"),
+              h("Resize", ["d", "", "", "sizes"], ["y"], name="to_size", mode="linear",
+                coordinate_transformation_mode="pytorch_half_pixel")]
+        inits += [f32("cubic_scales", [1, 1, 0.75, 0.75]), i64("sizes", [2, 5, 45, 37])]
+        out = [2, 5, 45, 37]
+    else:
+        n += [h("Resize", ["c2", "", "cubic_scales"], ["d"], name="down_cubic", mode="cubic", axes=[2, 3],
+                exclude_outside=1),
+              h("Resize", ["d", "", "", "sizes"], ["y"], name="to_size", mode="linear", axes=[2, 3],
+                coordinate_transformation_mode="half_pixel_symmetric", keep_aspect_ratio_policy="not_larger")]
+        inits += [f32("cubic_scales", [0.75, 0.75]), i64("sizes", [45, 37])]
+        out = ["N", 5, 37, 37]
+    # onnx 1.12's checker knows no opset 19: those shapes are written by hand
+    return model(n, [vi("x", F32, [batch, 3, 16, 16])], [vi("y", F32, out)], inits, opset, check=opset < 18)
+
+
 def tile():
     """Tile at run time (a feature map repeated 2 x 3 over H and W, between two
     convolutions, opset 13) and at load (a constant row tiled into a bias)."""
@@ -718,6 +752,9 @@ def main():
     for kind in ("resize11", "resize13", "upsample9", "upsample7"):
         m = upsample(kind)
         good(outdir, "%s.onnx" % kind, m, kept(m), canary="w1,b1")
+    for v in (13, 19):
+        m = seg_head(v)
+        good(outdir, "seg_head_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
     m, nodes = shape_logic()
     good(outdir, "shape_logic.onnx", m, nodes, inits_min=True, canary="w,b")
     m, nodes = tile()

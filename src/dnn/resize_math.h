@@ -1,0 +1,176 @@
+/* What gaio_resize2d's host kernel (src/dnn/cpu/resize.c) and CUDA kernel
+ * (src/kernels/dnn/resize.cu) share: the checked parameters and, per axis, the taps
+ * of an output index and their weights, so that both backends sample the same
+ * elements with the same weights.
+ *
+ * The sampling position follows ONNX's reference (onnx/reference/ops/op_resize.py)
+ * operation for operation in double precision, as its Python floats do, so that
+ * nearest's ties (a position exactly between two elements) fall the same way. Taps
+ * are the elements the reference picks: the n nearest to the position (n = 2 for
+ * nearest and linear, 4 for cubic; the lower on a tie) within x padded by n / 2 edge
+ * copies on each side, weighted by its coefficients of the position's fraction r in
+ * (0, 1] past the tap before it. */
+#ifndef GAIO_DNN_RESIZE_MATH_H
+#define GAIO_DNN_RESIZE_MATH_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/kmath.h"
+#include "dnn/ktensor.h"
+
+/* A checked gaio_resize_params (src/dnn/resize.c). */
+typedef struct gaio_kresize {
+    double scale[2];  /* H, W: the scale the coordinate rule divides by */
+    double length[2]; /* x's length times scale: the reference's (unrounded) output length */
+    float roi[4];     /* tf_crop_and_resize: start_h, start_w, end_h, end_w */
+    float cubic_a, extrapolation;
+    int32_t mode;    /* gaio_resize_mode */
+    int32_t coord;   /* gaio_resize_coord */
+    int32_t nearest; /* gaio_resize_nearest */
+    int32_t exclude_outside;
+    int32_t c_inner; /* y's channels are closer in memory than its columns: number outputs channel-fastest */
+    int32_t pad_;
+} gaio_kresize;
+
+/* The taps of one output index along one axis: `count` elements from `first` on
+ * (indexes outside [0, in) read the nearest edge element), or none (count 0) where
+ * tf_crop_and_resize samples outside x and the output is the extrapolation value. */
+typedef struct gaio_kresize_taps {
+    int64_t first;
+    int32_t count;
+    float w[4];
+} gaio_kresize_taps;
+
+/* Where output index o of axis a (0: H, 1: W) samples an axis of `in` elements,
+ * `out` in y; false for tf_crop_and_resize outside x. */
+GAIO_HD bool gaio_kresize_position(const gaio_kresize *p, int a, int64_t in, int64_t out, int64_t o, double *pos) {
+    const double s = p->scale[a], len = p->length[a], xo = (double)o;
+    double x;
+    switch (p->coord) {
+    case 0: x = (xo + 0.5) / s - 0.5; break;
+    case 1: x = xo / s; break;
+    case 2: x = len == 1.0 ? -0.5 : (xo + 0.5) / s - 0.5; break;
+    case 3: x = (xo + 0.5) / s; break;
+    case 4: x = len == 1.0 ? 0.0 : xo * (double)(in - 1) / (len - 1.0); break;
+    case 5: {
+        /* The reference subtracts the float32 roi in float32, the rest in double. */
+        const float start = p->roi[a], span = p->roi[a + 2] - start;
+        x = len == 1.0 ? (double)span * (double)(in - 1) / 2.0 : xo * (double)span * (double)(in - 1) / (len - 1.0);
+        x += (double)start * (double)(in - 1);
+        if (x < 0.0 || x > (double)(in - 1)) return false;
+        break;
+    }
+    default: { /* 6: half_pixel_symmetric */
+        const double adjustment = (double)out / len, center = (double)in / 2.0;
+        x = center * (1.0 - adjustment) + (xo + 0.5) / s - 0.5;
+    }
+    }
+    *pos = x;
+    return true;
+}
+
+/* Keys' cubic convolution coefficients of taps at distances 1 + r, r, 1 - r, 2 - r,
+ * as the reference writes them. */
+GAIO_HD void gaio_kresize_cubic(double r, double A, double *c) {
+    const double q = 1.0 - r;
+    c[0] = ((A * (r + 1.0) - 5.0 * A) * (r + 1.0) + 8.0 * A) * (r + 1.0) - 4.0 * A;
+    c[1] = ((A + 2.0) * r - (A + 3.0)) * r * r + 1.0;
+    c[2] = ((A + 2.0) * q - (A + 3.0)) * q * q + 1.0;
+    c[3] = ((A * (q + 1.0) - 5.0 * A) * (q + 1.0) + 8.0 * A) * (q + 1.0) - 4.0 * A;
+}
+
+GAIO_HD void gaio_kresize_axis(const gaio_kresize *p, int a, int64_t in, int64_t out, int64_t o, gaio_kresize_taps *t) {
+    double x;
+    if (!gaio_kresize_position(p, a, in, out, o, &x)) {
+        t->first = 0, t->count = 0;
+        return;
+    }
+    /* Far outside x (2^50 elements) the taps are the same edge copies: a bound keeps
+     * the conversion to an integer defined. */
+    x = x < -0x1p50 ? -0x1p50 : x > 0x1p50 ? 0x1p50 : x;
+    /* x = x0 + r with r in (0, 1]: an integral x is 1 past the tap before it. */
+    const double fl = floor(x);
+    const double r = x == fl ? 1.0 : x - fl;
+    const int64_t x0 = (int64_t)fl - (x == fl ? 1 : 0);
+    const int n = p->mode == 2 ? 4 : 2, pad = n / 2;
+    int64_t first = x0 - (n / 2 - 1);
+    /* The n nearest among x and its edge copies: a window that would leave them slides
+     * back in (far outside x, which only keep_aspect_ratio_policy's rounding reaches). */
+    if (first > in + pad - n) first = in + pad - n;
+    if (first < -pad) first = -pad;
+    double c[4];
+    if (p->mode == 0) {
+        /* Coefficients (1, 0) pick x0, (0, 1) x0 + 1: one tap. */
+        bool upper;
+        if (r == 1.0) upper = true;
+        else if (p->nearest == 0) upper = r > 0.5;
+        else if (p->nearest == 1) upper = r >= 0.5;
+        else upper = p->nearest == 3;
+        t->first = first + (upper ? 1 : 0), t->count = 1, t->w[0] = 1.0f;
+        return;
+    }
+    if (p->mode == 1) {
+        c[0] = 1.0 - r, c[1] = r;
+    } else {
+        gaio_kresize_cubic(r, (double)p->cubic_a, c);
+    }
+    if (p->exclude_outside) {
+        double sum = 0.0;
+        for (int i = 0; i < n; i++) {
+            if (first + i < 0 || first + i >= in) c[i] = 0.0;
+            sum += c[i];
+        }
+        for (int i = 0; i < n; i++) c[i] /= sum;
+    }
+    t->first = first, t->count = n;
+    for (int i = 0; i < n; i++) t->w[i] = (float)c[i];
+}
+
+GAIO_HD int64_t gaio_kresize_clamp(int64_t i, int64_t in) { return i < 0 ? 0 : i >= in ? in - 1 : i; }
+
+/* Output element (n, c, oh, ow) from its H and W taps: x's rows interpolated along W
+ * first, then those along H, as the reference nests them. */
+GAIO_HD float gaio_kresize_at(const gaio_ktensor *x, const gaio_kresize *p, const gaio_kresize_taps *th,
+                              const gaio_kresize_taps *tw, int64_t n, int64_t c) {
+    if (!th->count || !tw->count) return p->extrapolation;
+    const int64_t H = x->shape[2], W = x->shape[3];
+    const int64_t base = n * x->strides[0] + c * x->strides[1];
+    float acc = 0.0f;
+    for (int32_t i = 0; i < th->count; i++) {
+        const int64_t row = base + gaio_kresize_clamp(th->first + i, H) * x->strides[2];
+        float v = 0.0f;
+        for (int32_t j = 0; j < tw->count; j++) {
+            const int64_t col = gaio_kresize_clamp(tw->first + j, W) * x->strides[3];
+            const float e = x->dtype == GAIO_KT_F16 ? gaio_k_f16_to_f32(((const uint16_t *)(uintptr_t)x->ptr)[row + col])
+                                                    : ((const float *)(uintptr_t)x->ptr)[row + col];
+            v += tw->w[j] * e;
+        }
+        acc += th->w[i] * v;
+    }
+    return acc;
+}
+
+/* Output index i of a resize, in the order that suits y's memory, as (n, c, oh, ow). */
+GAIO_HD void gaio_kresize_index(const gaio_ktensor *y, const gaio_kresize *p, int64_t i, int64_t *n, int64_t *c,
+                                int64_t *oh, int64_t *ow) {
+    const int64_t C = y->shape[1], OH = y->shape[2], OW = y->shape[3];
+    if (p->c_inner) {
+        *c = i % C;
+        i /= C;
+        *ow = i % OW;
+        i /= OW;
+        *oh = i % OH;
+        *n = i / OH;
+    } else {
+        *ow = i % OW;
+        i /= OW;
+        *oh = i % OH;
+        i /= OH;
+        *c = i % C;
+        *n = i / C;
+    }
+}
+
+#endif
