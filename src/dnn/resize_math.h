@@ -108,24 +108,27 @@ GAIO_HD void gaio_kresize_axis(const gaio_kresize *p, int a, int64_t in, int64_t
         else if (p->nearest == 0) upper = r > 0.5;
         else if (p->nearest == 1) upper = r >= 0.5;
         else upper = p->nearest == 3;
-        t->first = first + (upper ? 1 : 0), t->count = 1, t->w[0] = 1.0f;
+        t->first = first + (upper ? 1 : 0), t->count = 1;
+        t->w[0] = 1.0f, t->w[1] = t->w[2] = t->w[3] = 0.0f;
         return;
     }
     if (p->mode == 1) {
-        c[0] = 1.0 - r, c[1] = r;
+        c[0] = 1.0 - r, c[1] = r, c[2] = c[3] = 0.0;
     } else {
         gaio_kresize_cubic(r, (double)p->cubic_a, c);
     }
+    /* Loops over all four with the unused ones zero: constant indexes keep c and w in
+     * a GPU thread's registers. */
     if (p->exclude_outside) {
         double sum = 0.0;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < 4; i++) {
             if (first + i < 0 || first + i >= in) c[i] = 0.0;
             sum += c[i];
         }
-        for (int i = 0; i < n; i++) c[i] /= sum;
+        for (int i = 0; i < 4; i++) c[i] /= sum;
     }
     t->first = first, t->count = n;
-    for (int i = 0; i < n; i++) t->w[i] = (float)c[i];
+    for (int i = 0; i < 4; i++) t->w[i] = (float)c[i];
 }
 
 GAIO_HD int64_t gaio_kresize_clamp(int64_t i, int64_t in) { return i < 0 ? 0 : i >= in ? in - 1 : i; }
@@ -150,27 +153,6 @@ GAIO_HD float gaio_kresize_at(const gaio_ktensor *x, const gaio_kresize *p, cons
         acc += th->w[i] * v;
     }
     return acc;
-}
-
-/* Output index i of a resize, in the order that suits y's memory, as (n, c, oh, ow). */
-GAIO_HD void gaio_kresize_index(const gaio_ktensor *y, const gaio_kresize *p, int64_t i, int64_t *n, int64_t *c,
-                                int64_t *oh, int64_t *ow) {
-    const int64_t C = y->shape[1], OH = y->shape[2], OW = y->shape[3];
-    if (p->c_inner) {
-        *c = i % C;
-        i /= C;
-        *ow = i % OW;
-        i /= OW;
-        *oh = i % OH;
-        *n = i / OH;
-    } else {
-        *ow = i % OW;
-        i /= OW;
-        *oh = i % OH;
-        i /= OH;
-        *c = i % C;
-        *n = i / C;
-    }
 }
 
 #endif

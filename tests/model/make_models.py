@@ -746,6 +746,16 @@ def main():
               [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")], opset=13)
     save(m, outdir, "bad_pad_reflect.onnx")
     bad("bad_pad_reflect.onnx", "NOT_SUPPORTED", "pad_reflect", "mode 'reflect'")
+    scales = lambda v: numpy_helper.from_array(np.array(v, np.float32), "scales")
+    for rel, opset, sc, attrs, frags in (
+            ("bad_resize_antialias.onnx", 18, [1, 1, 0.5, 0.5], dict(mode="linear", antialias=1),
+             ("resize_node", "antialias 1 is not supported")),
+            ("bad_resize_channels.onnx", 13, [1, 2, 2, 2], dict(mode="linear"),
+             ("resize_node", "resizing axis 1 (the channel) is not supported"))):
+        m = small([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize_node", **attrs)], [scales(sc)],
+                  opset=opset)
+        save(m, outdir, rel)
+        bad(rel, "NOT_SUPPORTED", *frags)
     for v in (11, 13):
         m = c2f(v)
         good(outdir, "c2f_opset%d.onnx" % v, m, kept(m), canary="c1_w,c1_b")
