@@ -256,9 +256,14 @@ typedef struct gaio_resize_params {
     float cubic_coeff_a;      /* CUBIC: ONNX's default is -0.75 (PyTorch's); finite */
     int32_t exclude_outside;  /* LINEAR, CUBIC: taps outside x weigh 0, the rest renormalised */
     float extrapolation_value; /* TF_CROP_AND_RESIZE: y where the crop samples outside x */
+    /* LINEAR, CUBIC (ignored for NEAREST): ONNX 18's antialias, when downscaling by s the
+     * filter stretched by 1 / s (PIL's and torchvision's antialiased resize); up to 64
+     * taps per axis: linear down to a scale of 1/32, cubic to 1/16 (else
+     * GAIO_ERR_NOT_SUPPORTED) */
+    int32_t antialias;
 } gaio_resize_params;
 
-/* y = x resized over H and W as ONNX Resize (opsets 10-19, antialias 0) computes it:
+/* y = x resized over H and W as ONNX Resize (opsets 10-19) computes it:
  * x is [N, C, H, W], y [N, C, OH, OW] (logical order; NCHW, NHWC or any strides), one
  * dtype (F32 or F16, computed in F32 from weights computed in F64, as ONNX's reference
  * computes them). y's OH and OW are the caller's (ONNX: floor(H * scale) from scales,

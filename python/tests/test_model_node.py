@@ -34,6 +34,7 @@ import os
 import pkgutil
 import re
 import warnings
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -504,11 +505,23 @@ def test_variadic_broadcast(op, shapes):
 # ---- Resize beyond ONNX 1.12's cases: opsets 18 and 19, every rule and mode --------------------
 
 
-def _resize_taps(x_ori, mode, nearest, cubic_a, n_in, exclude_outside):
+def _keys(x, A):
+    x = abs(x)
+    return (A + 2) * x ** 3 - (A + 3) * x ** 2 + 1 if x <= 1 else A * x ** 3 - 5 * A * x ** 2 + 8 * A * x - 4 * A \
+        if x < 2 else 0.0
+
+
+def _resize_taps(x_ori, mode, nearest, cubic_a, n_in, exclude_outside, antialias=0, scale=1.0):
     """(indexes, coefficients) of one sampling position, as ONNX's reference picks them:
     the n nearest indexes of x padded by ceil(n / 2) edge copies (the lower on a tie)."""
     ratio = 1.0 if float(x_ori).is_integer() else x_ori - np.floor(x_ori)
-    if mode == "nearest":
+    if antialias and mode != "nearest":
+        s = min(scale, 1.0)
+        start = int(np.floor((-1 if mode == "linear" else -2) / s) + 1)
+        args = [(i - ratio) * s for i in range(start, 2 - start)]
+        c = [min(max(1 - abs(a), 0.0), 1.0) if mode == "linear" else _keys(a, cubic_a) for a in args]
+        c = list(np.array(c) / sum(c))
+    elif mode == "nearest":
         if ratio == 1.0:
             c = [0.0, 1.0]
         else:
@@ -524,7 +537,10 @@ def _resize_taps(x_ori, mode, nearest, cubic_a, n_in, exclude_outside):
              ((A * ((1 - r) + 1) - 5 * A) * ((1 - r) + 1) + 8 * A) * ((1 - r) + 1) - 4 * A]
     n = len(c)
     pad = (n + 1) // 2
-    cands = sorted(range(-pad, n_in + pad), key=lambda i: (abs(x_ori - i), i))[:n]
+    # Exact distances: the reference's float ones (of x + pad, rounded) can tie next to an
+    # integer position and pick a window one element off from its coefficients; gaio
+    # takes the window around the position.
+    cands = sorted(range(-pad, n_in + pad), key=lambda i: (abs(Fraction(float(x_ori)) - i), i))[:n]
     idx = sorted(cands)
     c = np.array(c, np.float64)
     if exclude_outside:
@@ -534,7 +550,7 @@ def _resize_taps(x_ori, mode, nearest, cubic_a, n_in, exclude_outside):
 
 
 def _resize_ref(x, mode="nearest", coord="half_pixel", nearest="round_prefer_floor", scales=None, sizes=None,
-                axes=None, keep="stretch", roi=None, cubic_a=-0.75, exclude_outside=0, extrapolation=0.0):
+                axes=None, keep="stretch", roi=None, cubic_a=-0.75, exclude_outside=0, extrapolation=0.0, antialias=0):
     """Resize as ONNX's reference (onnx/reference/ops/op_resize.py, opset 19) computes it,
     one axis at a time (the same numbers: it is separable), in float64."""
     r = x.ndim
@@ -583,7 +599,7 @@ def _resize_ref(x, mode="nearest", coord="half_pixel", nearest="round_prefer_flo
                 if xo < 0 or xo > n_in - 1:
                     ext[o] = True
                     continue
-            idx, c = _resize_taps(xo, mode, nearest, cubic_a, n_in, exclude_outside and mode != "nearest")
+            idx, c = _resize_taps(xo, mode, nearest, cubic_a, n_in, exclude_outside and mode != "nearest", antialias, s)
             for i, w in zip(idx, c):
                 m[o, min(max(i, 0), n_in - 1)] += w
         y = np.moveaxis(np.tensordot(m, np.moveaxis(y, d, 0), 1), 0, d)
@@ -689,6 +705,22 @@ def test_resize_axes_keep_aspect(keep, mode):
         _check_resize(x, 18, kw, **attrs)
 
 
+@pytest.mark.parametrize("coord", ["half_pixel", "align_corners", "half_pixel_symmetric", "tf_crop_and_resize"])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_antialias(mode, coord):
+    """Opset 18's antialias: downscaling by 0.3 (H, sizes) and 0.55 (W), the filter
+    stretched to 8 and 4 taps (linear) or 14 and 8 (cubic); upscaling (no stretch)."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, (1, 2, 20, 11)).astype(np.float32)
+    attrs = dict(mode=mode, antialias=1, coordinate_transformation_mode=coord)
+    kw = dict(mode=mode, coord=coord, antialias=1)
+    if coord == "tf_crop_and_resize":
+        kw["roi"] = [0.05, 0.1, 0.9, 1.0]
+    _check_resize(x, 19, dict(kw, sizes=[6, 6], axes=[2, 3]), **attrs)
+    _check_resize(x, 19, dict(kw, scales=[0.3, 0.55], axes=[2, 3]), **attrs)
+    _check_resize(x, 19, dict(kw, scales=[1.6, 0.4], axes=[2, 3], exclude_outside=1), exclude_outside=1, **attrs)
+
+
 def test_resize_symbolic_batch():
     """A symbolic batch passes through Resize by scales, and by sizes of axes (2, 3)."""
     x = np.random.default_rng(5).uniform(-1, 1, (3, 2, 4, 5)).astype(np.float32)
@@ -704,8 +736,8 @@ def test_resize_symbolic_batch():
 
 
 @pytest.mark.parametrize("what,opset,kw,err,piece", [
-    ("antialias", 18, dict(scales=[1, 1, 0.5, 0.5], mode="linear", antialias=1), gaio.NotSupportedError,
-     "antialias 1 is not supported"),
+    ("antialias past 64 taps", 18, dict(scales=[1, 1, 1, 0.05], mode="cubic", antialias=1), gaio.NotSupportedError,
+     "antialias at the width scale 0.05 takes 80 taps: gaio takes up to 64"),
     ("channels", 13, dict(scales=[1, 2, 2, 2], mode="linear"), gaio.NotSupportedError,
      "resizing axis 1 (the channel) is not supported"),
     ("batch by sizes", 13, dict(sizes=[4, 3, 8, 8], mode="nearest"), gaio.NotSupportedError,
@@ -732,7 +764,7 @@ def test_resize_symbolic_batch():
 def test_resize_refused(what, opset, kw, err, piece):
     """What gaio refuses (naming the node, the operator and why) and what ONNX forbids."""
     args = {k: kw.pop(k) for k in ("scales", "sizes", "roi") if k in kw}
-    model = _resize_model([2, 3, 4, 4], opset, name="rs", **args, **kw)
+    model = _resize_model([2, 3, 4, 40], opset, name="rs", **args, **kw)
     with pytest.raises(err) as info:
         load_and_plan(model)
     msg = str(info.value)

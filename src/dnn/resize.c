@@ -69,6 +69,15 @@ gaio_status gaio_resize2d(gaio_stream *stream, const gaio_tensor *x, const gaio_
             return BAD("params->scale[%d] %g times x's %s %lld is %g: it must be finite and at least 0.5", i, k.scale[i],
                        i ? "width" : "height", (long long)ox.t.shape[2 + i], k.length[i]);
     }
+    k.antialias = params->antialias != 0 && params->mode != GAIO_RESIZE_NEAREST;
+    for (int i = 0; k.antialias && i < 2; i++) {
+        const int64_t taps = gaio_kresize_aa_count(k.mode, k.scale[i]);
+        if (taps > GAIO_KRESIZE_MAX_TAPS)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "antialias at a %s scale of %g takes %lld taps: gaio's "
+                              "kernels take up to %d (a scale of 1/%d for linear, 1/%d for cubic)",
+                              i ? "width" : "height", k.scale[i], (long long)taps, GAIO_KRESIZE_MAX_TAPS,
+                              GAIO_KRESIZE_MAX_TAPS / 2, GAIO_KRESIZE_MAX_TAPS / 4);
+    }
     k.c_inner = oy.k.strides[1] < oy.k.strides[3];
     const int64_t total = oy.t.shape[0] * oy.t.shape[1] * oy.t.shape[2] * oy.t.shape[3];
     gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};

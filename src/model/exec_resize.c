@@ -13,6 +13,7 @@ gaio_status gaio__exec_resize2d(gaio_stream *s, const mnode *n, const gaio_tenso
         .cubic_coeff_a = a->rs_cubic_a,
         .exclude_outside = a->rs_exclude_outside,
         .extrapolation_value = a->rs_extrapolation,
+        .antialias = a->rs_antialias,
     };
     return gaio_resize2d(s, x, y, &p);
 }

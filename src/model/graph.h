@@ -173,6 +173,7 @@ typedef struct mattrs {
     int32_t rs_exclude_outside, rs_keep_aspect, rs_general;
     float rs_roi[4];
     double rs_scale[2];
+    int32_t rs_antialias; /* opset 18 */
 } mattrs;
 
 typedef struct mnode {

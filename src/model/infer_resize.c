@@ -150,6 +150,15 @@ gaio_status gaio__resize_infer(const char *fn, const mgraph *g, mnode *n, const 
                         axis_names[d], (double)roi[d], (double)roi[RANK + d]);
     }
 
+    /* antialias stretches linear and cubic's filter by 1 / scale when downscaling:
+     * gaio_resize2d takes up to 64 taps per axis (nearest ignores it). */
+    for (int i = 0; a->rs_antialias && a->rs_mode != 0 && i < 2; i++) {
+        const double s = scale[2 + i] < 1.0 ? scale[2 + i] : 1.0;
+        const double taps = 2.0 - 2.0 * (floor((a->rs_mode == 2 ? -2.0 : -1.0) / s) + 1.0);
+        if (taps > 64.0)
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "antialias at the %s scale %g takes %.0f taps: gaio takes up to 64 "
+                        "(a scale of 1/32 for linear, 1/16 for cubic)", axis_names[2 + i], scale[2 + i], taps);
+    }
     /* The broadcast copy where nearest picks index o / f on both axes; else gaio_resize2d. */
     bool whole = true;
     for (int i = 0; i < 2; i++) {

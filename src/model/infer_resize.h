@@ -19,7 +19,8 @@ typedef struct gaio__resize_inputs {
  * and how it runs, in n->a: the whole factors (rs_factor) of a nearest resize that is
  * a broadcast copy, else rs_general with gaio_resize2d's scales and roi. Refuses
  * (GAIO_ERR_NOT_SUPPORTED) resizing the batch or the channels, a symbolic dimension,
- * antialiasing; GAIO_ERR_INVALID_ARG for what ONNX forbids. */
+ * antialiasing by more taps than gaio_resize2d takes; GAIO_ERR_INVALID_ARG for what
+ * ONNX forbids. */
 gaio_status gaio__resize_infer(const char *fn, const mgraph *g, mnode *n, const mvalue *x, const gaio__resize_inputs *in,
                                int64_t out[4]);
 

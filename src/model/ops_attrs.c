@@ -416,9 +416,13 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
             for (size_t i = 0; i < at->n_floats; i++) a->rs_scales[i] = at->floats[i];
             return GAIO_OK;
         }
-        if (!strcmp(nm, "antialias") && at->i != 0)
-            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "antialias %lld is not supported (antialias 0 is)",
-                                   (long long)at->i);
+        if (!strcmp(nm, "antialias")) {
+            if (at->i != 0 && at->i != 1)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'antialias' is %lld (0 or 1)",
+                                       (long long)at->i);
+            a->rs_antialias = (int32_t)at->i;
+            return GAIO_OK;
+        }
         if (!strcmp(nm, "axes")) { /* opset 18: checked against the input's rank at inference */
             if (at->n_ints < 1 || at->n_ints > GAIO_MODEL_MAX_NDIM)
                 return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' has %zu values", at->n_ints);

@@ -107,12 +107,22 @@ static float *download(env *e, const htensor *h) {
 
 /* ---- the reference, from ONNX's formulas ---- */
 
+#define REF_TAPS 64
+
 typedef struct ref_taps {
     bool extrapolate;
     int n;
-    int64_t idx[4]; /* may lie outside [0, in): the padded array's edge copies */
-    double c[4];
+    int64_t idx[REF_TAPS]; /* may lie outside [0, in): the padded array's edge copies */
+    double c[REF_TAPS];
 } ref_taps;
+
+/* Keys' cubic at |x|, as the reference's antialias writes it. */
+static double keys(double x, double A) {
+    x = fabs(x);
+    if (x <= 1) return (A + 2) * x * x * x - (A + 3) * x * x + 1;
+    if (x < 2) return A * x * x * x - 5 * A * x * x + 8 * A * x - 4 * A;
+    return 0;
+}
 
 static void ref_axis(const gaio_resize_params *p, int a, int64_t in, int64_t out, int64_t o, ref_taps *t) {
     memset(t, 0, sizeof *t);
@@ -142,9 +152,22 @@ static void ref_axis(const gaio_resize_params *p, int a, int64_t in, int64_t out
     }
     }
     double ratio = xo == floor(xo) ? 1.0 : xo - floor(xo);
-    double c[4];
+    double c[REF_TAPS];
     int n;
-    if (p->mode == GAIO_RESIZE_NEAREST) {
+    if (p->antialias && p->mode != GAIO_RESIZE_NEAREST) {
+        /* _linear_coeffs_antialias, _cubic_coeffs_antialias */
+        const double sc = s < 1 ? s : 1, reach = p->mode == GAIO_RESIZE_LINEAR ? 1 : 2;
+        const int start = (int)floor(-reach / sc) + 1;
+        n = 2 - 2 * start;
+        CHECK(n <= REF_TAPS);
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            double arg = ((double)(start + i) - ratio) * sc;
+            c[i] = p->mode == GAIO_RESIZE_LINEAR ? fmax(0, fmin(1, 1 - fabs(arg))) : keys(arg, p->cubic_coeff_a);
+            sum += c[i];
+        }
+        for (int i = 0; i < n; i++) c[i] /= sum;
+    } else if (p->mode == GAIO_RESIZE_NEAREST) {
         n = 2;
         bool hi;
         if (ratio == 1.0) hi = true;
@@ -163,7 +186,10 @@ static void ref_axis(const gaio_resize_params *p, int a, int64_t in, int64_t out
         c[3] = ((A * ((1 - r) + 1) - 5 * A) * ((1 - r) + 1) + 8 * A) * ((1 - r) + 1) - 4 * A;
     }
     /* The n nearest among the padded array's indexes [-pad, in + pad), the lower on a
-     * tie, in ascending order: a selection sort over every candidate. */
+     * tie, in ascending order: a selection sort over every candidate. Distances in long
+     * double, exact for these positions: the reference's double distances (of x + pad,
+     * rounded) can tie where a position lies within an ulp of an integer and pick a
+     * window one element off from its coefficients, which gaio does not copy. */
     const int64_t pad = (n + 1) / 2, cands = in + 2 * pad;
     bool *taken = calloc((size_t)cands, 1);
     CHECK(taken);
@@ -171,7 +197,8 @@ static void ref_axis(const gaio_resize_params *p, int a, int64_t in, int64_t out
         int64_t best = -1;
         for (int64_t i = 0; i < cands; i++) {
             if (taken[i]) continue;
-            if (best < 0 || fabs(xo - (double)(i - pad)) < fabs(xo - (double)(best - pad))) best = i;
+            if (best < 0 || fabsl((long double)xo - (long double)(i - pad)) < fabsl((long double)xo - (long double)(best - pad)))
+                best = i;
         }
         taken[best] = 1;
     }
@@ -213,8 +240,9 @@ static void resize_case(env *e, gaio_dtype dt, const int64_t *xs, int64_t OH, in
     for (int64_t o = 0; o < OH; o++) ref_axis(p, 0, xs[2], OH, o, &th[o]);
     for (int64_t o = 0; o < OW; o++) ref_axis(p, 1, xs[3], OW, o, &tw[o]);
     char what[320];
-    snprintf(what, sizeof what, "%s %s %s %s scale %g x %g, x [%lld, %lld, %lld, %lld] -> %lldx%lld (mem %d -> %d)",
-             gaio_dtype_name(dt), mode_names[p->mode], coord_names[p->coord], nearest_names[p->nearest], p->scale[0],
+    snprintf(what, sizeof what, "%s %s%s %s %s scale %g x %g, x [%lld, %lld, %lld, %lld] -> %lldx%lld (mem %d -> %d)",
+             gaio_dtype_name(dt), mode_names[p->mode], p->antialias ? " antialias" : "", coord_names[p->coord],
+             nearest_names[p->nearest], p->scale[0],
              p->scale[1], (long long)xs[0], (long long)xs[1], (long long)xs[2], (long long)xs[3], (long long)OH,
              (long long)OW, (int)kx, (int)ky);
     int64_t k = 0;
@@ -339,6 +367,7 @@ static void test_random(env *e, int cases) {
             p.cubic_coeff_a = as[below(r, 3)];
         }
         p.exclude_outside = below(r, 3) == 0;
+        p.antialias = below(r, 3) == 0;
         if (p.coord == GAIO_RESIZE_TF_CROP_AND_RESIZE) {
             for (int i = 0; i < 4; i++) p.roi[i] = (float)(unit(r) * 1.4 - 0.2);
             p.extrapolation_value = (float)(unit(r) * 4 - 2);
@@ -364,6 +393,15 @@ static void test_grid(env *e) {
             }
     gaio_resize_params p = params(GAIO_RESIZE_LINEAR, GAIO_RESIZE_HALF_PIXEL, 2, 2);
     resize_case(e, F32, (int64_t[]){2, 16, 40, 50}, 80, 100, MEM_NHWC, MEM_NHWC, &p, NULL, NULL);
+    /* antialias downscaling: the filter stretched to 64 taps on W (1/32) and 16 on H. */
+    for (int m = 1; m < 3; m++)
+        for (int ex = 0; ex < 2; ex++) {
+            p = params((gaio_resize_mode)m, ex ? GAIO_RESIZE_ALIGN_CORNERS : GAIO_RESIZE_HALF_PIXEL, 0.25, 0);
+            p.antialias = 1, p.exclude_outside = ex;
+            int64_t ow = m == 1 ? 2 : 4; /* 64 / 2: 1/32 for linear, 1/16 for cubic */
+            resize_case(e, F32, (int64_t[]){1, 3, 20, 64}, 5, ow, MEM_PACKED, MEM_NHWC_GAPS, &p, NULL, NULL);
+            resize_case(e, F16, (int64_t[]){2, 2, 9, 30}, 4, 11, MEM_NHWC, MEM_PACKED, &p, NULL, NULL);
+        }
     p = params(GAIO_RESIZE_CUBIC, GAIO_RESIZE_ASYMMETRIC, 0, 0);
     resize_case(e, F16, (int64_t[]){1, 8, 64, 33}, 97, 70, MEM_PACKED, MEM_PACKED, &p, NULL, NULL);
 }
@@ -395,6 +433,13 @@ static void test_bad(env *e) {
     FAILS(GAIO_ERR_INVALID_ARG, gaio_resize2d(e->s, &x, &y, &q), fn);
     q = p, q.scale[0] = 1e-320; /* times 4: still no length */
     FAILS(GAIO_ERR_INVALID_ARG, gaio_resize2d(e->s, &x, &y, &q), fn);
+    t = x, t.shape[3] = 40; /* 40 / 17 wide: a length of 2.35 */
+    q = p, q.antialias = 1, q.scale[1] = 1.0 / 17; /* cubic: 68 taps */
+    FAILS(GAIO_ERR_NOT_SUPPORTED, gaio_resize2d(e->s, &t, &y, &q), fn);
+    q.mode = GAIO_RESIZE_LINEAR; /* linear: 36 */
+    OK(gaio_resize2d(e->s, &t, &y, &q));
+    q.mode = GAIO_RESIZE_NEAREST; /* ignored */
+    OK(gaio_resize2d(e->s, &t, &y, &q));
     q = p, q.cubic_coeff_a = NAN;
     FAILS(GAIO_ERR_INVALID_ARG, gaio_resize2d(e->s, &x, &y, &q), fn);
     q = p, q.coord = GAIO_RESIZE_TF_CROP_AND_RESIZE, q.roi[2] = INFINITY;

@@ -29,6 +29,28 @@ __device__ __forceinline__ bool fits32(const gaio_ktensor &t) {
     return span < INT32_MAX;
 }
 
+// An antialiased output element from x's plane at xb: W's weights once into a local
+// array (up to GAIO_KRESIZE_MAX_TAPS, L1-resident), H's as each row is added.
+template <typename T>
+__device__ __noinline__ float antialiased(const T *xb, const gaio_ktensor &x, const gaio_kresize &p, int64_t OH,
+                                          int64_t OW, int64_t oh, int64_t ow) {
+    const int64_t H = x.shape[2], W = x.shape[3], xs2 = x.strides[2], xs3 = x.strides[3];
+    gaio_kresize_wide th, tw;
+    gaio_kresize_wide_axis(&p, 0, H, OH, oh, &th);
+    gaio_kresize_wide_axis(&p, 1, W, OW, ow, &tw);
+    if (!th.count || !tw.count) return p.extrapolation;
+    float ww[GAIO_KRESIZE_MAX_TAPS];
+    for (int32_t b = 0; b < tw.count; b++) ww[b] = gaio_kresize_aa_weight(&p, &tw, b, W);
+    float acc = 0.0f;
+    for (int32_t a = 0; a < th.count; a++) {
+        const T *row = xb + gaio_kresize_clamp(th.first + a, H) * xs2;
+        float v = 0.0f;
+        for (int32_t b = 0; b < tw.count; b++) v += ww[b] * ld(row, gaio_kresize_clamp(tw.first + b, W) * xs3);
+        acc += gaio_kresize_aa_weight(&p, &th, a, H) * v;
+    }
+    return acc;
+}
+
 // I is the index type: uint32_t where every index fits (64-bit division is a long
 // instruction sequence on a GPU, and decoding each output's index with it would cost
 // more than its memory traffic), else int64_t. Unsigned: i + step stays below 2^32 as
@@ -53,12 +75,17 @@ __device__ __forceinline__ void resize2d(const gaio_ktensor &x, const gaio_ktens
             oh = t % OH, t /= OH;
             c = t % C, n = t / C;
         }
+        const T *xb = xp + (int64_t)n * xs0 + (int64_t)c * xs1;
+        const int64_t yo = (int64_t)n * ys0 + (int64_t)c * ys1 + (int64_t)oh * ys2 + (int64_t)ow * ys3;
+        if (p.antialias) {
+            st(yp, yo, antialiased(xb, x, p, (int64_t)OH, (int64_t)OW, (int64_t)oh, (int64_t)ow));
+            continue;
+        }
         gaio_kresize_taps th, tw;
         gaio_kresize_axis(&p, 0, H, (int64_t)OH, (int64_t)oh, &th);
         gaio_kresize_axis(&p, 1, W, (int64_t)OW, (int64_t)ow, &tw);
         float acc = p.extrapolation;
         if (th.count && tw.count) {
-            const T *xb = xp + (int64_t)n * xs0 + (int64_t)c * xs1;
             acc = 0.0f;
             // Constant trip counts (taps past count skipped) keep the weights in registers.
 #pragma unroll
@@ -74,7 +101,7 @@ __device__ __forceinline__ void resize2d(const gaio_ktensor &x, const gaio_ktens
                 acc += th.w[a] * v;
             }
         }
-        st(yp, (int64_t)n * ys0 + (int64_t)c * ys1 + (int64_t)oh * ys2 + (int64_t)ow * ys3, acc);
+        st(yp, yo, acc);
     }
 }
 
