@@ -265,9 +265,10 @@ typedef struct gaio_resize_params {
 
 /* y = x resized over H and W as ONNX Resize (opsets 10-19) computes it:
  * x is [N, C, H, W], y [N, C, OH, OW] (logical order; NCHW, NHWC or any strides), one
- * dtype (F32 or F16, computed in F32 from weights computed in F64, as ONNX's reference
- * computes them). y's OH and OW are the caller's (ONNX: floor(H * scale) from scales,
- * or the sizes). Taps outside x read its edge element. y may not overlap x. */
+ * dtype, F32 or F16. Sampling positions and weights are computed in F64, as ONNX's
+ * reference computes them (so nearest's ties fall as there), the sums in F32. y's OH
+ * and OW are the caller's (ONNX: floor(H * scale) from scales, or the sizes). Taps
+ * outside x read its edge element. y may not overlap x. */
 gaio_status gaio_resize2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
                           const gaio_resize_params *params);
 

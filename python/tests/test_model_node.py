@@ -772,6 +772,39 @@ def test_resize_refused(what, opset, kw, err, piece):
     assert "'rs' (Resize)" in msg and piece in msg, msg
 
 
+def _resize10(scales, mode="nearest"):
+    h = onnx.helper
+    node = h.make_node("Resize", ["x", "scales"], ["y"], name="rs", mode=mode)
+    graph = h.make_graph([node], "r", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 2, 4])],
+                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                         [numpy_helper.from_array(np.array(scales, np.float32), "scales")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 10)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("scales,mode,want", [
+    ([1, 1, 0.6, 0.6], "nearest", [[[[1, 3]]]]),  # ONNX 1.5's test_resize_downsample_nearest
+    ([1, 1, 2, 1.5], "nearest", [[[[1, 1, 2, 3, 3, 4], [1, 1, 2, 3, 3, 4], [5, 5, 6, 7, 7, 8], [5, 5, 6, 7, 7, 8]]]]),
+    ([1, 1, 2, 2], "linear", [[[[1, 1.5, 2, 2.5, 3, 3.5, 4, 4], [3, 3.5, 4, 4.5, 5, 5.5, 6, 6],
+                                [5, 5.5, 6, 6.5, 7, 7.5, 8, 8], [5, 5.5, 6, 6.5, 7, 7.5, 8, 8]]]]),
+])
+def test_resize10(scales, mode, want):
+    """Resize-10 (asymmetric; nearest floors when upscaling and rounds up when
+    downscaling, as onnxruntime does and ONNX 1.5's cases expect)."""
+    x = np.arange(1, 9, dtype=np.float32).reshape(1, 1, 2, 4)
+    model = _resize10(scales, mode)
+    got, = run_gaio(model, {"x": x})
+    assert_close(got, np.array(want, np.float32), f"Resize-10 {mode} {scales}")
+    if ort is not None:
+        assert_close(got, run_ort(model, {"x": x})[0], f"Resize-10 {mode} {scales} vs onnxruntime")
+
+
+def test_resize10_nearest_up_and_down_refused():
+    with pytest.raises(gaio.NotSupportedError, match="nearest upscaling one axis"):
+        load_and_plan(_resize10([1, 1, 2, 0.5]))
+
+
 def test_resize_cubic_before_11_refused():
     """Resize-10 and Upsample had nearest and linear only."""
     h = onnx.helper

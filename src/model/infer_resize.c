@@ -55,6 +55,7 @@ gaio_status gaio__resize_infer(const char *fn, const mgraph *g, mnode *n, const 
                     x->ndim);
     /* The axes the scales or sizes are for (opset 18's attribute, else all). */
     int32_t naxes = a->naxes ? a->naxes : RANK;
+    if (naxes > RANK) return FAIL(GAIO_ERR_INVALID_ARG, "axes has %d values for a 4-D input", naxes);
     int axis_of[RANK];
     bool listed[RANK] = {false, false, false, false};
     for (int i = 0; i < naxes; i++) {
@@ -150,6 +151,16 @@ gaio_status gaio__resize_infer(const char *fn, const mgraph *g, mnode *n, const 
                         axis_names[d], (double)roi[d], (double)roi[RANK + d]);
     }
 
+    /* Resize-10 and Upsample name no rounding for nearest: onnxruntime (and ONNX 1.5's
+     * Resize-10 cases) floor o / scale when upscaling and round it up when downscaling,
+     * per axis; gaio takes one rounding for both, so not both at once. */
+    if (old && a->rs_mode == 0) {
+        const bool down = scale[2] < 1.0 || scale[3] < 1.0, up = scale[2] > 1.0 || scale[3] > 1.0;
+        if (down && up)
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "nearest upscaling one axis (floor) and downscaling the other (ceil) "
+                        "in opset %lld is not supported", (long long)g->opset);
+        a->rs_nearest = down ? 3 : 2;
+    }
     /* antialias stretches linear and cubic's filter by 1 / scale when downscaling:
      * gaio_resize2d takes up to 64 taps per axis (nearest ignores it). */
     for (int i = 0; a->rs_antialias && a->rs_mode != 0 && i < 2; i++) {
