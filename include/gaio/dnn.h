@@ -42,7 +42,10 @@ typedef struct gaio_tensor {
     gaio_dtype dtype; /* F32 or F16 (each op lists what it takes) */
     int32_t ndim;    /* 1 .. GAIO_TENSOR_MAX_NDIM */
     int64_t shape[GAIO_TENSOR_MAX_NDIM];   /* each >= 1 */
-    int64_t strides[GAIO_TENSOR_MAX_NDIM]; /* in elements; all 0: packed by layout */
+    /* In elements; all 0: packed by layout. Negative (a reversed view: element [0, ...]
+     * at offset, the others below it) where an op says so: the pointwise, layout and
+     * indexing ops take them; gaio_tensor_check, convolutions and GEMMs do not. */
+    int64_t strides[GAIO_TENSOR_MAX_NDIM];
     gaio_tensor_layout layout;
 } gaio_tensor;
 
@@ -171,8 +174,9 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
                         const gaio_tensor *y, const gaio_unary_params *act);
 
 /* y = x converted between F32 and F16 (round to nearest even), or copied when the
- * dtypes match; same shape, any strides (so it also changes layouts: NCHW <-> NHWC is
- * a ROW_MAJOR x and an NHWC y of the same logical shape). */
+ * dtypes match (any dtype then: integers and bytes are copied as they are); same shape,
+ * any strides (so it also changes layouts: NCHW <-> NHWC is a ROW_MAJOR x and an NHWC y
+ * of the same logical shape). */
 gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
 
 /* Batch normalization for inference over dimension 1 (the channels of [N, C, ...]):
@@ -271,17 +275,124 @@ typedef struct gaio_resize_params {
  * outside x read its edge element. y may not overlap x. */
 gaio_status gaio_resize2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
                           const gaio_resize_params *params);
+/* ---- reductions over axes, arg-reductions, top-k (src/dnn/reduce_axes.c,
+ * dnn/cpu/reduce_axes.c, kernels/dnn/reduce_axes.cu) -----------------------------------
+ * x of any shape and strides (1 to 5 dimensions), F32 or F16, accumulated in F32. The
+ * outputs keep x's rank: size 1 on each reduced axis (ONNX's keepdims form; a caller
+ * that drops those axes describes the same memory with the 1s in place). No output
+ * may overlap x. */
+
+typedef enum gaio_reduce_op {
+    GAIO_REDUCE_SUM = 0,
+    GAIO_REDUCE_MEAN = 1,
+    GAIO_REDUCE_MAX = 2,         /* NaN if any element is NaN */
+    GAIO_REDUCE_MIN = 3,         /* NaN if any element is NaN */
+    GAIO_REDUCE_PROD = 4,
+    GAIO_REDUCE_L1 = 5,          /* sum of |x| */
+    GAIO_REDUCE_L2 = 6,          /* sqrt(sum of x^2) */
+    GAIO_REDUCE_SUM_SQUARE = 7,  /* sum of x^2 */
+    GAIO_REDUCE_LOG_SUM = 8,     /* log(sum of x) */
+    GAIO_REDUCE_LOG_SUM_EXP = 9  /* log(sum of e^x), computed as max + log(sum of e^(x - max)) */
+} gaio_reduce_op;
+
+typedef struct gaio_reduce_params {
+    gaio_reduce_op op;
+    /* Bit d set: dimension d of x is reduced (y's is 1). No bit set reduces each element
+     * as a set of one: y = op over {x} (x, x^2, |x|, log x, ...), ONNX's
+     * noop_with_empty_axes; a bit on a dimension of size 1 does the same there. */
+    uint32_t axes;
+} gaio_reduce_params;
+
+/* y = op over the axes of x; y is F32 or F16 (not necessarily x's dtype). */
+gaio_status gaio_reduce(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
+                        const gaio_reduce_params *params);
+
+typedef struct gaio_arg_reduce_params {
+    int32_t axis;              /* negative counts from the end */
+    int32_t min;               /* 0: the index of the largest element (ArgMax), else of the smallest (ArgMin) */
+    int32_t select_last_index; /* of equal elements, the last's index rather than the first's */
+} gaio_arg_reduce_params;
+
+/* y[.., 0, ..] = the index along axis of x's largest (smallest) element, as ONNX
+ * ArgMax / ArgMin: y is S64 with size 1 on axis. A NaN counts as beyond every number
+ * (numpy's argmax and argmin both pick it). */
+gaio_status gaio_arg_reduce(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
+                            const gaio_arg_reduce_params *params);
+
+typedef struct gaio_topk_params {
+    int32_t axis;    /* negative counts from the end */
+    int32_t largest; /* non-zero: the k largest, else the k smallest */
+    int64_t k;       /* 1 .. x's size along axis */
+} gaio_topk_params;
+
+/* The k largest (smallest) elements of x along axis, as ONNX TopK: values (x's dtype)
+ * and indices (S64) have x's shape with k on axis, and are always sorted (best first;
+ * of equal elements the lower index first; a NaN counts as beyond every number).
+ * Either output may be NULL (not both): the other alone is computed. */
+gaio_status gaio_topk(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *values,
+                      const gaio_tensor *indices, const gaio_topk_params *params);
+
+/* y = log(softmax(x)) along axis (negative counts from the end), computed stably in F32
+ * as x - max - log(sum of e^(x - max)); x and y of one dtype and shape; y may be x. */
+gaio_status gaio_log_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis);
 
 /* ---- layout (src/dnn/layout.c, dnn/cpu/layout.c, kernels/dnn/layout.cu) ------------- */
 
 /* y = x with its dimensions permuted: y.shape[i] = x.shape[perm[i]]; any strides on
- * both sides. */
+ * both sides (negative ones too). */
 gaio_status gaio_transpose(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const int32_t *perm);
 
 /* y = the count tensors xs joined along `axis` (negative counts from the end); every
  * other dimension equal; one dtype. Up to 64 inputs per call. */
 gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32_t count, int32_t axis,
                         const gaio_tensor *y);
+
+/* ---- indexing (src/dnn/gather.c, dnn/cpu/gather.c, kernels/dnn/gather.cu) ----------
+ * Ops that only move elements: x and y of one dtype, any gaio_dtype (the integer and
+ * byte ones too), any strides (negative ones too); y overlaps no input. Indices are S32
+ * or S64 tensors of any strides. An index k along an axis of extent s counts from the
+ * end once when negative (k + s) and, if still outside [0, s), is clamped to the
+ * nearest end: an op never reads outside x. (ONNX calls such an index an error, which
+ * a kernel cannot report: check indices first where that matters.) */
+
+/* ONNX Gather: y is x with dimension `axis` (negative counts from the end) replaced by
+ * the dimensions of indices: y[a.., i.., b..] = x[a.., indices[i..], b..]. y.ndim is
+ * x.ndim - 1 + indices.ndim or, when indices holds one element, x.ndim - 1 (a scalar
+ * index: the axis dropped; a 1-D x gives y [1]). */
+gaio_status gaio_gather(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *indices, const gaio_tensor *y,
+                        int32_t axis);
+
+/* ONNX GatherElements: y[c] = x[c with c[axis] = indices[c]]. indices and y of one
+ * shape; x of their rank, no smaller than them along the other dimensions. */
+gaio_status gaio_gather_elements(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *indices,
+                                 const gaio_tensor *y, int32_t axis);
+
+/* ONNX Where: y = cond ? a : b element by element, with NumPy broadcasting as
+ * gaio_binary's: cond U8 (0 false, anything else true); a, b and y of one dtype, y of
+ * the broadcast shape. */
+gaio_status gaio_where(gaio_stream *stream, const gaio_tensor *cond, const gaio_tensor *a, const gaio_tensor *b,
+                       const gaio_tensor *y);
+
+typedef enum gaio_pad_mode {
+    GAIO_PAD_CONSTANT = 0, /* value */
+    GAIO_PAD_REFLECT = 1,  /* x mirrored about its end elements, which are not repeated (numpy's reflect) */
+    GAIO_PAD_EDGE = 2,     /* the nearest end element */
+    GAIO_PAD_WRAP = 3      /* x repeated (ONNX's wrap, opset 19) */
+} gaio_pad_mode;
+
+typedef struct gaio_pad_params {
+    gaio_pad_mode mode;
+    /* Elements added before x along each dimension (negative: that many cut off x); the
+     * elements after it follow from y's shape: y.shape[d] - x.shape[d] - begin[d]. */
+    int64_t begin[GAIO_TENSOR_MAX_NDIM];
+    double value; /* CONSTANT's fill, in y's dtype (an integer dtype takes a whole number in its range) */
+} gaio_pad_params;
+
+/* ONNX Pad: y is x with elements added (or, for negative pads, cut off first, as
+ * onnxruntime does) at either end of each dimension. REFLECT and WRAP keep mirroring or
+ * repeating where the padding is longer than x. What the cuts leave of x must hold at
+ * least one element along each dimension. */
+gaio_status gaio_pad(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_pad_params *params);
 
 /* ---- convolution (src/dnn/conv.c, dnn/cpu/conv_cpu.c, dnn/cuda/conv_cuda.c) ---------- */
 
@@ -338,6 +449,49 @@ gaio_status gaio_conv2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
 gaio_status gaio_conv2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                                 const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                 const gaio_conv2d_params *params, gaio_conv2d_info *info);
+
+/* ---- transposed convolution (src/dnn/conv_transpose.c, dnn/cpu/conv_transpose_cpu.c) ---- */
+
+typedef struct gaio_conv_transpose2d_params {
+    int32_t stride[2];         /* height, width; 0 means 1 */
+    /* Cropped from the uncropped output's top, left, bottom and right (ONNX
+     * ConvTranspose's pads). A negative pad, which ONNX's output_shape can make, adds
+     * as many rows or columns of zeros (the bias) on that side instead. */
+    int32_t pad[4];
+    int32_t output_padding[2]; /* >= 0: rows and columns added at the bottom and right */
+    int32_t dilation[2];       /* 0 means 1 */
+    int32_t groups;            /* 0 means 1; C and K are multiples of it (depthwise: groups = C = K) */
+} gaio_conv_transpose2d_params;
+
+/* y = conv_transpose2d(x, w) + bias, the convolution's gradient with respect to its
+ * input (ONNX ConvTranspose, PyTorch conv_transpose2d): x is [N, C, H, W], w [C, K /
+ * groups, R, S] (ONNX's and PyTorch's order), y [N, K, P, Q] with
+ *   P = (H - 1) stride_h + dilation_h (R - 1) + 1 - pad_top - pad_bottom + output_padding_h
+ * and Q alike, bias (may be NULL) 1-D [K]. Each x[n, c, h, w] times w[c, k', r, s] adds
+ * to y[n, k, h stride_h + r dilation_h - pad_top, w stride_w + s dilation_w - pad_left]
+ * (k = group of c * K / groups + k'), where that lies in y; a y element no tap reaches
+ * holds the bias (or 0). Shapes in logical order; memory NCHW, NHWC or strided. One
+ * dtype for all (F32 or F16; bias too); F32 accumulation, f32 data computed in f32.
+ * y must not overlap the others.
+ *
+ * On a GPU: cuDNN's backward-data convolution with w as the forward filter (its plan
+ * made once per shape and context and cached, as gaio_conv2d's), then the bias as
+ * gaio_binary; rows or columns of y that no tap reaches (negative pads, output padding
+ * past the last tap) are zeroed first with a fill of y's memory. Where cuDNN has no
+ * engine, or y has such rows and gaps between its elements, gaio's own (slower)
+ * kernel computes y instead. On the host: oneDNN's deconvolution where oneDNN loads,
+ * else gaio's own loop over y. GAIO_DNN_CONVT=gaio runs gaio's kernel on both
+ * backends (tests). */
+gaio_status gaio_conv_transpose2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                  const gaio_tensor *bias, const gaio_tensor *y,
+                                  const gaio_conv_transpose2d_params *params);
+
+/* Checks the arguments as gaio_conv_transpose2d does and makes (or finds) the plan,
+ * timing cuDNN's candidates on a GPU, without enqueuing anything; info (may be NULL)
+ * says what runs it. */
+gaio_status gaio_conv_transpose2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                          const gaio_tensor *bias, const gaio_tensor *y,
+                                          const gaio_conv_transpose2d_params *params, gaio_conv2d_info *info);
 
 /* The context's cuDNN plans, written to / read from a file (cuDNN's serialized plans:
  * loading one skips its heuristics and runtime compilation). A plan cache only loads on

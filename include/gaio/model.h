@@ -42,7 +42,7 @@ typedef struct gaio_model gaio_model;
  * given at planning time); dim_names holds its name ("batch"), or "" for a fixed one. */
 typedef struct gaio_model_io {
     const char *name;
-    gaio_dtype dtype; /* F32 or F16 (other element types are refused at load) */
+    gaio_dtype dtype; /* F32 or F16; S32, S64 or U8 (bool) for indices and masks (others are refused at load) */
     int32_t ndim;
     int64_t shape[GAIO_MODEL_MAX_NDIM];
     const char *dim_names[GAIO_MODEL_MAX_NDIM];

@@ -69,7 +69,7 @@ PRECISIONS = {"auto": 0, "model": 1, "f16": 2}
 LAYOUTS = {"auto": 0, "nchw": 1, "nhwc": 2}
 _LAYOUT_NAMES = {1: "nchw", 2: "nhwc"}
 
-_NUMPY_NAMES = {4: "float16", 5: "float32"}  # gaio_dtype codes a model's inputs and outputs take
+_NUMPY_NAMES = {4: "float16", 5: "float32", 6: "int32", 7: "int64"}  # gaio_dtype codes a model's inputs and outputs take
 
 _SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview]
 _ContextLike = Union[Context, Stream, DeviceLike, None]

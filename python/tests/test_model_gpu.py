@@ -281,6 +281,14 @@ def _graphs_on() -> bool:
     return os.environ.get("GAIO_MODEL_CUDA_GRAPH", "") != "0"
 
 
+def _graphs_expected(engine) -> bool:
+    """CUDA graphs unless turned off, or unless a step runs a runtime-compiled cuDNN
+    engine with the residual fused (wrong results in graphs launched concurrently:
+    gaio__conv_plan_graph_hazard)."""
+    hazard = any("runtime fusion" in s.kernel and "+Add" in s.ops for s in engine.steps)
+    return _graphs_on() and not hazard
+
+
 def test_engine_build_async(torch, nets, exports):
     """``await model.build_async(...)`` on a GPU: the event loop keeps running while
     cuDNN's candidates are timed, the build's completion arrives through the loop's
@@ -320,7 +328,7 @@ def test_engine_build_async(torch, nets, exports):
         print(f"  {step.name:40s} {step.ops:40s} {step.kernel}")
     assert ticks >= min(10, int(wall / 0.05)), "the event loop was blocked during the build"
     assert info.batch == FP32_BATCH and info.dtype == np.float32 and info.layout == "nhwc"
-    assert info.loaded is False and info.cuda_graph == _graphs_on()
+    assert info.loaded is False and info.cuda_graph == _graphs_expected(engine)
     assert info.weight_bytes > 40_000_000 and info.arena_bytes > 0  # ResNet-18: 11.7 M parameters in f32
     assert info.convs >= 20 and 0 < info.steps < info.nodes
     assert all(s.kernel for s in engine.steps if s.ops.startswith("Conv")), "a convolution step names no kernel"
@@ -410,7 +418,7 @@ def test_engine_files_stay_on_their_device(torch, exports, tmp_path):
     m = _load(exports, "resnet18", "torchscript")
     host = m.build("cpu", batch=1, precision="model")
     gpu = m.build(gaio.default_context("cuda"), batch=1, precision="model", tune=False)
-    assert gpu.info.cuda_graph == _graphs_on() and host.info.cuda_graph is False
+    assert gpu.info.cuda_graph == _graphs_expected(gpu) and host.info.cuda_graph is False
     host.save(tmp_path / "host.engine")
     gpu.save(tmp_path / "gpu.engine")
     with pytest.raises(gaio.NotSupportedError, match="built for") as info:

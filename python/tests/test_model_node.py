@@ -5,15 +5,19 @@ where ``onnxruntime`` imports, with onnxruntime's (CPU) outputs too.
 The cases come from ONNX's generators (``onnx.backend.test.case.node``; Debian's
 python3-onnx ships those but not the stored test data), built in-process. A case is
 selected when every node's operator is in gaio's table (src/model/ops.c) and its
-inputs and outputs are float32 / float16 tensors, or int64 tensors among the inputs.
+inputs and outputs are float32 / float16 tensors, or int64 tensors among the inputs;
+or, when every node only moves elements (ANY_DTYPE: Gather, GatherElements, Pad,
+Slice, Where), when its inputs and outputs are also int32, int64 or bool tensors.
 
 Three rewrites make a case a model gaio is meant to take, without changing its
 meaning (the original forms are checked to be refused, at the end):
 
-* int64 inputs (Reshape's shape, Squeeze's axes, Gather's indices) become
-  initializers holding the case's values: gaio's graph inputs are float tensors and
-  it does shape arithmetic at load time only, as on an exported model, where these
-  are constants.
+* int64 inputs that gaio needs at load time (Reshape's shape, Squeeze's axes,
+  Slice's starts, Pad's pads, ...) become initializers holding the case's values:
+  gaio does shape arithmetic at load time only, as on an exported model, where these
+  are constants. An int64 input that only feeds what gaio takes at run time (Gather's
+  and GatherElements' indices, the data of an ANY_DTYPE operator) stays a graph
+  input.
 * float inputs that are Resize's roi or scales (Upsample's scales) become
   initializers too: they set the output's shape, which gaio fixes at load, and an
   exported model holds them as constants.
@@ -74,16 +78,21 @@ SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Si
              "Cast", "ReduceMean", "Dropout", "Slice", "Pad", "Split", "ConstantOfShape", "Range", "Expand",
              "Resize", "Upsample", "Tile", "Equal", "Less", "Greater", "Not", "And", "Or", "Where", "Sqrt", "Exp",
              "Log", "Tanh", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Erf", "Softplus", "Gelu", "Sin", "Cos",
-             "Pow", "Min", "Max", "Sum", "Mean")
-#: operators gaio only folds at load (src/model/exec.c node_check refuses them at run time)
-LOAD_TIME_ONLY = {"Constant", "Shape", "Gather", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or",
-                  "Where"}
+             "Pow", "Min", "Max", "Sum", "Mean", "GatherElements", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd",
+             "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "TopK",
+             "LogSoftmax", "ConvTranspose")
+#: operators gaio only folds at load (src/model/engine.c node_check refuses them at run time)
+LOAD_TIME_ONLY = {"Constant", "Shape", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or"}
+#: operators that only move elements: gaio runs them on int32, int64 and bool tensors too
+ANY_DTYPE = {"Gather", "GatherElements", "Pad", "Slice", "Where"}
+#: (operator, input slot) that gaio reads at run time: an int64 graph input feeding only these stays an input
+RUNTIME_INT_SLOTS = {("Gather", 0), ("Gather", 1), ("GatherElements", 0), ("GatherElements", 1), ("Pad", 0),
+                     ("Slice", 0), ("Where", 1), ("Where", 2)}
 #: supported operators none of whose ONNX cases gaio can run, and why
 NO_RUNNING_CASE = {
-    "Pad": "ONNX's one constant-mode case feeds constant_value as a graph input (gaio wants a constant); its "
-           "edge and reflect cases are modes gaio refuses: tests/model/make_models.py's pad_cnn runs Pad",
-    "ReduceMean": "ONNX's cases reduce 3-D tensors; gaio's ReduceMean is the global pool over axes (2, 3) of a 4-D one",
 }
+NO_RUNNING_CASE["ReduceLogSumExp"] = ("ONNX's cases are float64; tests/dnn/test_dnn_reduce_axes.c and "
+                                      "test_reduce_hand below run it")
 MIN_OPSET = 7
 
 _RUNTIME_INPUT = "input {} is computed at run time"
@@ -94,6 +103,8 @@ EXPECTED_UNSUPPORTED = {
     "test_averagepool_3d_default": ("3-D AveragePool", "3-D pools are not supported"),
     "test_maxpool_1d_default": ("1-D MaxPool", "1-D pools are not supported"),
     "test_maxpool_3d_default": ("3-D MaxPool", "3-D pools are not supported"),
+    "test_convtranspose_1d": ("1-D ConvTranspose", "1-D transposed convolutions are not supported"),
+    "test_convtranspose_3d": ("3-D ConvTranspose", "3-D transposed convolutions are not supported"),
     # Attributes and inputs gaio does not take.
     "test_batchnorm_example_training_mode": ("BatchNormalization training_mode=1", "training_mode 1"),
     "test_batchnorm_epsilon_training_mode": ("BatchNormalization training_mode=1", "training_mode 1"),
@@ -104,19 +115,14 @@ EXPECTED_UNSUPPORTED = {
     "test_clip_splitbounds": ("Clip min/max as runtime inputs", _RUNTIME_INPUT.format(1)),
     "test_clip_default_min": ("Clip min as a runtime input", _RUNTIME_INPUT.format(1)),
     "test_clip_default_max": ("Clip max as a runtime input", _RUNTIME_INPUT.format(2)),
-    # Gather on a runtime tensor (gaio gathers shape values at load time only).
-    **{f"test_gather_{k}": ("Gather of a runtime tensor", "(Gather) did not fold to a constant")
-       for k in ("0", "1", "2d_indices", "negative_indices")},
     # Models gaio's tensors cannot describe, or operands gaio_gemm / MatMul do not take.
     "test_constant": ("a graph without inputs", "the graph has no inputs"),
     "test_gemm_default_scalar_bias": ("Gemm C a 0-D graph input", "(Gemm): C of rank 0"),
     "test_gemm_default_single_elem_vector_bias": ("Gemm C broadcast from [1]", "(Gemm): C of rank 1"),
     "test_gemm_beta": ("Gemm beta != 1 on a row C", "(Gemm): C of rank"),
     "test_gemm_all_attributes": ("Gemm beta != 1 on a row C", "(Gemm): C of rank"),
-    "test_matmul_4d": ("MatMul of two 4-D operands", "(MatMul): batched operands of rank 4 and 4"),
     "test_reshape_allowzero_reordered": ("an empty graph input", "gaio runs no empty tensors"),
     "test_dropout_default_ratio": ("Dropout's ratio a 0-D graph input", "is a scalar (0-D)"),
-    "test_slice_neg_steps": ("Slice with a negative step", "negative steps"),
     "test_split_zero_size_splits": ("an empty graph input", "gaio runs no empty tensors"),
     "test_constantofshape_float_ones": ("a graph of constants only (its shape an initializer)", "the graph has no inputs"),
     "test_range_float_type_positive_delta": ("Range of run-time scalars", "is computed at run time"),
@@ -128,13 +134,18 @@ EXPECTED_UNSUPPORTED = {
     # Pow with an integer exponent (int64 here; int32 inputs are not selected).
     "test_pow_types_float32_int64": ("Pow with an int64 exponent", "gaio's Pow takes an exponent of the base's type"),
     # Composite (expanded) cases whose other operators gaio takes only in part.
-    "test_mvn_expanded": ("ReduceMean over axes (0, 2, 3)", "reduces the spatial axes (2, 3) of a 4-D tensor only"),
-    # ReduceMean is the 4-D spatial global pool only.
-    **{f"test_reduce_mean_{k}": ("ReduceMean over other than axes (2, 3) of a 4-D tensor",
-                                 "reduces the spatial axes (2, 3) of a 4-D tensor only")
-       for k in ("do_not_keepdims_example", "do_not_keepdims_random", "keepdims_example", "keepdims_random",
-                 "default_axes_keepdims_example", "default_axes_keepdims_random",
-                 "negative_axes_keepdims_example", "negative_axes_keepdims_random")},
+    "test_nllloss_NCd1d2d3d4d5_none_no_weight_expanded": ("GatherElements of rank 7",
+                                                          "has rank 7 at run time: gaio tensors have 1 to 5"),
+    "test_nllloss_NCd1d2d3_none_no_weight_negative_ii_expanded": ("Sub of int64 targets", "is int64; Sub runs on float32"),
+    # Training losses reduced to one number: a 0-D output.
+    # (those with ignore_index subtract it from the int64 targets first: refused there)
+    **{f"test_nllloss_{k}_expanded": (("Sub of int64 targets", "is int64; Sub runs on float32") if "_ii" in k else
+                                      ("a scalar loss (0-D graph output)", "is a scalar (0-D)"))
+       for k in ("NCd1", "NCd1_weight", "NCd1_ii", "NCd1_weight_ii", "NCd1_mean_weight_negative_ii",
+                 "NCd1d2_reduction_mean", "NCd1d2_reduction_sum", "NCd1d2_with_weight_reduction_mean",
+                 "NCd1d2_with_weight_reduction_sum", "NCd1d2_with_weight_reduction_sum_ii",
+                 "NCd1d2_no_weight_reduction_mean_ii", "NCd1d2d3_sum_weight_high_ii")},
+    "test_nllloss_NCd1d2d3d4d5_mean_weight_expanded": ("a Gather of rank 6", "has rank 6 at run time"),
 }
 
 #: case name -> what is wrong (see the report in the lead's notes); strict xfail
@@ -156,6 +167,9 @@ F16_TOL = dict(rtol=2e-3, atol=1e-3)
 
 _FLOAT = (np.dtype(np.float32), np.dtype(np.float16))
 _INT64 = np.dtype(np.int64)
+_ANY = _FLOAT + (_INT64, np.dtype(np.int32), np.dtype(np.bool_))
+#: operators whose outputs are indices: their cases' int64 outputs are selected too
+_INDEX_OPS = {"ArgMax", "ArgMin", "TopK"}
 
 
 def _collect() -> tuple:
@@ -204,8 +218,12 @@ def _selected(case) -> bool:
     if any(n.domain not in ("", "ai.onnx") for n in g.node):
         return False
     ins, outs = case.data_sets[0]
-    return (all(_is_array(a, _FLOAT + (_INT64,)) for a in ins) and all(_is_array(a, _FLOAT) for a in outs)
-            and len(ins) == len(g.input) and len(outs) == len(g.output))
+    if len(ins) != len(g.input) or len(outs) != len(g.output):
+        return False
+    out_types = _FLOAT + ((_INT64,) if any(n.op_type in _INDEX_OPS for n in g.node) else ())
+    if all(_is_array(a, _FLOAT + (_INT64,)) for a in ins) and all(_is_array(a, out_types) for a in outs):
+        return True
+    return all(n.op_type in ANY_DTYPE for n in g.node) and all(_is_array(a, _ANY) for a in list(ins) + list(outs))
 
 
 ALL_CASES, FAILED_GENERATORS = _collect()
@@ -239,6 +257,20 @@ def _resize_args(model) -> set:
             if name and ((n.op_type == "Resize" and i in (1, 2)) or (n.op_type == "Upsample" and i == 1))}
 
 
+def promoted(case) -> list:
+    """The case's int64 graph inputs that gaio needs at load time: each feeds some slot
+    other than RUNTIME_INT_SLOTS."""
+    g = case.model.graph
+    out = []
+    for vi, a in zip(g.input, case.data_sets[0][0]):
+        if np.asarray(a).dtype != _INT64:
+            continue
+        slots = {(n.op_type, j) for n in g.node for j, name in enumerate(n.input) if name == vi.name}
+        if not slots <= RUNTIME_INT_SLOTS:
+            out.append(vi.name)
+    return out
+
+
 def prepare(case, promote_int64: bool = True, raise_opset: bool = True, promote_resize_args: bool = True):
     """The case's model as gaio should take it (the module docstring says how), the
     feeds {name: array} and the expected outputs."""
@@ -250,10 +282,11 @@ def prepare(case, promote_int64: bool = True, raise_opset: bool = True, promote_
             n.name = f"{case.name}_n{i}"
     ins, outs = case.data_sets[0]
     keep, feeds = [], {}
+    promote = set(promoted(case))
     resize_args = _resize_args(model) if promote_resize_args else set()
     for vi, a in zip(list(g.input), ins):
         a = np.asarray(a)
-        if (promote_int64 and a.dtype == _INT64) or vi.name in resize_args:
+        if (promote_int64 and vi.name in promote) or vi.name in resize_args:
             g.initializer.append(numpy_helper.from_array(a, vi.name))
         else:
             keep.append(vi)
@@ -267,13 +300,17 @@ def prepare(case, promote_int64: bool = True, raise_opset: bool = True, promote_
     return model, feeds, [np.asarray(o) for o in outs]
 
 
-def run_gaio(model, feeds: dict) -> list:
-    """Loads, plans and runs `model` on the host; returns its outputs in order."""
+def run_gaio(model, feeds: dict, layout: str = "auto") -> list:
+    """Loads, plans and runs `model` on the host (layout auto: 4-D values NHWC); returns its outputs in order."""
     m = gaio.Model(model.SerializeToString())
-    ex = m.exec("cpu")
+    ex = m.exec("cpu", layout=layout)
     s = gaio.Stream("cpu")
-    xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]) if feeds[t.name].ndim else feeds[t.name],
-                      device="cpu", stream=s) for t in m.inputs]
+
+    def fed(a):  # gaio keeps bool as u8
+        a = np.ascontiguousarray(a) if a.ndim else a
+        return a.view(np.uint8) if a.dtype == np.bool_ else a
+
+    xs = [gaio.tensor(fed(feeds[t.name]), device="cpu", stream=s) for t in m.inputs]
     ys = ex.empty_outputs(s)
     ex.run(s, xs, ys).result(timeout=60)
     return [y.numpy() for y in ys]
@@ -291,6 +328,9 @@ def run_ort(model, feeds: dict) -> list:
 def assert_close(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind in "iub":  # moved, not computed: exact
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
     tol = F16_TOL if want.dtype == np.float16 else F32_TOL
     err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0.0))
     print(f"{what}: max abs error {err:.3g}")
@@ -383,17 +423,15 @@ def _runs(case) -> bool:
     return case.name not in EXPECTED_UNSUPPORTED and case.name not in KNOWN_BUGS
 
 
-INT64_INPUT_CASES = [pytest.param(c, id=c.name) for c in CASES
-                     if _runs(c) and any(np.asarray(a).dtype == _INT64 for a in c.data_sets[0][0])]
+INT64_INPUT_CASES = [pytest.param(c, id=c.name) for c in CASES if _runs(c) and promoted(c)]
 
 
 @pytest.mark.parametrize("case", INT64_INPUT_CASES)
 def test_runtime_shape_input_is_refused(case):
     """With its int64 argument as a graph input, a case gaio runs is refused, naming
-    that input (gaio's graph inputs are float tensors)."""
+    that input (gaio does shape arithmetic at load time only)."""
     model, _, _ = prepare(case, promote_int64=False)
-    int64_inputs = [vi.name for vi, a in zip(case.model.graph.input, case.data_sets[0][0])
-                    if np.asarray(a).dtype == _INT64]
+    int64_inputs = promoted(case)
     with pytest.raises(gaio.NotSupportedError) as info:
         load_and_plan(model)
     msg = str(info.value)
@@ -500,6 +538,320 @@ def test_variadic_broadcast(op, shapes):
     model = _model([node], {n: list(s) for n, s in zip(names, shapes)}, {"y": list(want.shape)}, 13)
     got, = run_gaio(model, dict(zip(names, xs)))
     assert_close(got, want, f"{op} of {shapes}")
+
+
+# ---- the indexing operators at run time (Gather, GatherElements, Pad, Slice, Where) ----------------
+
+
+def _typed_model(nodes, inputs, outputs, opset: int, inits=()):
+    """A model of `nodes` over inputs and outputs {name: (numpy dtype, shape)}."""
+    h = onnx.helper
+    elem = onnx.helper.np_dtype_to_tensor_dtype if hasattr(onnx.helper, "np_dtype_to_tensor_dtype") else \
+        (lambda dt: onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dt)])
+    vis = lambda d: [h.make_tensor_value_info(k, elem(np.dtype(t)), s) for k, (t, s) in d.items()]
+    graph = h.make_graph(nodes, "hand", vis(inputs), vis(outputs), list(inits))
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def run_layouts(model, feeds: dict) -> list:
+    """run_gaio in each layout of 4-D values (NCHW, NHWC): both must give the same bits."""
+    outs = []
+    for layout in ("nchw", "nhwc"):
+        m = gaio.Model(model.SerializeToString())
+        ex = m.exec("cpu", layout=layout)
+        s = gaio.Stream("cpu")
+        xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]).view(np.uint8) if feeds[t.name].dtype == np.bool_
+                          else np.ascontiguousarray(feeds[t.name]), device="cpu", stream=s) for t in m.inputs]
+        ys = ex.empty_outputs(s)
+        ex.run(s, xs, ys).result(timeout=60)
+        outs.append([y.numpy() for y in ys])
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b, err_msg="NCHW and NHWC engines differ")
+    return outs[0]
+
+
+def _check(model, feeds, want, what):
+    got = run_layouts(model, feeds)
+    assert_close(got[0], want, f"{what} vs numpy")
+    if ort is not None:
+        assert_close(got[0], np.asarray(run_ort(model, feeds)[0]), f"{what} vs onnxruntime {ort.__version__}")
+
+
+@pytest.mark.parametrize("itype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_runtime(dtype, itype, axis):
+    """Gather of a 4-D tensor by 2-D indices fed at run time (negative ones too): a 5-D output."""
+    rng = np.random.default_rng(axis + 7)
+    x = rng.uniform(-4, 4, (3, 5, 2, 4)).astype(dtype)
+    s = x.shape[axis]
+    ind = rng.integers(-s, s, (2, 2)).astype(itype)
+    want = np.take(x, np.where(ind < 0, ind + s, ind), axis=axis)
+    node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=axis)
+    model = _typed_model([node], {"x": (dtype, list(x.shape)), "i": (itype, [2, 2])}, {"y": (dtype, list(want.shape))}, 13)
+    _check(model, {"x": x, "i": ind}, want, f"Gather axis {axis}")
+
+
+def test_gather_runtime_clamps_out_of_range():
+    """ONNX calls an index outside [-s, s) an error; a kernel cannot report one, so gaio
+    clamps it to the nearest end (include/gaio/dnn.h) rather than read past x."""
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    ind = np.array([7, -9, 2, -1], np.int64)
+    node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)
+    model = _typed_model([node], {"x": (np.float32, [4, 5]), "i": (np.int64, [4])}, {"y": (np.float32, [4, 4])}, 13)
+    got, = run_layouts(model, {"x": x, "i": ind})
+    np.testing.assert_array_equal(got, x[:, [4, 0, 2, 4]])
+
+
+def test_gather_constant_out_of_range_refused():
+    """Constant indices are checked at load."""
+    node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)
+    init = numpy_helper.from_array(np.array([1, 5], np.int64), "i")
+    model = _typed_model([node], {"x": (np.float32, [4, 5])}, {"y": (np.float32, [4, 2])}, 13, [init])
+    with pytest.raises(gaio.InvalidArgumentError, match=r"'gather' \(Gather\): index 5 .*out of range \[-5, 5\)"):
+        load_and_plan(model)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gather_scalar_index_and_elements(dtype):
+    """A 0-D index drops the axis; GatherElements of channels per position, its indices fed."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-4, 4, (2, 6, 3, 4)).astype(dtype)
+    pick = rng.integers(-6, 6, (2, 3, 3, 4)).astype(np.int64)
+    nodes = [onnx.helper.make_node("GatherElements", ["x", "p"], ["e"], name="elements", axis=1),
+             onnx.helper.make_node("Gather", ["e", "k"], ["y"], name="scalar", axis=2)]
+    init = numpy_helper.from_array(np.array(-1, np.int64), "k")
+    want = np.take_along_axis(x, np.where(pick < 0, pick + 6, pick), axis=1)[:, :, -1, :]
+    model = _typed_model(nodes, {"x": (dtype, list(x.shape)), "p": (np.int64, list(pick.shape))},
+                         {"y": (dtype, list(want.shape))}, 13, [init])
+    _check(model, {"x": x, "p": pick}, want, "GatherElements then a scalar Gather")
+
+
+def _np_pad(x, pads, mode, value):
+    """ONNX Pad as onnxruntime computes it: negative pads cut first, then numpy.pad."""
+    r = x.ndim
+    cut = tuple(slice(max(-pads[d], 0), x.shape[d] - max(-pads[d + r], 0)) for d in range(r))
+    width = [(max(pads[d], 0), max(pads[d + r], 0)) for d in range(r)]
+    if mode == "constant":
+        return np.pad(x[cut], width, mode="constant", constant_values=value)
+    return np.pad(x[cut], width, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_pad_modes(mode, dtype):
+    """Every mode (wrap: opset 19) on H and W with pads of both signs, and on channels."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-4, 4, (2, 3, 5, 6)).astype(dtype)
+    pads = [0, 1, 2, -1, 0, 0, -2, 3]
+    want = _np_pad(x, pads, mode, 1.5).astype(dtype)
+    ins = ["x", "pads"] + (["v"] if mode == "constant" else [])
+    inits = [numpy_helper.from_array(np.array(pads, np.int64), "pads"), numpy_helper.from_array(np.array(1.5, dtype), "v")]
+    node = onnx.helper.make_node("Pad", ins, ["y"], name="pad", mode=mode)
+    model = _typed_model([node], {"x": (dtype, list(x.shape))}, {"y": (dtype, list(want.shape))}, 19,
+                         inits[:len(ins) - 1])
+    _check(model, {"x": x}, want, f"Pad {mode}")
+
+
+def test_pad_cutting_everything_refused():
+    node = onnx.helper.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="edge")
+    init = numpy_helper.from_array(np.array([0, -3, 0, -2], np.int64), "pads")
+    model = _typed_model([node], {"x": (np.float32, [2, 4])}, {"y": (np.float32, [2, 1])}, 13, [init])
+    with pytest.raises(gaio.NotSupportedError, match=r"'pad' \(Pad\): pads -3 and -2 cut all 4 elements of axis 1"):
+        load_and_plan(model)
+
+
+_I64_MAX, _I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+@pytest.mark.parametrize("starts,ends,axes,steps", [
+    ([-1], [_I64_MIN], [3], [-1]),                       # W flipped
+    ([_I64_MAX, 4], [-_I64_MAX, 0], [2, 3], [-2, -3]),   # steps < -1, clamped starts and ends
+    ([1, 0, 9], [_I64_MAX, 5, -10], [0, 1, 2], [1, 2, -1]),
+    ([-2], [-7], [-1], [-1]),
+], ids=["flip_w", "steps_below_minus_1", "mixed", "negative_bounds"])
+def test_slice_negative_steps(starts, ends, axes, steps):
+    """Slice's clamping (INT64_MAX and INT64_MIN ends, starts past the ends) with negative
+    steps, as numpy slices; 4-D, so NHWC engines run it on channels-innermost memory."""
+    x = np.random.default_rng(5).uniform(-4, 4, (2, 3, 6, 7)).astype(np.float32)
+    idx = [slice(None)] * 4
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        idx[a] = slice(s, e, st)
+    want = x[tuple(idx)]
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    inits = [i64("s", starts), i64("e", ends), i64("a", axes), i64("t", steps)]
+    node = onnx.helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"], name="slice")
+    model = _typed_model([node], {"x": (np.float32, list(x.shape))}, {"y": (np.float32, list(want.shape))}, 13, inits)
+    _check(model, {"x": x}, want, f"Slice {starts}:{ends}:{steps} on {axes}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_where_runtime(dtype):
+    """Where with a bool condition fed at run time, broadcast against X and a constant Y."""
+    rng = np.random.default_rng(2)
+    cond = rng.integers(0, 2, (1, 4, 1, 5)).astype(np.bool_)
+    x = rng.uniform(-4, 4, (2, 1, 3, 5)).astype(dtype)
+    yv = rng.uniform(-4, 4, (5,)).astype(dtype)
+    want = np.where(cond, x, yv)
+    node = onnx.helper.make_node("Where", ["c", "x", "b"], ["y"], name="where")
+    model = _typed_model([node], {"c": (np.bool_, list(cond.shape)), "x": (dtype, list(x.shape))},
+                         {"y": (dtype, list(want.shape))}, 16, [numpy_helper.from_array(yv, "b")])
+    _check(model, {"c": cond, "x": x}, want, "Where")
+
+
+# ---- reductions, ArgMax / TopK, Softmax / LogSoftmax beyond ONNX's cases ----------------------
+
+_REDUCE = {
+    "ReduceSum": lambda x, a, k: np.sum(x, axis=a, keepdims=k),
+    "ReduceMean": lambda x, a, k: np.mean(x, axis=a, keepdims=k),
+    "ReduceMax": lambda x, a, k: np.max(x, axis=a, keepdims=k),
+    "ReduceMin": lambda x, a, k: np.min(x, axis=a, keepdims=k),
+    "ReduceProd": lambda x, a, k: np.prod(x, axis=a, keepdims=k),
+    "ReduceL1": lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k),
+    "ReduceL2": lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)),
+    "ReduceSumSquare": lambda x, a, k: np.sum(x * x, axis=a, keepdims=k),
+    "ReduceLogSum": lambda x, a, k: np.log(np.sum(x, axis=a, keepdims=k)),
+    "ReduceLogSumExp": lambda x, a, k: np.log(np.sum(np.exp(x), axis=a, keepdims=k)),
+}
+#: noop_with_empty_axes: each element as a set of one (ONNX's reference: x, or x^2 for ReduceSumSquare, ...)
+_REDUCE_ONE = {"ReduceL1": np.abs, "ReduceL2": np.abs, "ReduceSumSquare": np.square, "ReduceLogSum": np.log}
+
+
+def _axes_in(op: str, opset: int) -> bool:
+    return opset >= (13 if op == "ReduceSum" else 18)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("op", sorted(_REDUCE))
+@pytest.mark.parametrize("axes,keepdims", [((2, 3), 1), ((2, 3), 0), ((1,), 1), ((-1, 0), 0), ((0, 1, 2, 3), 0),
+                                           (None, 1), ((), 1)], ids=["hw", "hw_drop", "c", "neg_drop", "all",
+                                                                     "default", "noop"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_reduce_hand(op, opset, axes, keepdims, dtype, layout):
+    """Every Reduce* over 4-D inputs (NHWC inside the engine) at both forms of its axes (attribute, input),
+    with and without keepdims, the default (all axes) and noop_with_empty_axes, in f32 and f16."""
+    h, elem = onnx.helper, onnx.TensorProto.FLOAT if dtype == np.float32 else onnx.TensorProto.FLOAT16
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.5, 1.5 if op == "ReduceProd" else 2.0, (2, 3, 4, 5)).astype(dtype)
+    noop = axes == ()
+    if noop and not _axes_in(op, opset):
+        pytest.skip("noop_with_empty_axes came with axes as an input")
+    attrs = {"keepdims": keepdims}
+    inits = []
+    ins = ["x"]
+    if noop:
+        attrs["noop_with_empty_axes"] = 1
+    elif axes is not None and _axes_in(op, opset):
+        inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+        ins.append("axes")
+    elif axes is not None:
+        attrs["axes"] = list(axes)
+    x64 = x.astype(np.float64)
+    if noop:
+        want = _REDUCE_ONE.get(op, lambda v: v)(x64)
+    else:
+        want = _REDUCE[op](x64, None if axes is None else tuple(axes), bool(keepdims))
+    want = np.asarray(want).astype(dtype)
+    node = h.make_node(op, ins, ["y"], name="r", **attrs)
+    graph = h.make_graph([node], "hand", [h.make_tensor_value_info("x", elem, list(x.shape))],
+                         [h.make_tensor_value_info("y", elem, list(want.shape))], inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+    model.ir_version = 8
+    if not want.shape:
+        with pytest.raises(gaio.NotSupportedError, match="is a scalar"):
+            load_and_plan(model)
+        return
+    got, = run_gaio(model, {"x": x}, layout)
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == np.float16 else dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), **tol)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [0, 1, 2, 3, -1, -3])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_softmax_axes(op, opset, axis, layout):
+    """Softmax and LogSoftmax of a 4-D input (NHWC inside the engine) on every axis: opset 13's one axis, and
+    opset 11's dimensions from axis on as one."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-4, 4, (2, 3, 4, 5)).astype(np.float32)
+    a = axis % 4
+    if opset < 13:
+        flat = x.reshape(int(np.prod(x.shape[:a])), -1).astype(np.float64)
+        m = flat.max(axis=1, keepdims=True)
+        lse = m + np.log(np.exp(flat - m).sum(axis=1, keepdims=True))
+        want = (flat - lse).reshape(x.shape)
+    else:
+        x64 = x.astype(np.float64)
+        m = x64.max(axis=a, keepdims=True)
+        want = x64 - (m + np.log(np.exp(x64 - m).sum(axis=a, keepdims=True)))
+    if op == "Softmax":
+        want = np.exp(want)
+    node = onnx.helper.make_node(op, ["x"], ["y"], name="s", axis=axis)
+    got, = run_gaio(_model([node], {"x": list(x.shape)}, {"y": list(x.shape)}, opset), {"x": x}, layout)
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("axis", [1, 3, -4])
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_topk_argmax_ties(largest, axis, layout):
+    """TopK (K from a constant) and ArgMax / ArgMin over 4-D inputs with many equal values: the lower index
+    first (TopK), the first or last (select_last_index), as numpy's stable sort and argmax / argmin give."""
+    h = onnx.helper
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 3, (2, 3, 4, 5)).astype(np.float32)
+    k = 2
+    a = axis % 4
+    order = np.argsort(-x if largest else x, axis=a, kind="stable")
+    want_i = np.take(order, np.arange(k), axis=a)
+    want_v = np.take_along_axis(x, want_i, axis=a)
+    nodes = [h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=axis, largest=largest),
+             h.make_node("ArgMax" if largest else "ArgMin", ["x"], ["first"], name="arg", axis=axis),
+             h.make_node("ArgMax" if largest else "ArgMin", ["x"], ["last"], name="arg_last", axis=axis,
+                         select_last_index=1, keepdims=0)]
+    oshape = list(x.shape)
+    oshape[a] = k
+    kshape = list(x.shape)
+    kshape[a] = 1
+    dshape = [d for j, d in enumerate(x.shape) if j != a]
+    graph = h.make_graph(nodes, "hand", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))],
+                         [h.make_tensor_value_info("v", onnx.TensorProto.FLOAT, oshape),
+                          h.make_tensor_value_info("i", onnx.TensorProto.INT64, oshape),
+                          h.make_tensor_value_info("first", onnx.TensorProto.INT64, kshape),
+                          h.make_tensor_value_info("last", onnx.TensorProto.INT64, dshape)],
+                         [numpy_helper.from_array(np.array([k], np.int64), "k")])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    model.ir_version = 8
+    v, i, first, last = run_gaio(model, {"x": x}, layout)
+    assert i.dtype == np.int64 and first.dtype == np.int64
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(i, want_i)
+    f = np.argmax(x, axis=a) if largest else np.argmin(x, axis=a)
+    np.testing.assert_array_equal(first, np.expand_dims(f, a))
+    flipped = np.flip(x, axis=a)
+    lst = x.shape[a] - 1 - (np.argmax(flipped, axis=a) if largest else np.argmin(flipped, axis=a))
+    np.testing.assert_array_equal(last, lst)
+
+
+def test_topk_refusals():
+    """TopK's K fed at run time, or 0, or past the axis: refused naming the node."""
+    h = onnx.helper
+    x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 6])
+    outs = [h.make_tensor_value_info("v", onnx.TensorProto.FLOAT, None),
+            h.make_tensor_value_info("i", onnx.TensorProto.INT64, None)]
+    node = h.make_node("TopK", ["x", "k"], ["v", "i"], name="topk")
+    for k, err, piece in ((0, gaio.NotSupportedError, "K is 0"), (7, gaio.InvalidArgumentError, "K is 7 but axis 1 has 6")):
+        graph = h.make_graph([node], "hand", [x], outs, [numpy_helper.from_array(np.array([k], np.int64), "k")])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+        with pytest.raises(err, match=piece):
+            load_and_plan(model)
+    graph = h.make_graph([node], "hand", [x, h.make_tensor_value_info("k", onnx.TensorProto.INT64, [1])], outs)
+    with pytest.raises(gaio.NotSupportedError, match=r"'topk' \(TopK\)|'k'"):
+        load_and_plan(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]))
 
 
 # ---- Resize beyond ONNX 1.12's cases: opsets 18 and 19, every rule and mode --------------------

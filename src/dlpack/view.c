@@ -62,7 +62,9 @@ DLDataType gaio__dlpack_dtype_to_dl(gaio_dtype dtype) {
     switch (dtype) {
     case GAIO_DTYPE_U8:
     case GAIO_DTYPE_U16: dt.code = kDLUInt; break;
-    case GAIO_DTYPE_S16: dt.code = kDLInt; break;
+    case GAIO_DTYPE_S16:
+    case GAIO_DTYPE_S32:
+    case GAIO_DTYPE_S64: dt.code = kDLInt; break;
     case GAIO_DTYPE_F16:
     case GAIO_DTYPE_F32: dt.code = kDLFloat; break;
     }
@@ -73,7 +75,11 @@ gaio_dtype gaio__dlpack_dtype_from_dl(DLDataType dt) {
     if (dt.lanes != 1) return (gaio_dtype)0;
     switch (dt.code) {
     case kDLUInt: return dt.bits == 8 ? GAIO_DTYPE_U8 : dt.bits == 16 ? GAIO_DTYPE_U16 : (gaio_dtype)0;
-    case kDLInt: return dt.bits == 16 ? GAIO_DTYPE_S16 : (gaio_dtype)0;
+    case kDLInt:
+        return dt.bits == 16   ? GAIO_DTYPE_S16
+               : dt.bits == 32 ? GAIO_DTYPE_S32
+               : dt.bits == 64 ? GAIO_DTYPE_S64
+                               : (gaio_dtype)0;
     case kDLFloat: return dt.bits == 16 ? GAIO_DTYPE_F16 : dt.bits == 32 ? GAIO_DTYPE_F32 : (gaio_dtype)0;
     }
     return (gaio_dtype)0;

@@ -45,6 +45,10 @@ gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p) {
     gaio__conv_fusion f = {false, false, false};
     return f;
 }
+bool gaio__conv_plan_graph_hazard(const gaio__conv_plan *p) {
+    (void)p;
+    return false;
+}
 void gaio__conv_plan_release(gaio__conv_plan *p) { (void)p; }
 gaio_status gaio__conv_cuda_run(void *native_stream, const gaio__conv_plan *p, const gaio__conv_args *a,
                                 gaio_stream *stream) {

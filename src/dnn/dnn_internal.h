@@ -36,6 +36,18 @@ typedef struct gaio__ktensor_view {
 gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
                                        gaio_stream *s, gaio__ktensor_view *v);
 
+/* gaio__ktensor_view_resolve, widened by flags: NEGATIVE_STRIDES takes reversed
+ * views (element [0, ...] at the offset, others below it: a Slice with a negative
+ * step), whose [lo, hi) then starts below the offset; ANY_DTYPE takes every gaio_dtype
+ * (indices, masks, ops that only move elements). */
+enum { GAIO__KT_NEGATIVE_STRIDES = 1u, GAIO__KT_ANY_DTYPE = 2u };
+gaio_status gaio__ktensor_view_resolve_ex(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                          gaio_stream *s, unsigned flags, gaio__ktensor_view *v);
+
+/* y = x for two views of one shape and dtype, any dtype and strides (negative too): the
+ * layout ops' copy kernel. gaio_cast's path for integer and byte tensors (gather.c). */
+gaio_status gaio__copy_any(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
+
 /* Byte ranges that meet: conservative (interleaved views whose elements never meet
  * are refused too), as exact overlap of strided tensors is costly to decide. */
 static inline bool gaio__ktensor_view_overlap(const gaio__ktensor_view *a, const gaio__ktensor_view *b) {
@@ -43,7 +55,7 @@ static inline bool gaio__ktensor_view_overlap(const gaio__ktensor_view *a, const
 }
 
 /* Whether no two elements of k share memory: with the dimensions of more than one
- * element sorted by stride, each stride passes the extent of all smaller ones (a
+ * element sorted by stride (magnitude), each stride passes the extent of all smaller ones (a
  * sufficient test: it refuses a few interleavings that would not collide). Writes
  * through a view that fails it would race. */
 bool gaio__ktensor_distinct(const gaio_ktensor *k);
@@ -104,6 +116,10 @@ typedef struct gaio__conv_args {
     bool has_act;
     gaio_unary_params act;
     bool f16_accumulation; /* GPU, F16: engines that accumulate in f16 are allowed */
+    /* GPU: plan cuDNN's backward data of this convolution instead, for
+     * gaio_conv_transpose2d: x is then written (the transposed convolution's output)
+     * from y (its input); no bias, residual or activation. */
+    bool transposed;
 } gaio__conv_args;
 
 /* The host convolution (src/dnn/cpu/conv_cpu.c): runs on the calling worker thread
@@ -113,6 +129,25 @@ typedef struct gaio__conv_args {
  * loaded. */
 gaio_status gaio__conv_cpu(const gaio__conv_args *a);
 gaio_status gaio__onednn_load(const char *fn, const char **description);
+
+/* A checked transposed convolution for the host (src/dnn/cpu/conv_transpose_cpu.c):
+ * x [n, c, h, w], w [c, k / groups, r, s], y [n, k, p, q], bias NULL or k packed values;
+ * strides in elements, in logical order. pad_top / pad_left may be negative (see
+ * gaio_conv_transpose2d_params); the bottom and right ones follow from p and q. */
+typedef struct gaio__convt_args {
+    gaio_dtype dtype; /* F32 or F16, every tensor */
+    int64_t n, c, h, w, k, r, s, p, q;
+    int32_t groups, stride[2], pad[2], dilation[2];
+    int64_t xs[4], ws[4], ys[4];
+    const void *x, *wt, *bias;
+    void *y;
+} gaio__convt_args;
+
+/* Runs a on the calling worker (oneDNN's deconvolution where it loads, else gaio's
+ * own loop over y, split over the worker pool); *_prepare makes oneDNN's primitive
+ * and names what runs it. */
+gaio_status gaio__convt_cpu(const gaio__convt_args *a);
+void gaio__convt_cpu_prepare(const gaio__convt_args *a, char *impl, size_t size);
 
 /* The CUDA convolution (src/dnn/cuda/conv_cuda.c). A plan is a cuDNN execution plan
  * for one shape, kept in the stream's context's cache; gaio__conv_cuda_plan finds or
@@ -130,6 +165,13 @@ typedef struct gaio__conv_fusion {
 gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio__conv_args *a, int tune,
                                  gaio__conv_plan **plan, gaio_conv2d_info *info);
 gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p);
+/* Whether the plan must not be captured into CUDA graphs: measured with cuDNN 9.14 on
+ * an H200, runtime-compiled engines that fuse the residual as a tensor, captured into
+ * graphs and launched on several streams at once, gave wrong outputs in about 4% of
+ * ResNet-18 f16 runs (any contexts, plans or cuDNN handles: the hazard is
+ * process-wide), where the same plans enqueued call by call never did (0 of 3,600)
+ * and rejecting those engines costs 2-3x. docs/perf-notes.md has the numbers. */
+bool gaio__conv_plan_graph_hazard(const gaio__conv_plan *p);
 void gaio__conv_plan_release(gaio__conv_plan *p);
 /* gaio_conv2d_prepare (tune: time cuDNN's candidates; else the heuristics' first) that
  * also hands the caller the CUDA plan it made or found (a reference, for an engine to
@@ -138,6 +180,12 @@ gaio_status gaio__conv2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x,
                                       const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                       const gaio_conv2d_params *params, gaio_conv2d_info *info, bool tune,
                                       gaio__conv_plan **keep);
+/* gaio_conv_transpose2d_prepare that also hands the caller the CUDA plan (as
+ * gaio__conv2d_prepare_keep; NULL on the host). */
+gaio_status gaio__conv_transpose2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                                const gaio_tensor *bias, const gaio_tensor *y,
+                                                const gaio_conv_transpose2d_params *params, gaio_conv2d_info *info,
+                                                bool tune, gaio__conv_plan **keep);
 /* A plan as bytes (malloc'd into *data): its key, what gaio knows of it, the cuDNN
  * version, GPU model and cuDNN's own serialization (src/dnn/cuda/plan_file.c). */
 gaio_status gaio__conv_plan_export(const char *fn, gaio_context *ctx, const gaio__conv_plan *p, void **data,

@@ -12,6 +12,14 @@
 /* gaio_dtype values (gaio/types.h), for the C++ side that does not include it. */
 enum { GAIO_KT_F16 = 4, GAIO_KT_F32 = 5 };
 
+/* Bytes per element of a gaio_dtype value (u8 1; u16, s16, f16 2; f32, s32 4; s64 8). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline int32_t gaio_kt_size(int32_t dtype) {
+    return dtype == 1 ? 1 : dtype <= 4 ? 2 : dtype == 7 ? 8 : 4;
+}
+
 typedef struct gaio_ktensor {
     uint64_t ptr; /* element [0, ...] */
     int32_t ndim;

@@ -24,7 +24,7 @@
 typedef gaio__ktensor_view view;
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, view *v) {
-    return gaio__ktensor_view_resolve(fn, name, "layout ops", t, s, v);
+    return gaio__ktensor_view_resolve_ex(fn, name, "layout ops", t, s, GAIO__KT_NEGATIVE_STRIDES, v);
 }
 
 /* Drops dimensions of 1 and merges neighbours that are contiguous in both x and y
@@ -168,6 +168,39 @@ gaio_status gaio_concat(gaio_stream *stream, const gaio_tensor *const *xs, int32
         at += vx[j].k.shape[ax];
         st = launch(fn, stream, k, vx[j].k, slab, xs[j]->buffer, y->buffer);
     }
+    gaio__kernel_unref(k);
+    return st;
+}
+
+gaio_status gaio__copy_any(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y) {
+    view vx, vy;
+    gaio_status st;
+    const unsigned any = GAIO__KT_NEGATIVE_STRIDES | GAIO__KT_ANY_DTYPE;
+    if ((st = gaio__ktensor_view_resolve_ex(fn, "x", "copies", x, stream, any, &vx)) != GAIO_OK ||
+        (st = gaio__ktensor_view_resolve_ex(fn, "y", "copies", y, stream, any, &vy)) != GAIO_OK)
+        return st;
+    if (vx.k.dtype != vy.k.dtype)
+        return BAD("x is %s but y is %s: integers are copied, not converted", gaio_dtype_name((gaio_dtype)vx.k.dtype),
+                   gaio_dtype_name((gaio_dtype)vy.k.dtype));
+    bool same = vx.k.ndim == vy.k.ndim;
+    for (int32_t i = 0; same && i < vx.k.ndim; i++) same = vx.k.shape[i] == vy.k.shape[i];
+    if (!same) {
+        char a[128], b[128];
+        gaio__shape_text(vx.k.ndim, vx.k.shape, a, sizeof a);
+        gaio__shape_text(vy.k.ndim, vy.k.shape, b, sizeof b);
+        return BAD("x is %s but y is %s: they must have the same shape", a, b);
+    }
+    if (!gaio__ktensor_distinct(&vy.k)) return BAD("y's strides make some of its elements share memory");
+    if (gaio__ktensor_view_overlap(&vx, &vy)) {
+        bool identical = vx.k.ptr == vy.k.ptr;
+        for (int32_t i = 0; identical && i < vx.k.ndim; i++)
+            identical = vx.k.shape[i] == 1 || vx.k.strides[i] == vy.k.strides[i];
+        if (identical) return GAIO_OK; /* in place: nothing moves */
+        return BAD("y overlaps x without being x itself");
+    }
+    gaio_kernel *k;
+    if ((st = kernel_ref(fn, &k)) != GAIO_OK) return st;
+    st = launch(fn, stream, k, vx.k, vy.k, x->buffer, y->buffer);
     gaio__kernel_unref(k);
     return st;
 }

@@ -30,7 +30,7 @@ _Static_assert((int)GAIO_BINARY_DIV == GAIO_KPW_DIV && (int)GAIO_BINARY_POW == G
                "gaio_binary_op and pointwise_math.h's GAIO_KPW_* differ");
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, pw_tensor *o) {
-    return gaio__ktensor_view_resolve(fn, name, "pointwise ops", t, s, o);
+    return gaio__ktensor_view_resolve_ex(fn, name, "pointwise ops", t, s, GAIO__KT_NEGATIVE_STRIDES, o);
 }
 
 /* The output must not write one element twice. Zero strides are the usual way to
@@ -200,6 +200,9 @@ gaio_status gaio_unary(gaio_stream *stream, const gaio_tensor *x, const gaio_ten
 gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y) {
     const char *fn = __func__;
     if (!stream) return BAD("stream is NULL");
+    /* Integers and bytes (indices, masks) are only copied. */
+    if (x && y && x->dtype == y->dtype && x->dtype != GAIO_DTYPE_F32 && x->dtype != GAIO_DTYPE_F16)
+        return gaio__copy_any(fn, stream, x, y);
     gaio_kpw_act act = {GAIO_KPW_IDENTITY, 0.0f, 0.0f};
     return unary_launch(fn, stream, x, y, act, true);
 }

@@ -44,8 +44,11 @@ static bool packed(const gaio_tensor *t, int64_t *strides) {
     return true;
 }
 
-gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tensor *t, gaio_tensor *resolved,
-                               size_t *bytes) {
+/* gaio__tensor_check, and with `negative` the reversed views some ops take: *below
+ * receives the bytes that elements reach below element [0, ...] (0 without negative
+ * strides). */
+static gaio_status check_signed(const char *fn, const char *name, const gaio_tensor *t, bool negative,
+                                gaio_tensor *resolved, size_t *bytes, size_t *below) {
     if (!t) return BAD("%s is NULL", name);
     if (!t->buffer) return BAD("%s->buffer is NULL", name);
     size_t e = gaio_dtype_size(t->dtype);
@@ -60,36 +63,51 @@ gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tens
     bool zero = true;
     for (int32_t i = 0; i < t->ndim; i++) {
         if (t->shape[i] < 1) return BAD("%s->shape[%d] is %lld: each must be >= 1", name, (int)i, (long long)t->shape[i]);
-        if (t->strides[i] < 0)
+        if (t->strides[i] < 0 && !negative)
             return BAD("%s->strides[%d] is %lld: strides must be >= 0", name, (int)i, (long long)t->strides[i]);
+        if (t->strides[i] < -(INT64_MAX / 2))
+            return BAD("%s->strides[%d] is %lld: out of range", name, (int)i, (long long)t->strides[i]);
         if (t->strides[i]) zero = false;
     }
     gaio_tensor r = *t;
     for (int32_t i = t->ndim; i < GAIO_TENSOR_MAX_NDIM; i++) r.shape[i] = r.strides[i] = 0;
     if (zero && !packed(t, r.strides)) return BAD("%s's shape overflows 64 bits", name);
-    size_t span, size;
-    if (!gaio__dlpack_extent(r.ndim, r.shape, r.strides, e, &span))
+    /* The elements above element [0, ...] (positive strides) and below it (negative). */
+    int64_t up[GAIO_TENSOR_MAX_NDIM], down[GAIO_TENSOR_MAX_NDIM];
+    for (int32_t i = 0; i < r.ndim; i++) up[i] = r.strides[i] > 0 ? r.strides[i] : 0, down[i] = r.strides[i] < 0 ? -r.strides[i] : 0;
+    size_t span, low = 0, size;
+    if (!gaio__dlpack_extent(r.ndim, r.shape, up, e, &span) || !gaio__dlpack_extent(r.ndim, r.shape, down, e, &low))
         return BAD("%s's shape and strides span more bytes than an address holds", name);
+    low -= e; /* the extent counts element [0, ...] itself */
     gaio_status st = gaio_buffer_size(t->buffer, &size);
     if (st != GAIO_OK) return st;
-    if (!gaio__range_ok(t->offset, span, size))
+    if (low > t->offset)
+        return BAD("%s's negative strides reach %zu bytes below its offset %zu: before its buffer's start", name, low,
+                   t->offset);
+    if (!gaio__range_ok(t->offset - low, span + low, size))
         return BAD("%s spans %zu bytes from offset %zu but its buffer holds %zu", name, span, t->offset, size);
     if (resolved) *resolved = r;
     if (bytes) *bytes = span;
+    if (below) *below = low;
     return GAIO_OK;
+}
+
+gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tensor *t, gaio_tensor *resolved,
+                               size_t *bytes) {
+    return check_signed(fn, name, t, false, resolved, bytes, NULL);
 }
 
 gaio_status gaio_tensor_check(const gaio_tensor *t, gaio_tensor *resolved, size_t *bytes) {
     return gaio__tensor_check(__func__, "t", t, resolved, bytes);
 }
 
-gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
-                                       gaio_stream *s, gaio__ktensor_view *v) {
-    size_t bytes;
-    gaio_status st = gaio__tensor_check(fn, name, t, &v->t, &bytes);
+gaio_status gaio__ktensor_view_resolve_ex(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                          gaio_stream *s, unsigned flags, gaio__ktensor_view *v) {
+    size_t bytes, below;
+    gaio_status st = check_signed(fn, name, t, (flags & GAIO__KT_NEGATIVE_STRIDES) != 0, &v->t, &bytes, &below);
     if (st != GAIO_OK) return st;
     const gaio_tensor *r = &v->t;
-    if (r->dtype != GAIO_DTYPE_F32 && r->dtype != GAIO_DTYPE_F16)
+    if (!(flags & GAIO__KT_ANY_DTYPE) && r->dtype != GAIO_DTYPE_F32 && r->dtype != GAIO_DTYPE_F16)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "%s is %s: %s take f32 or f16", name, gaio_dtype_name(r->dtype),
                           what);
     size_t e = gaio_dtype_size(r->dtype);
@@ -104,24 +122,33 @@ gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const c
     v->k.ndim = r->ndim;
     v->k.dtype = (int32_t)r->dtype; /* GAIO_KT_* are the gaio_dtype values */
     for (int32_t i = 0; i < r->ndim; i++) v->k.shape[i] = r->shape[i], v->k.strides[i] = r->strides[i];
-    v->lo = v->k.ptr;
+    v->lo = v->k.ptr - below;
     v->hi = v->k.ptr + bytes;
     return GAIO_OK;
 }
+
+gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
+                                       gaio_stream *s, gaio__ktensor_view *v) {
+    return gaio__ktensor_view_resolve_ex(fn, name, what, t, s, 0, v);
+}
+
+/* A reversed dimension reaches the same elements as the forward one: distinctness goes
+ * by the strides' magnitudes. */
+static int64_t mag(int64_t s) { return s < 0 ? -s : s; }
 
 bool gaio__ktensor_distinct(const gaio_ktensor *k) {
     int32_t d[GAIO_KT_MAX_NDIM], n = 0;
     for (int32_t i = 0; i < k->ndim; i++)
         if (k->shape[i] > 1) d[n++] = i;
     for (int32_t i = 1; i < n; i++)
-        for (int32_t j = i; j > 0 && k->strides[d[j]] < k->strides[d[j - 1]]; j--) {
+        for (int32_t j = i; j > 0 && mag(k->strides[d[j]]) < mag(k->strides[d[j - 1]]); j--) {
             int32_t tmp = d[j];
             d[j] = d[j - 1];
             d[j - 1] = tmp;
         }
     int64_t reach = 0; /* the largest offset reached by the dimensions so far */
     for (int32_t i = 0; i < n; i++) {
-        int64_t st = k->strides[d[i]];
+        int64_t st = mag(k->strides[d[i]]);
         if (st <= reach) return false;
         reach += st * (k->shape[d[i]] - 1);
     }

@@ -95,6 +95,8 @@ static uint32_t element_bits(gaio_dtype dt, float v) {
         memcpy(&u, &v, 4);
         return u;
     }
+    case GAIO_DTYPE_S32:
+    case GAIO_DTYPE_S64: break; /* not image types: gaio__img_check refuses them */
     }
     return 0;
 }

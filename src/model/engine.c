@@ -23,6 +23,7 @@
 #include "gaio/memory.h"
 #include "gaio/stream.h"
 #include "model/engine_internal.h"
+#include "model/exec_index.h"
 #include "model/lifetime.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
@@ -32,7 +33,17 @@ static bool is_view(model_op op) {
     return op == OP_IDENTITY || op == OP_DROPOUT || op == OP_FLATTEN || op == OP_RESHAPE || op == OP_SQUEEZE || op == OP_UNSQUEEZE;
 }
 
-gaio_dtype gaio__engine_dtype_of(int32_t elem) { return elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32; }
+gaio_dtype gaio__engine_dtype_of(int32_t elem) {
+    switch (elem) {
+    case MT_F16: return GAIO_DTYPE_F16;
+    case MT_I32: return GAIO_DTYPE_S32;
+    case MT_I64: return GAIO_DTYPE_S64;
+    case MT_BOOL: return GAIO_DTYPE_U8;
+    default: return GAIO_DTYPE_F32;
+    }
+}
+
+bool gaio__engine_is_float(int32_t elem) { return elem == MT_F32 || elem == MT_F16 || elem == MT_UNDEFINED; }
 
 size_t gaio__xvalue_count(const xvalue *x) {
     size_t n = 1;
@@ -108,16 +119,18 @@ gaio_status gaio__engine_ready(const char *fn, gaio_engine *e) {
 
 /* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
 static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
-    if (n->op == OP_SHAPE || n->op == OP_GATHER || n->op == OP_CONSTANT || n->op == OP_CONSTANT_OF_SHAPE ||
-        n->op == OP_RANGE || (n->op >= OP_EQUAL && n->op <= OP_WHERE))
+    if (n->op == OP_SHAPE || n->op == OP_CONSTANT || n->op == OP_CONSTANT_OF_SHAPE || n->op == OP_RANGE ||
+        (n->op >= OP_EQUAL && n->op < OP_WHERE))
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
                           "arithmetic at load time only", n->name, n->op_type);
+    if (gaio__exec_index_op(n->op)) return gaio__exec_index_check(fn, g, n); /* any data type (exec_index.c) */
     for (int32_t j = 0; j < n->nin; j++) {
         int32_t v = n->in[j];
         if (v < 0) continue;
         const mvalue *val = &g->values[v];
-        bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN) &&
-                         j == 1;
+        bool shape_arg = (n->op == OP_RESHAPE || n->op == OP_UNSQUEEZE || n->op == OP_SQUEEZE || n->op == OP_REDUCE_MEAN ||
+                          (n->op >= OP_REDUCE_MAX && n->op <= OP_REDUCE_LOG_SUM_EXP) || n->op == OP_TOPK) &&
+                         j == 1; /* axes, K */
         bool clip_arg = n->op == OP_CLIP && j > 0;
         if (n->op == OP_DROPOUT && j > 0) continue; /* ratio, training_mode: not read at inference */
         bool slice_arg = (n->op == OP_SLICE && j > 0) || (n->op == OP_PAD && (j == 1 || j == 3)) ||
@@ -131,8 +144,9 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
             continue;
         }
         if (val->elem != MT_F32 && val->elem != MT_F16)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time: gaio's ops "
-                              "take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem));
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) runs on %s values at run time (input '%s'): "
+                              "gaio's ops take float32 and float16", n->name, n->op_type, gaio__mt_name(val->elem),
+                              val->name);
     }
     if (n->op == OP_GEMM && n->nin > 2 && n->in[2] >= 0) { /* C as gaio_gemm takes it: a row (beta 1) or [M, N] */
         const mvalue *c = &g->values[n->in[2]], *y = &g->values[n->out[0]];
@@ -143,13 +157,6 @@ static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
             return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Gemm): C of rank %d (broadcast other than "
                               "a row of N, or a row with beta %g != 1) is not supported", n->name, (int)c->ndim,
                               (double)n->a.beta);
-    }
-    if (n->op == OP_MATMUL) {
-        const mvalue *a = &g->values[n->in[0]], *b = &g->values[n->in[1]];
-        if ((a->ndim > 3 || b->ndim > 3) && b->ndim != 2)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank %d and %d "
-                              "(gaio takes rank <= 3, or any rank times a matrix)", n->name, (int)a->ndim,
-                              (int)b->ndim);
     }
     return GAIO_OK;
 }
@@ -235,7 +242,7 @@ static gaio_status resolve_options(const char *fn, const mgraph *g, const gaio_e
                 return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->shapes[%d]: dimension %d of input '%s' ('%s') "
                                   "is %lld: 1 to 1048576", (int)i, (int)d, s->name, v->dim_names[d],
                                   (long long)s->dims[d]);
-            if (b >= 0 && s->dims[d] != b)
+            if (b >= 0 && s->dims[d] != b && !g->deferred)
                 return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "options->shapes give the symbolic dimensions the values "
                                   "%lld and %lld: gaio plans one value for all of them (dynamic shapes are not "
                                   "built yet)", (long long)b, (long long)s->dims[d]);
@@ -280,6 +287,10 @@ static const void *const_data(const gaio_engine *e, int32_t v, int32_t *elem) {
  * ([K, C, R, S] row major -> K, R, S, C in memory), into dst. */
 static void convert(const void *data, int32_t elem, const xvalue *x, unsigned char *dst) {
     size_t n = gaio__xvalue_count(x);
+    if (!gaio__engine_is_float(elem)) { /* integers and booleans: as they are, row major */
+        memcpy(dst, data, n * gaio__mt_size(elem));
+        return;
+    }
     int64_t c = x->ndim == 4 ? x->dims[1] : 1, hw = x->ndim == 4 ? x->dims[2] * x->dims[3] : 1;
     for (size_t i = 0; i < n; i++) {
         float f = elem == MT_F16 ? h2f(((const uint16_t *)data)[i]) : ((const float *)data)[i];
@@ -306,9 +317,10 @@ static gaio_status place_weights(const char *fn, gaio_engine *e) {
             int32_t v = gaio__step_value(sp, j), elem = MT_F32;
             if (v < 0 || e->v[v].mem != XM_NONE) continue;
             const void *data = const_data(e, v, &elem);
-            if (!data || (elem != MT_F32 && elem != MT_F16)) continue;
+            if (!data || gaio__mt_size(elem) == 0) continue;
             xvalue *x = &e->v[v];
-            if (n->op == OP_CONV && v == sp->w) x->nhwc = e->nhwc && x->ndim == 4;
+            if ((n->op == OP_CONV && v == sp->w) || (n->op == OP_CONV_TRANSPOSE && j == 1))
+                x->nhwc = e->nhwc && x->ndim == 4;
             if (n->op == OP_BATCH_NORM && j >= 1) x->dtype = GAIO_DTYPE_F32; /* gaio_batch_norm's parameters */
             x->mem = XM_WEIGHT;
             x->off = at;
@@ -405,6 +417,74 @@ gaio_status gaio__engine_place_arena(const char *fn, gaio_engine *e) {
     return GAIO_OK;
 }
 
+/* Operators whose 4-D tensors are images: NHWC is their fast layout. */
+static bool spatial(model_op op) {
+    switch (op) {
+    case OP_CONV:
+    case OP_CONV_TRANSPOSE:
+    case OP_MAX_POOL:
+    case OP_AVG_POOL:
+    case OP_GLOBAL_AVG_POOL:
+    case OP_BATCH_NORM:
+    case OP_RESIZE:
+    case OP_UPSAMPLE:
+    case OP_REDUCE_MEAN: return true;
+    default: return false;
+    }
+}
+
+/* Operators whose output is computed element by element (or moved) from inputs of its
+ * shape: they keep their inputs' layout. */
+static bool elementwise(model_op op) {
+    switch (op) {
+    case OP_RELU: case OP_CLIP: case OP_SIGMOID: case OP_HARD_SIGMOID: case OP_HARD_SWISH:
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_POW:
+    case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
+    case OP_SQRT: case OP_EXP: case OP_LOG: case OP_TANH: case OP_ABS: case OP_NEG: case OP_RECIPROCAL:
+    case OP_FLOOR: case OP_CEIL: case OP_ERF: case OP_SOFTPLUS: case OP_GELU: case OP_SIN: case OP_COS:
+    case OP_CAST: case OP_CONCAT: case OP_SPLIT: case OP_SLICE: case OP_PAD: case OP_TILE: case OP_EXPAND:
+    case OP_WHERE:
+    case OP_SOFTMAX: /* opset < 13 over [C, H, W] reads x and y in one order */
+        return true;
+    default: return false;
+    }
+}
+
+/* Which values an NHWC engine stores NHWC (4-D ones only): those a spatial operator
+ * writes or reads, and those element-wise operators compute from them; never a MatMul's
+ * or Gemm's operands or result (cuBLAS takes row-major matrices). The rest, such as
+ * attention's [batch, heads, tokens, dim] tensors, stay row major. Every step takes
+ * either layout tensor by tensor: this picks the fast one, correctness does not
+ * depend on it. NULL: out of memory. */
+static bool *layout_wants(const gaio_engine *e) {
+    bool *want = calloc((size_t)e->nv + 1, sizeof *want);
+    if (!want) return NULL;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        if (!spatial(sp->n->op)) continue;
+        want[sp->out] = true;
+        for (int32_t j = 0; j < sp->n->nin; j++) /* a convolution's weights too, where a caller feeds them */
+            if (sp->n->in[j] >= 0) want[sp->n->in[j]] = true;
+        if (sp->res >= 0) want[sp->res] = true;
+    }
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const mnode *n = e->plan.steps[i].n;
+        if (!elementwise(n->op)) continue;
+        bool any = false;
+        for (int32_t j = 0; j < n->nin; j++) any = any || (n->in[j] >= 0 && e->v[n->in[j]].ndim == 4 && want[n->in[j]]);
+        for (int32_t j = 0; j < n->nout && any; j++)
+            if (n->out[j] >= 0) want[n->out[j]] = true;
+    }
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const mnode *n = e->plan.steps[i].n;
+        if (n->op != OP_MATMUL && n->op != OP_GEMM) continue;
+        for (int32_t j = 0; j < n->nin; j++)
+            if (n->in[j] >= 0) want[n->in[j]] = false;
+        want[e->plan.steps[i].out] = false;
+    }
+    return want;
+}
+
 /* Every value's dtype, layout and place. */
 static gaio_status place_values(const char *fn, gaio_engine *e) {
     const mgraph *g = &e->model->g;
@@ -420,17 +500,22 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         }
         x->ndim = ndim;
         for (int32_t d = 0; d < ndim; d++) x->dims[d] = dims[d] < 0 ? e->batch : dims[d];
-        x->dtype = e->f16 ? GAIO_DTYPE_F16 : gaio__engine_dtype_of(elem);
+        /* f16 engines keep integers (indices) and booleans as they are. */
+        x->dtype = e->f16 && gaio__engine_is_float(elem) ? GAIO_DTYPE_F16 : gaio__engine_dtype_of(elem);
         x->root = i;
         x->input = -1;
     }
     for (int32_t i = 0; i < g->ninputs; i++) e->v[g->inputs[i]].input = i;
+    bool *want = layout_wants(e);
+    if (!want) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     gaio_status st = place_weights(fn, e);
     /* Graph inputs in another precision or layout than the caller's are copied in; so
      * are all of them under a graph, whose kernels read fixed addresses. */
     for (int32_t i = 0; i < g->ninputs && st == GAIO_OK; i++) {
         xvalue *x = &e->v[g->inputs[i]];
-        x->nhwc = e->nhwc && x->ndim == 4;
+        /* Integers (indices) stay row major: they leave the engine by a plain copy. */
+        x->nhwc = e->nhwc && x->ndim == 4 && want[g->inputs[i]] &&
+                  (x->dtype == GAIO_DTYPE_F32 || x->dtype == GAIO_DTYPE_F16);
         if (x->dtype == gaio__engine_dtype_of(g->values[g->inputs[i]].elem) && !x->nhwc && !e->cuda_graph) continue;
         x->staged = true;
         x->mem = XM_ARENA;
@@ -449,16 +534,13 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
             }
             e->copy[i] = true; /* into x's own row-major memory, then viewed */
         } else {
-            x->nhwc = e->nhwc && x->ndim == 4;
+            /* Integers (indices) stay row major: they leave the engine by a plain copy. */
+            x->nhwc = e->nhwc && x->ndim == 4 && want[sp->out] &&
+                      (x->dtype == GAIO_DTYPE_F32 || x->dtype == GAIO_DTYPE_F16);
         }
-        /* An opset < 13 Softmax over dimensions from axis 2 on: in NHWC memory they are
-         * not one block. */
-        if (n->op == OP_SOFTMAX && n->a.coerce_2d && n->a.axis >= 2 && e->v[n->in[0]].nhwc)
-            st = gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn,
-                            "node '%s' (Softmax, opset < 13) over axes %lld.. of a 4-D tensor needs layout NCHW",
-                            n->name ? n->name : "", (long long)n->a.axis);
         x->mem = XM_ARENA;
     }
+    free(want);
     if (st == GAIO_OK) st = gaio__engine_place_arena(fn, e);
     return st;
 }
@@ -515,14 +597,56 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     return st;
 }
 
-/* Checks everything a build takes; *batch the symbolic dimensions' value. */
+/* Every input's shape for a model whose shapes wait for the build: options->shapes's,
+ * or the model's with a symbolic first dimension set to options->batch (the others
+ * must be given). */
+static gaio_status deferred_dims(const char *fn, const mgraph *g, const gaio_engine_options *o,
+                                 int64_t (*dims)[GAIO_MODEL_MAX_NDIM]) {
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        const mvalue *v = &g->values[g->inputs[i]];
+        const gaio_engine_shape *given = NULL;
+        for (int32_t k = 0; k < o->nshapes && !given; k++)
+            if (!strcmp(o->shapes[k].name, v->name)) given = &o->shapes[k];
+        for (int32_t d = 0; d < v->ndim; d++) {
+            dims[i][d] = given ? given->dims[d] : v->dims[d] >= 0 ? v->dims[d] : d == 0 ? o->batch : 0;
+            if (dims[i][d] < 1 || dims[i][d] > (1 << 20))
+                return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "input '%s' has symbolic dimension %d ('%s') that its "
+                                  "operators need known (%s): give the input's shape in options->shapes", v->name,
+                                  (int)d, v->dim_names[d], g->deferred_why ? g->deferred_why : "");
+        }
+    }
+    return GAIO_OK;
+}
+
+/* Checks everything a build takes; *batch the symbolic dimensions' value; *use the
+ * model to build (a reference): m, or for a model whose shapes wait for the build
+ * (mgraph.deferred) m inferred again with the options' shapes. */
 static gaio_status build_check(const char *fn, gaio_model *m, gaio_context *ctx, const gaio_engine_options *o,
-                               int64_t *batch) {
+                               int64_t *batch, gaio_model **use) {
+    *use = NULL;
     if (!m) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "m is NULL");
     if (!ctx) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "ctx is NULL");
     if (!o) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options is NULL");
     gaio_status st = resolve_options(fn, &m->g, o, batch);
+    if (st == GAIO_OK && m->g.deferred) {
+        int64_t(*dims)[GAIO_MODEL_MAX_NDIM] = calloc((size_t)m->g.ninputs + 1, sizeof *dims);
+        gaio_model *c = NULL;
+        if (!dims) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+        if (st == GAIO_OK) st = deferred_dims(fn, &m->g, o, dims);
+        if (st == GAIO_OK) st = gaio__model_concretize(fn, m, dims, &c);
+        free(dims);
+        if (st != GAIO_OK) return st;
+        *batch = 0; /* every dimension is known now */
+        st = gaio__engine_check_graph(fn, &c->g);
+        if (st != GAIO_OK) {
+            gaio_model_release(c);
+            return st;
+        }
+        *use = c;
+        return GAIO_OK;
+    }
     if (st == GAIO_OK) st = gaio__engine_check_graph(fn, &m->g);
+    if (st == GAIO_OK) gaio_model_retain(m), *use = m;
     return st;
 }
 
@@ -536,9 +660,11 @@ gaio_status gaio__engine_build(const char *fn, gaio_model *m, gaio_context *ctx,
     if (!out) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "out is NULL");
     *out = NULL;
     int64_t batch = 0;
-    gaio_status st = build_check(fn, m, ctx, options, &batch);
+    gaio_model *use = NULL;
+    gaio_status st = build_check(fn, m, ctx, options, &batch, &use);
     if (st != GAIO_OK) return st;
-    gaio_engine *e = gaio__engine_new(m, ctx);
+    gaio_engine *e = gaio__engine_new(use, ctx);
+    gaio_model_release(use); /* the engine's reference holds it */
     if (!e) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     if ((st = build(fn, e, options, batch)) != GAIO_OK) {
         gaio__engine_free(e);
@@ -585,10 +711,12 @@ gaio_status gaio_engine_build_async(gaio_model *m, gaio_context *ctx, const gaio
     GAIO_REQUIRE_PTR(built);
     *built = NULL;
     int64_t batch = 0;
-    gaio_status st = build_check(fn, m, ctx, options, &batch);
+    gaio_model *use = NULL;
+    gaio_status st = build_check(fn, m, ctx, options, &batch, &use);
     if (st != GAIO_OK) return st;
     async_build *a = calloc(1, sizeof *a);
-    gaio_engine *e = a ? gaio__engine_new(m, ctx) : NULL;
+    gaio_engine *e = a ? gaio__engine_new(use, ctx) : NULL;
+    gaio_model_release(use); /* the engine's reference holds it */
     gaio_future *f = e ? gaio__future_new() : NULL;
     if (a && options->nshapes > 0) a->shapes = calloc((size_t)options->nshapes, sizeof *a->shapes);
     bool ok = a && e && f && (options->nshapes == 0 || a->shapes);

@@ -31,7 +31,8 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 3u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's approximate */
+#define FORMAT 4u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
+                   * approximate; 4: integer values and weights */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -104,8 +105,10 @@ static gaio_status device_of(const char *fn, gaio_context *ctx, gaio_device_prop
     return GAIO_OK;
 }
 
+/* Float weights live in the weights' bytes; integer constants stay in the graph too,
+ * as a load resolves from them what they stand for (axes, K, shapes). */
 static bool has_data_to_keep(const gaio_engine *e, int32_t v, const void *data) {
-    return data && e->v[v].mem != XM_WEIGHT;
+    return data && (e->v[v].mem != XM_WEIGHT || (e->v[v].dtype != GAIO_DTYPE_F32 && e->v[v].dtype != GAIO_DTYPE_F16));
 }
 
 static void put_graph(wbuf *w, const gaio_engine *e) {
@@ -465,6 +468,7 @@ static bool step_inputs_ok(const mnode *n) {
     case OP_SUB:
     case OP_MUL:
     case OP_DIV:
+    case OP_CONV_TRANSPOSE:
         need = 2;
         break;
     case OP_BATCH_NORM:
@@ -550,7 +554,9 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         x->off = (size_t)get_u64(r);
         x->root = get_i32(r), x->nhwc = get_u8(r) != 0, x->staged = get_u8(r) != 0, x->input = get_i32(r);
         uint64_t count = 0;
-        if ((dt != GAIO_DTYPE_F32 && dt != GAIO_DTYPE_F16) || mem < XM_NONE || mem > XM_ARENA ||
+        if ((dt != GAIO_DTYPE_F32 && dt != GAIO_DTYPE_F16 && dt != GAIO_DTYPE_S32 && dt != GAIO_DTYPE_S64 &&
+             dt != GAIO_DTYPE_U8) ||
+            mem < XM_NONE || mem > XM_ARENA ||
             !count_dims(x->ndim, x->dims, &count) || x->root < 0 || x->root >= nv || x->input < -1 ||
             x->input >= g->ninputs)
             FAIL_RETURN(r, "a value's type, shape or place is out of range");
@@ -657,7 +663,8 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
     for (int32_t i = 0; i < nplans && st == GAIO_OK; i++) {
         int32_t step = get_i32(&r);
         uint64_t n = get_u64(&r);
-        if (r.bad || step < 0 || step >= e->plan.nsteps || e->plan.steps[step].n->op != OP_CONV ||
+        if (r.bad || step < 0 || step >= e->plan.nsteps ||
+            (e->plan.steps[step].n->op != OP_CONV && e->plan.steps[step].n->op != OP_CONV_TRANSPOSE) ||
             e->conv_plans[step] || n > r.n - r.at) {
             st = bad(fn, what, r.bad ? r.bad : "a cuDNN plan's record is out of range");
             break;
@@ -668,6 +675,7 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
         take(&r, NULL, (size_t)n);
     }
     if (st == GAIO_OK && r.at != r.n) st = bad(fn, what, "it has bytes after its end");
+    if (st == GAIO_OK) gaio__engine_graph_hazards(e);
     if (st != GAIO_OK) {
         gaio__engine_free(e);
         return st;

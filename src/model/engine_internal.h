@@ -84,7 +84,12 @@ gaio_engine *gaio__engine_new(gaio_model *m, gaio_context *ctx);
 void gaio__engine_free(gaio_engine *e);
 
 /* The dtype of an ONNX element type the executor runs (F16 or F32). */
+/* Turns the engine's CUDA graphs off where a kept cuDNN plan must not be captured
+ * (gaio__conv_plan_graph_hazard); after its plans are made or loaded. */
+void gaio__engine_graph_hazards(gaio_engine *e);
 gaio_dtype gaio__engine_dtype_of(int32_t elem);
+/* Whether values of ONNX element type elem are floats (f16 engines make them f16). */
+bool gaio__engine_is_float(int32_t elem);
 size_t gaio__xvalue_count(const xvalue *x);
 size_t gaio__xvalue_bytes(const xvalue *x);
 

@@ -26,6 +26,7 @@
 #include "gaio/stream.h"
 #include "model/engine_internal.h"
 #include "model/infer_resize.h"
+#include "model/exec_reduce.h"
 
 struct gaio_model_exec {
     gaio_engine *engine;    /* a reference */
@@ -177,6 +178,28 @@ static void conv_of(const run_state *r, const xstep *sp, conv_call *c) {
     c->p.act = sp->has_act ? &sp->act : NULL;
 }
 
+/* A ConvTranspose step's arguments (pads explicit since inference). */
+typedef struct convt_call {
+    gaio_tensor x, w, b, y;
+    bool has_b;
+    gaio_conv_transpose2d_params p;
+} convt_call;
+
+static void convt_of(const run_state *r, const xstep *sp, convt_call *c) {
+    const mnode *n = sp->n;
+    const mattrs *a = &n->a;
+    memset(c, 0, sizeof *c);
+    c->x = tensor(r, n->in[0]), c->w = tensor(r, n->in[1]), c->y = tensor(r, sp->out);
+    c->has_b = n->nin > 2 && n->in[2] >= 0;
+    if (c->has_b) c->b = tensor(r, n->in[2]);
+    for (int i = 0; i < 2; i++) {
+        c->p.stride[i] = (int32_t)a->strides[i], c->p.dilation[i] = (int32_t)a->dilations[i];
+        c->p.output_padding[i] = (int32_t)a->output_padding[i];
+    }
+    for (int i = 0; i < 4; i++) c->p.pad[i] = (int32_t)a->pads[i];
+    c->p.groups = (int32_t)a->group;
+}
+
 /* Plans every convolution now, off the run path (gaio_conv2d_prepare times cuDNN's
  * candidates and keeps the fastest), except one that reads a caller's input directly:
  * its plan depends on that buffer's alignment, and is made at its first run. */
@@ -186,21 +209,42 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
     bool tune = !(e->flags & GAIO_ENGINE_NO_TUNE);
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
-        if (sp->n->op != OP_CONV) continue;
+        if (sp->n->op != OP_CONV && sp->n->op != OP_CONV_TRANSPOSE) continue;
         const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
         if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) {
             snprintf(e->kernel[i], sizeof e->kernel[i], "(planned at the first run)");
             continue;
         }
-        conv_call c;
-        conv_of(&r, sp, &c);
         gaio_conv2d_info info;
         if (e->conv_plans[i]) gaio__conv_plan_release(e->conv_plans[i]);
+        e->conv_plans[i] = NULL;
+        if (sp->n->op == OP_CONV_TRANSPOSE) {
+            convt_call t;
+            convt_of(&r, sp, &t);
+            st = gaio__conv_transpose2d_prepare_keep(s, &t.x, &t.w, t.has_b ? &t.b : NULL, &t.y, &t.p, &info, tune,
+                                                     &e->conv_plans[i]);
+            if (st == GAIO_OK) snprintf(e->kernel[i], sizeof e->kernel[i], "%s", info.engine);
+            continue;
+        }
+        conv_call c;
+        conv_of(&r, sp, &c);
         st = gaio__conv2d_prepare_keep(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
                                        &info, tune, &e->conv_plans[i]);
         if (st == GAIO_OK) snprintf(e->kernel[i], sizeof e->kernel[i], "%s", info.engine);
     }
+    if (st == GAIO_OK) gaio__engine_graph_hazards(e);
     return st;
+}
+
+void gaio__engine_graph_hazards(gaio_engine *e) {
+    for (int32_t i = 0; e->cuda_graph && i < e->plan.nsteps; i++) {
+        if (!e->conv_plans[i] || !gaio__conv_plan_graph_hazard(e->conv_plans[i])) continue;
+        e->cuda_graph = false;
+        if (getenv("GAIO_MODEL_TRACE"))
+            fprintf(stderr, "gaio: plan: no CUDA graph: step %d (%s) runs a runtime-compiled cuDNN engine with the "
+                    "residual fused, which gives wrong results in graphs launched concurrently\n", (int)i,
+                    e->plan.steps[i].n->name);
+    }
 }
 
 static float scalar(const mvalue *v, float fallback) {
@@ -282,6 +326,76 @@ static gaio_status run_variadic(const run_state *r, const mnode *n, const gaio_t
     return st;
 }
 
+/* The product of t's dimensions [from, to). */
+static int64_t span(const gaio_tensor *t, int32_t from, int32_t to) {
+    int64_t p = 1;
+    for (int32_t d = from; d < to; d++) p *= t->shape[d];
+    return p;
+}
+
+/* t's dimensions before its last two as one: [batch, rows, cols] (a 1-D t as a row or
+ * column: [1, 1, k] for a, [1, k, 1] for b). The values are packed row major. */
+static gaio_tensor as_batched(const gaio_tensor *t, bool is_b) {
+    gaio_tensor o = *t;
+    int64_t rows = t->ndim >= 2 ? t->shape[t->ndim - 2] : (is_b ? t->shape[0] : 1);
+    int64_t cols = t->ndim >= 2 ? t->shape[t->ndim - 1] : (is_b ? 1 : t->shape[0]);
+    o.ndim = 3, o.layout = GAIO_TENSOR_ROW_MAJOR;
+    o.shape[0] = t->ndim > 2 ? span(t, 0, t->ndim - 2) : 1, o.shape[1] = rows, o.shape[2] = cols;
+    memset(o.strides, 0, sizeof o.strides); /* packed */
+    return o;
+}
+
+/* MatMul of any ranks (numpy's matmul): the leading dimensions broadcast. Leading
+ * dimensions equal on both sides, or all 1 on one side, make one batched GEMM (all 1 on
+ * b's side with a row-major a: one GEMM with them folded into a's rows); any other
+ * broadcast one GEMM per batch of the output. */
+static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n, const gaio_tensor *x,
+                              const gaio_tensor *b, const gaio_tensor *y) {
+    gaio_stream *s = r->s;
+    gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
+    if (x->layout != GAIO_TENSOR_ROW_MAJOR || b->layout != GAIO_TENSOR_ROW_MAJOR || y->layout != GAIO_TENSOR_ROW_MAJOR)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): an NHWC operand (a view of a convolution's "
+                          "output): build the engine with layout NCHW", n->name);
+    int32_t lead = y->ndim - 2 > 0 ? y->ndim - 2 : 0;
+    int32_t la = x->ndim - 2 > 0 ? x->ndim - 2 : 0, lb = b->ndim - 2 > 0 ? b->ndim - 2 : 0;
+    int64_t ya = span(y, 0, lead), xa = span(x, 0, la), ba = span(b, 0, lb);
+    gaio_tensor a3 = as_batched(x, false), b3 = as_batched(b, true), y3 = as_batched(y, false);
+    if (x->ndim == 1) y3.shape[1] = 1, y3.shape[2] = b3.shape[2];
+    if (b->ndim == 1) y3.shape[1] = a3.shape[1], y3.shape[2] = 1;
+    if (ba == 1 && xa == ya) { /* b one matrix: a's batches fold into its rows */
+        a3.shape[1] *= a3.shape[0], a3.shape[0] = 1;
+        y3.shape[1] *= y3.shape[0], y3.shape[0] = 1;
+        return gaio_gemm(s, &a3, &b3, NULL, NULL, &y3, &p);
+    }
+    if ((xa == ya || xa == 1) && (ba == ya || ba == 1)) {
+        /* equal or wholly broadcast: the leading dimensions of each side match y's
+         * element by element (a side with as many as y and the same product) */
+        bool same_a = xa == 1 || (la == lead && !memcmp(x->shape, y->shape, (size_t)lead * sizeof *x->shape));
+        bool same_b = ba == 1 || (lb == lead && !memcmp(b->shape, y->shape, (size_t)lead * sizeof *b->shape));
+        if (same_a && same_b) return gaio_gemm(s, &a3, &b3, NULL, NULL, &y3, &p);
+    }
+    /* Partial broadcast: one GEMM per output batch, each side's batch by its own
+     * dimensions (1s repeat). */
+    size_t es = gaio_dtype_size(y->dtype);
+    int64_t am = a3.shape[1] * a3.shape[2], bm = b3.shape[1] * b3.shape[2], ym = y3.shape[1] * y3.shape[2];
+    gaio_status st = GAIO_OK;
+    for (int64_t i = 0; i < ya && st == GAIO_OK; i++) {
+        int64_t rest = i, ai = 0, bi = 0, astep = 1, bstep = 1;
+        for (int32_t d = lead - 1; d >= 0; d--) {
+            int64_t k = rest % y->shape[d];
+            rest /= y->shape[d];
+            int32_t da = d - (lead - la), db = d - (lead - lb);
+            if (da >= 0) ai += (x->shape[da] == 1 ? 0 : k) * astep, astep *= x->shape[da];
+            if (db >= 0) bi += (b->shape[db] == 1 ? 0 : k) * bstep, bstep *= b->shape[db];
+        }
+        gaio_tensor a1 = a3, b1 = b3, y1 = y3;
+        a1.shape[0] = b1.shape[0] = y1.shape[0] = 1;
+        a1.offset += (size_t)(ai * am) * es, b1.offset += (size_t)(bi * bm) * es, y1.offset += (size_t)(i * ym) * es;
+        st = gaio_gemm(s, &a1, &b1, NULL, NULL, &y1, &p);
+    }
+    return st;
+}
+
 static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp) {
     const mgraph *g = &r->e->model->g;
     const mnode *n = sp->n;
@@ -307,6 +421,11 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         conv_of(r, sp, &c);
         return gaio_conv2d(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p);
     }
+    case OP_CONV_TRANSPOSE: {
+        convt_call c;
+        convt_of(r, sp, &c);
+        return gaio_conv_transpose2d(s, &c.x, &c.w, c.has_b ? &c.b : NULL, &c.y, &c.p);
+    }
     case OP_GEMM:
     case OP_MATMUL: {
         gaio_tensor b = tensor(r, n->in[1]);
@@ -329,16 +448,8 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
                                       "other than 1 on a row of C) is not supported yet", n->name);
                 }
             }
-        } else if (x.ndim > 3 || b.ndim > 3) {
-            /* [.., M, K] @ [K, N]: the leading dimensions fold into M. */
-            if (b.ndim != 2)
-                return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): batched operands of rank > 3",
-                                  n->name);
-            int64_t rows = 1;
-            for (int32_t d = 0; d < x.ndim - 1; d++) rows *= x.shape[d];
-            int64_t k = x.shape[x.ndim - 1], cols = y.shape[y.ndim - 1];
-            x.ndim = 2, x.shape[0] = rows, x.shape[1] = k;
-            y.ndim = 2, y.shape[0] = rows, y.shape[1] = cols;
+        } else if (x.ndim > 2 || b.ndim > 2) {
+            return run_matmul(fn, r, n, &x, &b, &y);
         }
         return gaio_gemm(s, &x, &b, c, bias, &y, &p);
     }
@@ -417,8 +528,21 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return gaio_pool2d(s, &x, &y, &p);
     }
     case OP_GLOBAL_AVG_POOL:
-    case OP_REDUCE_MEAN:
         return gaio_global_avg_pool(s, &x, &y);
+    case OP_REDUCE_MEAN:
+    case OP_REDUCE_MAX:
+    case OP_REDUCE_MIN:
+    case OP_REDUCE_SUM:
+    case OP_REDUCE_PROD:
+    case OP_REDUCE_L1:
+    case OP_REDUCE_L2:
+    case OP_REDUCE_SUM_SQUARE:
+    case OP_REDUCE_LOG_SUM:
+    case OP_REDUCE_LOG_SUM_EXP:
+    case OP_ARGMAX:
+    case OP_ARGMIN:
+    case OP_TOPK:
+        return gaio__exec_reduce(fn, s, n, &x, dropped(r, n->in[0], &x), &y, n->op == OP_TOPK && sp->out != n->out[0]);
     case OP_TRANSPOSE: {
         int32_t perm[GAIO_TENSOR_MAX_NDIM];
         if (a->nperm > GAIO_TENSOR_MAX_NDIM)
@@ -443,11 +567,10 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         for (int32_t d = 0; d < v.ndim; d++) {
             int32_t m = d + skip;
             v.offset += (size_t)(a->slice_start[m] * v.strides[d]) * es;
-            v.strides[d] *= a->slice_step[m];
+            v.strides[d] *= a->slice_step[m]; /* a negative step: a reversed view */
             v.shape[d] = y.shape[d];
         }
-        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
-        return gaio_unary(s, &v, &y, &p);
+        return gaio_cast(s, &v, &y); /* a copy, of integers too */
     }
     case OP_EXPAND: { /* the input's broadcast view (stride 0 where it has 1), copied out */
         gaio_tensor v;
@@ -540,46 +663,43 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
         return gaio_unary(s, &v, &y, &p);
     }
-    case OP_PAD: { /* the fill, then the input into the middle of the output */
-        gaio_tensor yr;
-        size_t bytes = 0;
-        gaio_status st = gaio_tensor_check(&y, &yr, &bytes);
-        if (st == GAIO_OK) st = gaio_memset_async(s, yr.buffer, yr.offset, 0, bytes);
-        if (st == GAIO_OK && a->pad_value != 0.0f) { /* + the value, from its constant (a weight) */
-            gaio_tensor c = tensor(r, n->in[2]);
-            c.ndim = yr.ndim, c.layout = GAIO_TENSOR_ROW_MAJOR;
-            for (int32_t d = 0; d < c.ndim; d++) c.shape[d] = 1, c.strides[d] = 0;
-            st = gaio_binary(s, GAIO_BINARY_ADD, &yr, &c, &yr, NULL);
-        }
-        if (st != GAIO_OK) return st;
-        int32_t skip = dropped(r, sp->out, &yr);
-        size_t es = gaio_dtype_size(yr.dtype);
-        gaio_tensor mid = yr;
-        for (int32_t d = 0; d < yr.ndim; d++) {
-            mid.offset += (size_t)(a->pad_begin[d + skip] * yr.strides[d]) * es;
-            mid.shape[d] = x.shape[d];
-        }
-        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
-        return gaio_unary(s, &x, &mid, &p);
+    case OP_PAD: {
+        gaio_pad_params p;
+        memset(&p, 0, sizeof p);
+        int32_t skip = dropped(r, sp->out, &y);
+        for (int32_t d = 0; d < y.ndim; d++) p.begin[d] = a->pad_begin[d + skip];
+        p.mode = (gaio_pad_mode)a->pad_mode, p.value = a->pad_value;
+        return gaio_pad(s, &x, &y, &p);
+    }
+    case OP_GATHER:
+    case OP_GATHER_ELEMENTS: {
+        gaio_tensor ind = tensor(r, n->in[1]);
+        if (n->op == OP_GATHER) return gaio_gather(s, &x, &ind, &y, (int32_t)a->axis);
+        return gaio_gather_elements(s, &x, &ind, &y, (int32_t)a->axis);
+    }
+    case OP_WHERE: { /* x is the condition */
+        gaio_tensor ta = tensor(r, n->in[1]), tb = tensor(r, n->in[2]);
+        return gaio_where(s, &x, &ta, &tb, &y);
     }
     case OP_SOFTMAX:
-        if (a->coerce_2d) { /* opset < 13: [outer, the rest], both packed in the same order */
-            const xvalue *xv = &r->e->v[n->in[0]];
-            int64_t outer = 1, inner = 1;
-            for (int32_t d = 0; d < xv->ndim; d++) {
-                if (d < a->axis) outer *= xv->dims[d];
-                else inner *= xv->dims[d];
-            }
-            x.ndim = y.ndim = 2, x.layout = y.layout = GAIO_TENSOR_ROW_MAJOR;
-            x.shape[0] = y.shape[0] = outer, x.shape[1] = y.shape[1] = inner;
-            return gaio_softmax(s, &x, &y, 1);
-        }
-        return gaio_softmax(s, &x, &y, (int32_t)a->axis);
+    case OP_LOG_SOFTMAX:
+        return gaio__exec_softmax(fn, s, n, &x, dropped(r, n->in[0], &x), &y);
     case OP_CAST:
         return gaio_cast(s, &x, &y);
     default:
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) has no executor", n->name, n->op_type);
     }
+}
+
+/* A graph input in, or output out: floats by gaio_cast (another precision or layout),
+ * integers as they are (both sides row major: engines keep them so). */
+static gaio_status copy_value(gaio_stream *s, const gaio_tensor *from, const gaio_tensor *to) {
+    if (from->dtype == GAIO_DTYPE_F32 || from->dtype == GAIO_DTYPE_F16) return gaio_cast(s, from, to);
+    gaio_tensor r;
+    size_t bytes = 0;
+    gaio_status st = gaio_tensor_check(from, &r, &bytes);
+    if (st == GAIO_OK) st = gaio_memcpy_async(s, to->buffer, to->offset, from->buffer, from->offset, bytes);
+    return st;
 }
 
 /* A caller's tensor for graph value v: the model's dtype and shape, packed row major. */
@@ -643,7 +763,7 @@ gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_t
     for (int32_t i = 0; i < ninputs && st == GAIO_OK; i++) {
         if (!e->v[g->inputs[i]].staged) continue;
         gaio_tensor to = tensor(&r, g->inputs[i]);
-        st = gaio_cast(stream, &inputs[i], &to);
+        st = copy_value(stream, &inputs[i], &to);
     }
     if (st == GAIO_OK && x->graph) {
         gaio_buffer *held[2] = {e->weights, x->arena};
@@ -653,7 +773,7 @@ gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_t
     }
     for (int32_t i = 0; i < noutputs && st == GAIO_OK; i++) {
         gaio_tensor from = tensor(&r, g->outputs[i]);
-        st = gaio_cast(stream, &from, &outputs[i]);
+        st = copy_value(stream, &from, &outputs[i]);
     }
     if (st == GAIO_OK) st = gaio_event_record(x->last, stream);
     if (st == GAIO_OK) x->last_stream = stream;

@@ -17,7 +17,9 @@
 #include "model/bump.h"
 
 /* ONNX TensorProto element types gaio handles (the protobuf's numbers). */
-enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_BOOL = 9, MT_F16 = 10 }; /* bool: shape arithmetic only */
+/* Integers and booleans: shape arithmetic at load, and at run time the indexing steps'
+ * indices, conditions and moved data (model/exec_index.c). */
+enum { MT_UNDEFINED = 0, MT_F32 = 1, MT_I32 = 6, MT_I64 = 7, MT_BOOL = 9, MT_F16 = 10 };
 
 typedef enum model_op {
     OP_CONV,
@@ -44,14 +46,14 @@ typedef enum model_op {
     OP_IDENTITY,
     OP_CONSTANT,
     OP_SHAPE,
-    OP_GATHER,
+    OP_GATHER,      /* folds, or gaio_gather at run time */
     OP_UNSQUEEZE,
     OP_SQUEEZE,
     OP_CAST,
-    OP_REDUCE_MEAN, /* over the spatial axes of a 4-D tensor: torch's dynamo exporter's global pool */
+    OP_REDUCE_MEAN, /* any axes; the spatial ones of a 4-D tensor as a global pool */
     OP_DROPOUT,     /* inference: its input (engine files store op numbers: new ones go last) */
-    OP_SLICE,       /* positive steps: a strided view copied out */
-    OP_PAD,         /* constant mode: a fill, then the input copied into the middle */
+    OP_SLICE,       /* a strided view (negative strides for negative steps) copied out */
+    OP_PAD,         /* gaio_pad: every mode, negative pads cut */
     OP_SPLIT,       /* one step per output: each a strided view copied out */
     OP_CONSTANT_OF_SHAPE, /* folds at load */
     OP_RANGE,       /* folds at load */
@@ -59,13 +61,13 @@ typedef enum model_op {
     OP_RESIZE,      /* nearest by whole factors of H and W: a broadcast view copied out; else gaio_resize2d */
     OP_UPSAMPLE,    /* opsets 7-9: the same */
     OP_TILE,        /* folds, or one strided copy per tile */
-    OP_EQUAL,       /* these seven fold at load (shape arithmetic): comparisons and logic */
+    OP_EQUAL,       /* these six fold at load (shape arithmetic): comparisons and logic */
     OP_LESS,
     OP_GREATER,
     OP_NOT,
     OP_AND,
     OP_OR,
-    OP_WHERE,
+    OP_WHERE,       /* folds, or gaio_where at run time */
     OP_SQRT,
     OP_EXP,
     OP_LOG,
@@ -85,6 +87,21 @@ typedef enum model_op {
     OP_MAX,
     OP_SUM,
     OP_MEAN,
+    OP_GATHER_ELEMENTS, /* opset 11 on */
+    OP_REDUCE_MAX,  /* the Reduce* operators over any axes (gaio_reduce) */
+    OP_REDUCE_MIN,
+    OP_REDUCE_SUM,
+    OP_REDUCE_PROD,
+    OP_REDUCE_L1,
+    OP_REDUCE_L2,
+    OP_REDUCE_SUM_SQUARE,
+    OP_REDUCE_LOG_SUM,
+    OP_REDUCE_LOG_SUM_EXP,
+    OP_ARGMAX,
+    OP_ARGMIN,
+    OP_TOPK,        /* a step per output, each computing its own */
+    OP_LOG_SOFTMAX,
+    OP_CONV_TRANSPOSE, /* 2-D; pads resolved at inference (output_shape, auto_pad), maybe negative */
     OP_COUNT
 } model_op;
 
@@ -157,13 +174,26 @@ typedef struct mattrs {
     int64_t axes[GAIO_MODEL_MAX_NDIM];
     /* Reshape */
     int64_t allowzero;
-    /* ReduceMean (axes in axes / naxes when an attribute) */
+    /* Reduce* (axes in axes / naxes when an attribute); ArgMax, ArgMin: keepdims */
     int64_t keepdims, noop_with_empty_axes;
     /* Cast */
     int32_t to;
     /* Gelu: 0 "none" (erf), 1 "tanh" */
     int32_t approximate;
     /* Constant: the value's index (its data already in the value) */
+    /* Reduce*: the input's dimensions reduced (bit d: dimension d), resolved at load
+     * from axes, noop_with_empty_axes and the rank */
+    uint32_t reduce_mask;
+    /* ArgMax, ArgMin (axis, keepdims above) */
+    int64_t select_last_index;
+    /* TopK (axis above): k, resolved at load (opset < 10's attribute until then); gaio always
+     * sorts (ONNX leaves the order free without sorted) */
+    int64_t largest, sorted, topk_k;
+    /* ConvTranspose (and the Conv fields above): output_padding; output_shape's
+     * spatial sizes (noutput_shape 2) until inference turns them into pads */
+    int64_t output_padding[2];
+    int64_t output_shape[2];
+    int32_t noutput_shape;
     /* Resize beyond whole-factor nearest: cubic_coeff_a, exclude_outside,
      * extrapolation_value, keep_aspect_ratio_policy (opset 18: 0 stretch, 1 not_larger,
      * 2 not_smaller; axes in naxes / axes); resolved at load: rs_general (run by
@@ -196,6 +226,15 @@ typedef struct mgraph {
     int32_t *outputs, noutputs;
     int64_t ir_version, opset;
     const char *producer;
+    /* For inference again with other input shapes (model/shapes.c): every value as
+     * the file gave it (before any inference), every node's attributes as parsed. */
+    mvalue *src_values;
+    mattrs *src_attrs;
+    /* Inference at load stopped at a dimension left symbolic (a height or width): the
+     * graph's shapes wait for an engine's input shapes; why, for messages. Its nodes
+     * are all kept (none folded), outputs typed by the file's declarations. */
+    bool deferred;
+    const char *deferred_why;
 } mgraph;
 
 /* Adds a value named name (copied); returns its index, or -1 out of memory. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "model/engine_internal.h"
 #include "model/model_internal.h"
 
 #define MAX_MODEL_BYTES ((size_t)2 << 30) /* protobuf's own limit for one message */
@@ -101,8 +102,10 @@ gaio_status gaio_model_retain(gaio_model *m) {
 
 gaio_status gaio_model_release(gaio_model *m) {
     if (m && gaio__ref_dec(&m->ref)) {
+        gaio_model *parent = m->parent;
         gaio__graph_free(&m->g);
         free(m);
+        gaio_model_release(parent);
     }
     return GAIO_OK;
 }
@@ -130,7 +133,7 @@ static gaio_status io(const char *fn, const gaio_model *m, int32_t i, bool input
                           (int)i, (int)n);
     const mvalue *v = &m->g.values[input ? m->g.inputs[i] : m->g.outputs[i]];
     out->name = v->name;
-    out->dtype = v->elem == MT_F16 ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32;
+    out->dtype = gaio__engine_dtype_of(v->elem);
     out->ndim = v->ndim;
     for (int32_t d = 0; d < v->ndim && d < GAIO_MODEL_MAX_NDIM; d++) {
         out->shape[d] = v->dims[d];

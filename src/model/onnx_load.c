@@ -205,29 +205,31 @@ static gaio_status tensor_into(const char *fn, mgraph *g, const Onnx__TensorProt
 
 /* ---- graph inputs ---- */
 
-static gaio_status input_type(const char *fn, mgraph *g, const Onnx__ValueInfoProto *vi, mvalue *v) {
+static gaio_status input_type(const char *fn, mgraph *g, const Onnx__ValueInfoProto *vi, mvalue *v, const char *what) {
     const char *name = v->name;
     const Onnx__TypeProto *tp = vi->type;
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return UNSUPPORTED("graph input '%s' is not a tensor", name);
+        return UNSUPPORTED("graph %s '%s' is not a tensor", what, name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int32_t elem = tt->has_elem_type ? tt->elem_type : MT_UNDEFINED;
-    if (elem != MT_F32 && elem != MT_F16)
-        return UNSUPPORTED("graph input '%s' has element type %s (%d): gaio takes float32 or float16 inputs", name,
-                           gaio__mt_name(elem), (int)elem);
+    /* Integers and booleans feed the steps that take them (indices, conditions, moved
+     * data: model/exec_index.c); the build refuses them elsewhere. */
+    if (elem != MT_F32 && elem != MT_F16 && elem != MT_I32 && elem != MT_I64 && elem != MT_BOOL)
+        return UNSUPPORTED("graph %s '%s' has element type %s (%d): gaio takes float32, float16, int32, int64 or "
+                           "bool tensors", what, name, gaio__mt_name(elem), (int)elem);
     v->elem = elem;
-    if (!tt->shape) return UNSUPPORTED("graph input '%s' has no shape: gaio needs each input's rank", name);
+    if (!tt->shape) return UNSUPPORTED("graph %s '%s' has no shape: gaio needs each input's rank", what, name);
     if (tt->shape->n_dim > GAIO_MODEL_MAX_NDIM)
-        return UNSUPPORTED("graph input '%s' has %zu dimensions: gaio takes up to %d", name, tt->shape->n_dim,
+        return UNSUPPORTED("graph %s '%s' has %zu dimensions: gaio takes up to %d", what, name, tt->shape->n_dim,
                            GAIO_MODEL_MAX_NDIM);
     v->ndim = (int32_t)tt->shape->n_dim;
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (d->dim_value == 0)
-                return UNSUPPORTED("graph input '%s' has dimension %zu of 0: gaio runs no empty tensors", name, i);
+                return UNSUPPORTED("graph %s '%s' has dimension %zu of 0: gaio runs no empty tensors", what, name, i);
             if (d->dim_value < 1 || d->dim_value > (int64_t)1 << 31)
-                return BAD("graph input '%s' has dimension %zu of %lld", name, i, (long long)d->dim_value);
+                return BAD("graph %s '%s' has dimension %zu of %lld", what, name, i, (long long)d->dim_value);
             v->dims[i] = d->dim_value;
         } else {
             v->dims[i] = -1;
@@ -417,6 +419,12 @@ static gaio_status nodes(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
     if (st == GAIO_OK && (st = topo_sort(fn, g, protos, sorted)) == GAIO_OK)
         memcpy(protos, sorted, (size_t)g->nnodes * sizeof *protos);
     free(sorted);
+    if (st == GAIO_OK) {
+        g->src_values = gaio__bump_array(&g->bump, (size_t)g->nvalues + 1, sizeof *g->src_values);
+        g->src_attrs = gaio__bump_array(&g->bump, (size_t)g->nnodes + 1, sizeof *g->src_attrs);
+        if (!g->src_values || !g->src_attrs) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+        else memcpy(g->src_values, g->values, (size_t)g->nvalues * sizeof *g->values);
+    }
     /* In order: attributes, Constant values, then types and shapes (folding what can). */
     for (int32_t i = 0; i < g->nnodes && st == GAIO_OK; i++) {
         mnode *n = &g->nodes[i];
@@ -428,14 +436,24 @@ static gaio_status nodes(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
             continue;
         }
         if ((st = gaio__op_parse_attrs(fn, g, protos[i], n)) != GAIO_OK) break;
+        g->src_attrs[i] = n->a;
+        if (g->deferred) continue;
         st = gaio__op_infer(fn, g, n);
+        if (st == GAIO_ERR_NOT_SUPPORTED && gaio__graph_deferrable(g)) {
+            /* A symbolic height or width the operator needs: shapes come at build. */
+            g->deferred = true;
+            if (!(g->deferred_why = gaio__bump_strdup(&g->bump, gaio_last_error())))
+                st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+            else
+                st = GAIO_OK;
+        }
     }
     free(protos);
     return st;
 }
 
 /* Drops the nodes whose outputs all became constants: they never run. */
-static gaio_status drop_folded(const char *fn, mgraph *g) {
+gaio_status gaio__graph_drop_folded(const char *fn, mgraph *g) {
     int32_t *where = calloc((size_t)g->nnodes + 1, sizeof *where);
     if (!where) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     int32_t kept = 0;
@@ -483,7 +501,7 @@ static gaio_status graph(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
         }
         if ((v = gaio__graph_add_value(g, name)) < 0) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
         g->values[v].is_input = true;
-        if ((st = input_type(fn, g, gp->input[i], &g->values[v])) != GAIO_OK) return st;
+        if ((st = input_type(fn, g, gp->input[i], &g->values[v], "input")) != GAIO_OK) return st;
         g->inputs[g->ninputs++] = v;
     }
     if (!g->ninputs)
@@ -496,13 +514,17 @@ static gaio_status graph(const char *fn, mgraph *g, const Onnx__GraphProto *gp, 
         int32_t v = gaio__graph_find(g, name);
         if (v < 0) return BAD("graph output '%s' is produced by no node", name);
         mvalue *val = &g->values[v];
-        if (val->elem != MT_F32 && val->elem != MT_F16)
-            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32 or float16", name,
-                               gaio__mt_name(val->elem));
+        if (g->deferred && val->ndim < 0) { /* typed by its declaration until an engine's shapes come */
+            if ((st = input_type(fn, g, gp->output[i], val, "output")) != GAIO_OK) return st;
+        }
+        if (val->elem != MT_F32 && val->elem != MT_F16 && val->elem != MT_I32 && val->elem != MT_I64 &&
+            val->elem != MT_BOOL)
+            return UNSUPPORTED("graph output '%s' is %s: gaio's outputs are float32, float16, int32, int64 or bool",
+                               name, gaio__mt_name(val->elem));
         val->is_output = true;
         g->outputs[g->noutputs++] = v;
     }
-    return drop_folded(fn, g);
+    return g->deferred ? GAIO_OK : gaio__graph_drop_folded(fn, g);
 }
 
 gaio_status gaio__onnx_load(const char *fn, const void *data, size_t size, const char *dir, mgraph *g) {

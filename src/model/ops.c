@@ -72,6 +72,21 @@ static const char *const op_names[OP_COUNT] = {
     [OP_MAX] = "Max",
     [OP_SUM] = "Sum",
     [OP_MEAN] = "Mean",
+    [OP_GATHER_ELEMENTS] = "GatherElements",
+    [OP_REDUCE_MAX] = "ReduceMax",
+    [OP_REDUCE_MIN] = "ReduceMin",
+    [OP_REDUCE_SUM] = "ReduceSum",
+    [OP_REDUCE_PROD] = "ReduceProd",
+    [OP_REDUCE_L1] = "ReduceL1",
+    [OP_REDUCE_L2] = "ReduceL2",
+    [OP_REDUCE_SUM_SQUARE] = "ReduceSumSquare",
+    [OP_REDUCE_LOG_SUM] = "ReduceLogSum",
+    [OP_REDUCE_LOG_SUM_EXP] = "ReduceLogSumExp",
+    [OP_ARGMAX] = "ArgMax",
+    [OP_ARGMIN] = "ArgMin",
+    [OP_TOPK] = "TopK",
+    [OP_LOG_SOFTMAX] = "LogSoftmax",
+    [OP_CONV_TRANSPOSE] = "ConvTranspose",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {

@@ -34,6 +34,10 @@ typedef struct opspec {
     aspec attrs[MAX_ATTRS];
 } opspec;
 
+/* ReduceSum's axes became an input at 13, the other Reduce*'s at 18. */
+#define REDUCE_ATTRS(last) {{"axes", T_IS, 1, last}, {"keepdims", T_I, 1, 0}, {"noop_with_empty_axes", T_I, last + 1, 0}}
+#define ARG_ATTRS {{"axis", T_I, 1, 0}, {"keepdims", T_I, 1, 0}, {"select_last_index", T_I, 12, 0}}
+
 #define POOL_COMMON                                                                          \
     {"auto_pad", T_S, 1, 0}, {"kernel_shape", T_IS, 1, 0}, {"pads", T_IS, 1, 0}, {"strides", T_IS, 1, 0}, \
         {"ceil_mode", T_I, 10, 0}
@@ -71,7 +75,7 @@ static const opspec specs[OP_COUNT] = {
     [OP_UNSQUEEZE] = {1, 2, 1, {{"axes", T_IS, 1, 12}}},
     [OP_SQUEEZE] = {1, 2, 1, {{"axes", T_IS, 1, 12}}},
     [OP_CAST] = {1, 1, 1, {{"to", T_I, 1, 0}, {"saturate", T_I, 19, 0}}},
-    [OP_REDUCE_MEAN] = {1, 2, 1, {{"axes", T_IS, 1, 17}, {"keepdims", T_I, 1, 0}, {"noop_with_empty_axes", T_I, 18, 0}}},
+    [OP_REDUCE_MEAN] = {1, 2, 1, REDUCE_ATTRS(17)},
     [OP_DROPOUT] = {1, 3, 2, {{"ratio", T_F, 7, 11}, {"seed", T_I, 12, 0}}},
     [OP_SLICE] = {1, 5, 1, {{"starts", T_IS, 1, 9}, {"ends", T_IS, 1, 9}, {"axes", T_IS, 1, 9}}},
     [OP_PAD] = {1, 4, 1, {{"mode", T_S, 1, 0}, {"pads", T_IS, 1, 10}, {"value", T_F, 1, 10}}},
@@ -111,10 +115,27 @@ static const opspec specs[OP_COUNT] = {
     [OP_MAX] = {1, -1, 1, {{0}}},
     [OP_SUM] = {1, -1, 1, {{0}}},
     [OP_MEAN] = {1, -1, 1, {{0}}},
+    [OP_GATHER_ELEMENTS] = {2, 2, 1, {{"axis", T_I, 11, 0}}},
+    [OP_REDUCE_MAX] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_REDUCE_MIN] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_REDUCE_SUM] = {1, 2, 1, REDUCE_ATTRS(12)},
+    [OP_REDUCE_PROD] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_REDUCE_L1] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_REDUCE_L2] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_REDUCE_SUM_SQUARE] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_REDUCE_LOG_SUM] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_REDUCE_LOG_SUM_EXP] = {1, 2, 1, REDUCE_ATTRS(17)},
+    [OP_ARGMAX] = {1, 1, 1, ARG_ATTRS},
+    [OP_ARGMIN] = {1, 1, 1, ARG_ATTRS},
+    [OP_TOPK] = {1, 2, 2, {{"axis", T_I, 1, 0}, {"k", T_I, 1, 9}, {"largest", T_I, 11, 0}, {"sorted", T_I, 11, 0}}},
+    [OP_LOG_SOFTMAX] = {1, 1, 1, {{"axis", T_I, 1, 0}}},
+    [OP_CONV_TRANSPOSE] = {2, 3, 1, {{"auto_pad", T_S, 1, 0}, {"dilations", T_IS, 1, 0}, {"group", T_I, 1, 0},
+                                     {"kernel_shape", T_IS, 1, 0}, {"output_padding", T_IS, 1, 0},
+                                     {"output_shape", T_IS, 1, 0}, {"pads", T_IS, 1, 0}, {"strides", T_IS, 1, 0}}},
 };
 
 /* The opset each operator came in, where that is after 7 (gaio's oldest). */
-static int64_t op_since(model_op op) { return op == OP_GELU ? 20 : 0; }
+static int64_t op_since(model_op op) { return op == OP_GELU ? 20 : op == OP_GATHER_ELEMENTS ? 11 : 0; }
 
 /* The inputs an operator takes in the graph's opset, where they changed: attributes
  * that became inputs (Clip's bounds at 11, Squeeze's and Unsqueeze's axes at 13,
@@ -122,8 +143,10 @@ static int64_t op_since(model_op op) { return op == OP_GELU ? 20 : 0; }
 static void io_for_opset(const mgraph *g, model_op op, int32_t *min_in, int32_t *max_in) {
     int64_t v = g->opset;
     if ((op == OP_CLIP && v < 11) || ((op == OP_SQUEEZE || op == OP_UNSQUEEZE) && v < 13) ||
-        (op == OP_REDUCE_MEAN && v < 18) || (op == OP_DROPOUT && v < 12))
+        (op == OP_REDUCE_MEAN && v < 18) || (op == OP_DROPOUT && v < 12) ||
+        (op >= OP_REDUCE_MAX && op <= OP_REDUCE_LOG_SUM_EXP && v < (op == OP_REDUCE_SUM ? 13 : 18)))
         *max_in = 1;
+    if (op == OP_TOPK) *min_in = *max_in = v < 10 ? 1 : 2; /* K: an attribute, then an input */
     if (op == OP_UNSQUEEZE && v >= 13) *min_in = 2;
     if (op == OP_SLICE) *min_in = *max_in = 1;
     if (op == OP_SLICE && v >= 10) *min_in = 3, *max_in = 5;
@@ -177,11 +200,15 @@ static gaio_status check_io(const char *fn, const mgraph *g, const mnode *n, con
      * argmax (MaxPool): nothing gaio computes. */
     for (int32_t i = 1; i < n->nout && n->op == OP_SPLIT; i++)
         if (n->out[i] < 0) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d is omitted", i);
-    for (int32_t i = 1; i < n->nout && n->op != OP_SPLIT; i++)
+    for (int32_t i = 1; i < n->nout && n->op != OP_SPLIT && n->op != OP_TOPK; i++)
         if (n->out[i] >= 0)
             return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d (%s) is not supported", i,
                                    n->op == OP_MAX_POOL ? "Indices" : n->op == OP_DROPOUT ? "mask" : "training statistics");
     return GAIO_OK;
+}
+
+static const char *spatial_what(const mnode *n) {
+    return n->op == OP_CONV ? "convolutions" : n->op == OP_CONV_TRANSPOSE ? "transposed convolutions" : "pools";
 }
 
 /* A 2-D list attribute (kernel_shape, strides, dilations); other lengths are kernels of
@@ -190,7 +217,7 @@ static gaio_status get_pair(const char *fn, const mnode *n, const Onnx__Attribut
     if (at->n_ints != 2) {
         if (at->n_ints == 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute '%s' is empty", at->name);
         return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%zu-D %s are not supported (attribute '%s')", at->n_ints,
-                               n->op == OP_CONV ? "convolutions" : "pools", at->name);
+                               spatial_what(n), at->name);
     }
     for (int i = 0; i < 2; i++) {
         if (at->ints[i] < min || at->ints[i] > INT32_MAX)
@@ -206,7 +233,7 @@ static gaio_status get_pads(const char *fn, const mnode *n, const Onnx__Attribut
         if (at->n_ints % 2 || at->n_ints == 0)
             return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' has %zu values (2 per spatial axis)", at->n_ints);
         return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%zu-D %s are not supported (attribute 'pads')", at->n_ints / 2,
-                               n->op == OP_CONV ? "convolutions" : "pools");
+                               spatial_what(n));
     }
     /* ONNX lists begins then ends: [top, left, bottom, right], mattrs' order. */
     for (int i = 0; i < 4; i++) {
@@ -256,8 +283,20 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     const char *nm = at->name;
     switch (n->op) {
     case OP_CONV:
+    case OP_CONV_TRANSPOSE:
     case OP_MAX_POOL:
     case OP_AVG_POOL:
+        if (!strcmp(nm, "output_padding")) return get_pair(fn, n, at, 0, a->output_padding);
+        if (!strcmp(nm, "output_shape")) { /* the spatial sizes, or all four (N and C ignored) */
+            if (at->n_ints == 4) {
+                Onnx__AttributeProto two = *at;
+                two.n_ints = 2, two.ints = at->ints + 2;
+                a->noutput_shape = 2;
+                return get_pair(fn, n, &two, 1, a->output_shape);
+            }
+            a->noutput_shape = 2;
+            return get_pair(fn, n, at, 1, a->output_shape);
+        }
         if (!strcmp(nm, "kernel_shape")) {
             a->nkernel = 2;
             return get_pair(fn, n, at, 1, a->kernel);
@@ -315,7 +354,9 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     case OP_FLATTEN:
     case OP_CONCAT:
     case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX:
     case OP_GATHER:
+    case OP_GATHER_ELEMENTS:
     case OP_SPLIT:
         /* Ranges are checked against the input's rank at inference. */
         if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK;
@@ -486,6 +527,30 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
     case OP_RESHAPE:
         if (!strcmp(nm, "allowzero")) return get_flag(fn, n, at, &a->allowzero);
         break;
+    case OP_ARGMAX:
+    case OP_ARGMIN:
+        if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK;
+        if (!strcmp(nm, "keepdims")) return get_flag(fn, n, at, &a->keepdims);
+        if (!strcmp(nm, "select_last_index")) return get_flag(fn, n, at, &a->select_last_index);
+        break;
+    case OP_TOPK:
+        if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK;
+        if (!strcmp(nm, "largest")) return get_flag(fn, n, at, &a->largest);
+        if (!strcmp(nm, "sorted")) return get_flag(fn, n, at, &a->sorted);
+        if (!strcmp(nm, "k")) { /* opsets up to 9 */
+            if (at->i < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'k' is %lld", (long long)at->i);
+            return a->topk_k = at->i, GAIO_OK;
+        }
+        break;
+    case OP_REDUCE_MAX:
+    case OP_REDUCE_MIN:
+    case OP_REDUCE_SUM:
+    case OP_REDUCE_PROD:
+    case OP_REDUCE_L1:
+    case OP_REDUCE_L2:
+    case OP_REDUCE_SUM_SQUARE:
+    case OP_REDUCE_LOG_SUM:
+    case OP_REDUCE_LOG_SUM_EXP:
     case OP_REDUCE_MEAN:
         if (!strcmp(nm, "keepdims")) return get_flag(fn, n, at, &a->keepdims);
         if (!strcmp(nm, "noop_with_empty_axes")) return get_flag(fn, n, at, &a->noop_with_empty_axes);
@@ -543,8 +608,10 @@ static void set_defaults(const mgraph *g, mnode *n) {
     a->epsilon = 1e-5f;
     a->clip_min = -INFINITY;
     a->clip_max = INFINITY;
-    a->axis = n->op == OP_FLATTEN ? 1 : n->op == OP_SOFTMAX ? (g->opset >= 13 ? -1 : 1) : 0;
-    a->coerce_2d = n->op == OP_SOFTMAX && g->opset < 13;
+    bool softmax = n->op == OP_SOFTMAX || n->op == OP_LOG_SOFTMAX;
+    a->axis = n->op == OP_FLATTEN ? 1 : softmax ? (g->opset >= 13 ? -1 : 1) : n->op == OP_TOPK ? -1 : 0;
+    a->coerce_2d = softmax && g->opset < 13;
+    a->largest = a->sorted = 1;
     a->fill_elem = MT_F32; /* ConstantOfShape's default: float32 0 */
     if (n->op == OP_UPSAMPLE || (n->op == OP_RESIZE && g->opset < 11))
         a->rs_coord = 1, a->rs_nearest = 2; /* Upsample and Resize-10 index as asymmetric, floor */
@@ -610,6 +677,7 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         if (!a->nkernel) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'kernel_shape' is required");
         /* fall through */
     case OP_CONV:
+    case OP_CONV_TRANSPOSE:
         if (a->auto_pad != 0 && (a->pads[0] | a->pads[1] | a->pads[2] | a->pads[3]))
             return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attributes 'pads' and 'auto_pad' cannot both be set");
         break;
@@ -621,6 +689,9 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_UNSQUEEZE:
         if (g->opset < 13 && !(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' is required");
+        break;
+    case OP_TOPK:
+        if (g->opset < 10 && !(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'k' is required");
         break;
     case OP_UPSAMPLE:
         if (g->opset < 9 && !(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'scales' is required");

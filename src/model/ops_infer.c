@@ -10,6 +10,8 @@
 
 #include "core/half.h"
 #include "model/infer_resize.h"
+#include "model/infer_reduce.h"
+#include "model/infer_conv_transpose.h"
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
@@ -146,7 +148,7 @@ static gaio_status get_ints(const char *fn, const mnode *n, const mvalue *v, int
 static gaio_status const_list(const char *fn, const mnode *n, const mvalue *v, const char *what, int64_t *vals, int *count) {
     if (v->elem != MT_I64) return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' is %s; it must be int64", what, v->name, gaio__mt_name(v->elem));
     if (v->ndim > 1) return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' has rank %d; it must be 1", what, v->name, v->ndim);
-    if (!v->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s is computed at run time", what);
+    if (!v->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s '%s' is computed at run time", what, v->name);
     TRY(const_ok(fn, n, v));
     int64_t c = v->ndim ? v->dims[0] : 1;
     if (c > MAXD) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the %s has %lld entries; gaio's rank limit is %d", what, (long long)c, MAXD);
@@ -371,7 +373,7 @@ static gaio_status infer_unary(const char *fn, mgraph *g, mnode *n, shp *o) {
             if (m->ndim > 1 || (m->ndim == 1 && m->dims[0] != 1))
                 return FAIL(GAIO_ERR_INVALID_ARG, "the %s '%s' must be a scalar", i == 1 ? "min" : "max", m->name);
         }
-    if (n->op == OP_SOFTMAX) {
+    if (n->op == OP_SOFTMAX || n->op == OP_LOG_SOFTMAX) {
         if (x->ndim < 1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is a scalar", x->name);
         TRY(norm_axis(fn, n, n->a.axis, x->ndim, &n->a.axis));
         /* Opsets before 13 take the dimensions from axis on as one: over the last
@@ -397,10 +399,14 @@ static gaio_status const_ints(const char *fn, const mnode *n, const mvalue *v, c
     return GAIO_OK;
 }
 
-/* Clamped as ONNX says for a positive step: negative values count from the end. */
-static int64_t slice_clamp(int64_t v, int64_t dim) {
-    if (v < 0) v = v < -dim ? 0 : v + dim;
-    return v > dim ? dim : v;
+/* A start or end clamped as ONNX says: negative values count from the end once, then
+ * into [0, dim] for a positive step, and for a negative one starts into [0, dim - 1]
+ * and ends into [-1, dim - 1] (-1: through element 0). INT64_MIN and INT64_MAX, as
+ * exporters write "to the end", fall at the ends. */
+static int64_t slice_clamp(int64_t v, int64_t dim, bool start, int64_t step) {
+    if (v < 0) v += dim; /* no overflow: dim > 0 */
+    int64_t lo = step > 0 || start ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+    return v < lo ? lo : v > hi ? hi : v;
 }
 
 /* A constant input sliced at load (Shape -> Slice chains): element by element. */
@@ -429,7 +435,7 @@ static gaio_status fold_slice(const char *fn, mgraph *g, const mnode *n, const m
 
 /* Slice: starts / ends / axes / steps (inputs from opset 10, attributes before, with no
  * steps) resolved for every dimension into the node's attributes: the run is a
- * strided view of the input copied out. Positive steps only (gaio's strides are). */
+ * strided view of the input copied out (a negative step a negative stride). */
 static gaio_status infer_slice(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
     mvalue *x = in_v(g, n, 0);
     mattrs *a = &n->a;
@@ -463,21 +469,23 @@ static gaio_status infer_slice(const char *fn, mgraph *g, mnode *n, shp *o, mval
         seen[ax] = true;
         int64_t step = nst >= 0 ? steps[i] : 1, dim = x->dims[ax];
         if (step == 0) return FAIL(GAIO_ERR_INVALID_ARG, "step 0 on axis %lld", (long long)ax);
-        if (step < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "negative steps (axis %lld reversed) are not supported", (long long)ax);
         if (dim < 0) { /* symbolic: only the whole of it */
             if (starts[i] == 0 && ends[i] >= INT32_MAX && step == 1) continue;
             return FAIL(GAIO_ERR_NOT_SUPPORTED, "slicing symbolic dimension '%s' (axis %lld) is not supported", dname(x, (int)ax),
                         (long long)ax);
         }
-        st[ax] = slice_clamp(starts[i], dim), en[ax] = slice_clamp(ends[i], dim), sp[ax] = step;
+        st[ax] = slice_clamp(starts[i], dim, true, step), en[ax] = slice_clamp(ends[i], dim, false, step), sp[ax] = step;
     }
     o->ndim = 0;
     for (int d = 0; d < r; d++) {
         if (x->dims[d] < 0) {
             shp_push(o, x->dims[d], dname(x, d));
         } else {
-            int64_t c = en[d] > st[d] ? (en[d] - st[d] + sp[d] - 1) / sp[d] : 0;
+            /* Counted without st + step overflowing: steps may be any int64. */
+            int64_t c = 0, mag = sp[d] > 0 ? sp[d] : sp[d] == INT64_MIN ? INT64_MAX : -sp[d];
+            if (sp[d] > 0 ? en[d] > st[d] : st[d] > en[d]) c = ((sp[d] > 0 ? en[d] - st[d] : st[d] - en[d]) - 1) / mag + 1;
             if (!c) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the slice of axis %d is empty: gaio runs no empty tensors", d);
+            if (c == 1) sp[d] = 1; /* one element: its step moves nothing (and a huge one would overflow a stride) */
             shp_push(o, c, "");
         }
         a->slice_start[d] = st[d], a->slice_step[d] = sp[d], a->slice_end[d] = en[d];
@@ -486,14 +494,14 @@ static gaio_status infer_slice(const char *fn, mgraph *g, mnode *n, shp *o, mval
 }
 
 /* Pad: pads (an attribute before opset 11, then an input; axes from 18) resolved per
- * dimension; constant mode only, its value a constant. */
+ * dimension, negative ones (cuts) too; every mode (wrap from opset 19); the constant
+ * value a constant. */
 static gaio_status infer_pad(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *x = in_v(g, n, 0), *pv = in_v(g, n, 1), *cv = in_v(g, n, 2), *av = in_v(g, n, 3);
     mattrs *a = &n->a;
     int r = x->ndim;
-    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
-    if (a->pad_mode != 0)
-        return FAIL(GAIO_ERR_NOT_SUPPORTED, "mode '%s' is not supported (constant only)", modes[a->pad_mode & 3]);
+    if (a->pad_mode == 3 && g->opset < 19)
+        return FAIL(GAIO_ERR_INVALID_ARG, "mode 'wrap' came in opset 19; the model's is %lld", (long long)g->opset);
     int64_t raw[2 * MAXD], axes[MAXD];
     int np = 0, na = r;
     if (g->opset < 11) {
@@ -507,15 +515,21 @@ static gaio_status infer_pad(const char *fn, mgraph *g, mnode *n, shp *o) {
         np = (int)numel(pv);
         for (int i = 0; i < np; i++) TRY(get_ints(fn, n, pv, i, &raw[i]));
         if (cv) {
-            if (!is_float(cv->elem) || numel(cv) != 1)
-                return FAIL(GAIO_ERR_INVALID_ARG, "constant_value '%s' is not one float", cv->name);
+            if (!(is_float(cv->elem) || is_int(cv->elem)) || numel(cv) != 1)
+                return FAIL(GAIO_ERR_INVALID_ARG, "constant_value '%s' is not one number", cv->name);
             if (!cv->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "constant_value '%s' is computed at run time", cv->name);
             TRY(const_ok(fn, n, cv));
             if (cv->elem == MT_F32) memcpy(&a->pad_value, cv->data, 4);
-            else {
+            else if (cv->elem == MT_F16) {
                 uint16_t h;
                 memcpy(&h, cv->data, 2);
                 a->pad_value = h2f(h);
+            } else {
+                int64_t k = 0;
+                TRY(get_ints(fn, n, cv, 0, &k));
+                a->pad_value = (float)k;
+                if ((double)a->pad_value != (double)k) /* mattrs keeps a float */
+                    return FAIL(GAIO_ERR_NOT_SUPPORTED, "constant_value %lld is not exact in float32", (long long)k);
             }
         }
         if (av) TRY(const_ints(fn, n, av, "axes", axes, &na));
@@ -531,15 +545,16 @@ static gaio_status infer_pad(const char *fn, mgraph *g, mnode *n, shp *o) {
         if (seen[ax]) return FAIL(GAIO_ERR_INVALID_ARG, "axis %lld is padded twice", (long long)ax);
         seen[ax] = true;
         int64_t b = raw[i], e = raw[na + i];
-        if (b < 0 || e < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "negative pads (a crop) on axis %lld are not supported", (long long)ax);
-        if (b > INT32_MAX || e > INT32_MAX) return FAIL(GAIO_ERR_INVALID_ARG, "pads on axis %lld are out of range", (long long)ax);
+        if (b > INT32_MAX || e > INT32_MAX || b < -DIM_LIMIT || e < -DIM_LIMIT)
+            return FAIL(GAIO_ERR_INVALID_ARG, "pads on axis %lld are out of range", (long long)ax);
         if ((b || e) && x->dims[ax] < 0)
             return FAIL(GAIO_ERR_NOT_SUPPORTED, "padding symbolic dimension '%s' is not supported", dname(x, (int)ax));
+        /* Negative pads cut first (onnxruntime's order); something must be left to pad from. */
+        if ((b < 0 || e < 0) && x->dims[ax] - (b < 0 ? -b : 0) - (e < 0 ? -e : 0) < 1)
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "pads %lld and %lld cut all %lld elements of axis %lld: gaio runs no "
+                        "empty tensors", (long long)b, (long long)e, (long long)x->dims[ax], (long long)ax);
         a->pad_begin[ax] = b, a->pad_end[ax] = e;
     }
-    if (g->opset < 11 && a->pad_value != 0.0f)
-        return FAIL(GAIO_ERR_NOT_SUPPORTED, "a fill value other than 0 in opset %lld (attribute 'value') is not supported",
-                    (long long)g->opset);
     o->ndim = 0;
     for (int d = 0; d < r; d++)
         shp_push(o, x->dims[d] < 0 ? x->dims[d] : x->dims[d] + a->pad_begin[d] + a->pad_end[d], dname(x, d));
@@ -1072,6 +1087,23 @@ static gaio_status infer_shape(const char *fn, mgraph *g, mnode *n, shp *o, mval
     return GAIO_OK;
 }
 
+/* Constant indices are checked at load against the axis's extent s (when known): an
+ * index outside [-s, s) is an error in ONNX. (Indices computed at run time are clamped
+ * by the kernels instead, which cannot report one: dnn.h.) */
+static gaio_status const_indices(const char *fn, const mnode *n, const mvalue *ind, int64_t s) {
+    if (!ind->data || s < 0) return GAIO_OK;
+    TRY(const_ok(fn, n, ind));
+    int64_t ni = numel(ind);
+    for (int64_t j = 0; j < ni; j++) {
+        int64_t k = 0;
+        TRY(get_ints(fn, n, ind, j, &k));
+        if (k < -s || k >= s)
+            return FAIL(GAIO_ERR_INVALID_ARG, "index %lld (element %lld of '%s') is out of range [%lld, %lld)", (long long)k,
+                        (long long)j, ind->name, (long long)-s, (long long)s);
+    }
+    return GAIO_OK;
+}
+
 static gaio_status infer_gather(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
     mvalue *x = in_v(g, n, 0), *ind = in_v(g, n, 1);
     if (!is_int(ind->elem)) return FAIL(GAIO_ERR_INVALID_ARG, "the indices '%s' are %s", ind->name, gaio__mt_name(ind->elem));
@@ -1085,6 +1117,7 @@ static gaio_status infer_gather(const char *fn, mgraph *g, mnode *n, shp *o, mva
     for (int i = 0; i < ax; i++) shp_push(o, x->dims[i], dname(x, i));
     for (int i = 0; i < ind->ndim; i++) shp_push(o, ind->dims[i], dname(ind, i));
     for (int i = (int)ax + 1; i < r; i++) shp_push(o, x->dims[i], dname(x, i));
+    TRY(const_indices(fn, n, ind, x->dims[ax]));
     if (!x->data || !ind->data) return GAIO_OK;
     TRY(const_ok(fn, n, x));
     TRY(const_ok(fn, n, ind));
@@ -1114,6 +1147,47 @@ static gaio_status infer_gather(const char *fn, mgraph *g, mnode *n, shp *o, mva
     return GAIO_OK;
 }
 
+/* GatherElements (opset 11 on): the output has the indices' shape; along the other
+ * axes the indices reach no further than the data. Folds for constant inputs. */
+static gaio_status infer_gather_elements(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
+    mvalue *x = in_v(g, n, 0), *ind = in_v(g, n, 1);
+    if (!is_int(ind->elem)) return FAIL(GAIO_ERR_INVALID_ARG, "the indices '%s' are %s", ind->name, gaio__mt_name(ind->elem));
+    int r = x->ndim;
+    if (r < 1) return FAIL(GAIO_ERR_INVALID_ARG, "input '%s' is a scalar", x->name);
+    if (ind->ndim != r)
+        return FAIL(GAIO_ERR_INVALID_ARG, "the indices '%s' have rank %d, the data '%s' %d: they must match", ind->name,
+                    ind->ndim, x->name, r);
+    int64_t ax = 0;
+    TRY(norm_axis(fn, n, n->a.axis, r, &ax));
+    n->a.axis = ax;
+    for (int i = 0; i < r; i++)
+        if (i != ax && ind->dims[i] >= 0 && x->dims[i] >= 0 && ind->dims[i] > x->dims[i])
+            return FAIL(GAIO_ERR_INVALID_ARG, "the indices' dimension %d (%lld) is larger than the data's (%lld)", i,
+                        (long long)ind->dims[i], (long long)x->dims[i]);
+    shp_of(ind, o);
+    TRY(const_indices(fn, n, ind, x->dims[ax]));
+    if (!x->data || !ind->data) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    int64_t cnt = numel(ind), xs[MAXD];
+    if (cnt < 0) return GAIO_OK;
+    int64_t m = 1;
+    for (int d = r - 1; d >= 0; d--) xs[d] = m, m *= x->dims[d];
+    size_t es = gaio__mt_size(x->elem);
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    for (int64_t i = 0; !skip && i < cnt; i++) {
+        int64_t rest = i, src = 0, k = 0;
+        TRY(get_ints(fn, n, ind, i, &k));
+        for (int d = r - 1; d >= 0; d--) {
+            int64_t c = rest % ind->dims[d];
+            rest /= ind->dims[d];
+            src += (d == ax ? (k < 0 ? k + x->dims[d] : k) : c) * xs[d];
+        }
+        memcpy((char *)out->data + (size_t)i * es, (const char *)x->data + (size_t)src * es, es);
+    }
+    return GAIO_OK;
+}
+
 static gaio_status infer_unsqueeze(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *x = in_v(g, n, 0);
     int64_t axes[MAXD];
@@ -1133,34 +1207,6 @@ static gaio_status infer_unsqueeze(const char *fn, mgraph *g, mnode *n, shp *o) 
     for (int i = 0, j = 0; i < r; i++) {
         if (ins[i]) shp_push(o, 1, "");
         else shp_push(o, x->dims[j], dname(x, j)), j++;
-    }
-    return GAIO_OK;
-}
-
-/* ReduceMean over the spatial axes (2, 3) of a 4-D tensor: the global average pool
- * torch's dynamo exporter writes. Other reductions are refused. */
-static gaio_status infer_reduce_mean(const char *fn, mgraph *g, mnode *n, shp *o) {
-    mvalue *x = in_v(g, n, 0), *av = in_v(g, n, 1);
-    TRY(need_float(fn, n, x));
-    int64_t axes[MAXD];
-    int c = n->a.naxes;
-    for (int i = 0; i < c; i++) axes[i] = n->a.axes[i];
-    if (av) TRY(const_list(fn, n, av, "axes", axes, &c));
-    bool red[MAXD] = {false};
-    for (int i = 0; i < c; i++) {
-        int64_t a = 0;
-        TRY(norm_axis(fn, n, axes[i], x->ndim, &a));
-        red[a] = true;
-    }
-    if (x->ndim != 4 || c != 2 || !red[2] || !red[3])
-        return FAIL(GAIO_ERR_NOT_SUPPORTED, "gaio reduces the spatial axes (2, 3) of a 4-D tensor only (%d axes of a "
-                    "%d-D one given)", c, (int)x->ndim);
-    o->ndim = 0;
-    shp_push(o, x->dims[0], dname(x, 0));
-    shp_push(o, x->dims[1], dname(x, 1));
-    if (n->a.keepdims) {
-        shp_push(o, 1, "");
-        shp_push(o, 1, "");
     }
     return GAIO_OK;
 }
@@ -1255,6 +1301,15 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     bool fold_same = false; /* the output holds the input's elements, reshaped */
     switch (n->op) {
     case OP_CONV: TRY(infer_conv(fn, g, n, &o)); break;
+    case OP_CONV_TRANSPOSE: {
+        int64_t d[4];
+        const char *batch = "";
+        TRY(gaio__infer_conv_transpose(fn, g, n, d, &batch));
+        o.ndim = 0;
+        shp_push(&o, d[0], batch);
+        for (int i = 1; i < 4; i++) shp_push(&o, d[i], "");
+        break;
+    }
     case OP_MAX_POOL:
     case OP_AVG_POOL:
     case OP_GLOBAL_AVG_POOL: TRY(infer_pool(fn, g, n, &o)); break;
@@ -1280,7 +1335,8 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_GELU:
     case OP_SIN:
     case OP_COS:
-    case OP_SOFTMAX: TRY(infer_unary(fn, g, n, &o)); break;
+    case OP_SOFTMAX:
+    case OP_LOG_SOFTMAX: TRY(infer_unary(fn, g, n, &o)); break;
     case OP_ADD:
     case OP_SUB:
     case OP_MUL:
@@ -1303,12 +1359,25 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
         return GAIO_OK;
     case OP_SHAPE: elem = MT_I64; TRY(infer_shape(fn, g, n, &o, out)); break;
     case OP_GATHER: TRY(infer_gather(fn, g, n, &o, out)); break;
+    case OP_GATHER_ELEMENTS: TRY(infer_gather_elements(fn, g, n, &o, out)); break;
     case OP_UNSQUEEZE: TRY(infer_unsqueeze(fn, g, n, &o)); fold_same = true; break;
-    case OP_REDUCE_MEAN: TRY(infer_reduce_mean(fn, g, n, &o)); break;
+    case OP_REDUCE_MEAN:
+    case OP_REDUCE_MAX:
+    case OP_REDUCE_MIN:
+    case OP_REDUCE_SUM:
+    case OP_REDUCE_PROD:
+    case OP_REDUCE_L1:
+    case OP_REDUCE_L2:
+    case OP_REDUCE_SUM_SQUARE:
+    case OP_REDUCE_LOG_SUM:
+    case OP_REDUCE_LOG_SUM_EXP:
+    case OP_ARGMAX:
+    case OP_ARGMIN:
+    case OP_TOPK: TRY(gaio__infer_reduce(fn, g, n)); shp_of(out, &o); elem = out->elem; break;
     case OP_SQUEEZE: TRY(infer_squeeze(fn, g, n, &o)); fold_same = true; break;
     case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
     case OP_SLICE: TRY(infer_slice(fn, g, n, &o, out)); break;
-    case OP_PAD: TRY(need_float(fn, n, x)); TRY(infer_pad(fn, g, n, &o)); break;
+    case OP_PAD: TRY(infer_pad(fn, g, n, &o)); break;
     case OP_SPLIT: TRY(infer_split(fn, g, n, &o)); break;
     case OP_CONSTANT_OF_SHAPE: elem = n->a.fill_elem; TRY(infer_constant_of_shape(fn, g, n, &o, out)); break;
     case OP_RANGE: TRY(infer_range(fn, g, n, &o, out)); break;

@@ -55,8 +55,8 @@ except ImportError as e:  # a missing package must fail the test loudly, not ski
              "or point GAIO_GOLDEN_PYTHON at a python that has it" % e)
 
 PRODUCER = "gaio-tests"
-F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
-DTYPE_NAMES = {F32: "f32", F16: "f16"}
+F32, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
+DTYPE_NAMES = {F32: "f32", F16: "f16", I64: "s64"}
 
 rng = None
 manifest = []
@@ -280,6 +280,51 @@ def pad_cnn(opset):
     return model(n, [vi("x", F32, ["N", 3, 12, 12])], [vi("y", F32, ["N", 8, 13, 13])], inits, opset)
 
 
+def index_cnn():
+    """The indexing operators at run time as vision models use them (opset 13): a Gather
+    of channels by a constant list (BGR -> RGB, one repeated), reflect padding before a
+    valid convolution (style transfer, segmentation), a Slice with step -1 flipping W,
+    Where with a mask computed at load (Range -> Less: the left half of the columns)
+    choosing between the flipped and the unflipped map, edge padding that also cuts a
+    row (a negative pad), and GatherElements picking channels per position."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    n = [
+        helper.make_node("Gather", ["x", "channels"], ["rgb"], name="bgr_to_rgb", axis=1),
+        helper.make_node("Pad", ["rgb", "reflect_pads"], ["xp"], name="reflect_pad", mode="reflect"),
+        helper.make_node("Conv", ["xp", "c1_w", "c1_b"], ["c1"], name="conv1", kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Slice", ["r1", "flip_s", "flip_e", "flip_a", "flip_st"], ["flipped"], name="flip_w"),
+        helper.make_node("Range", ["r0", "r12", "r1s"], ["cols"], name="cols"),
+        helper.make_node("Less", ["cols", "half"], ["left"], name="left_half"),
+        helper.make_node("Where", ["left", "flipped", "r1"], ["mixed"], name="where_left"),
+        helper.make_node("Pad", ["mixed", "edge_pads"], ["edged"], name="edge_pad", mode="edge"),
+        helper.make_node("GatherElements", ["edged", "picks"], ["picked"], name="pick_channels", axis=1),
+        helper.make_node("Conv", ["picked", "c2_w", "c2_b"], ["y"], name="conv2", kernel_shape=[1, 1]),
+    ]
+    inits = [
+        i64("channels", [2, 1, 0, 1]), i64("reflect_pads", [0, 0, 1, 1, 0, 0, 1, 1]),
+        layer_weights("c1_w", 8, 4, 3, 3), weights("c1_b", 8),
+        i64("flip_s", [-1]), i64("flip_e", [np.iinfo(np.int64).min]), i64("flip_a", [3]), i64("flip_st", [-1]),
+        i64("r0", 0), i64("r12", 12), i64("r1s", 1), i64("half", 6),
+        i64("edge_pads", [0, 0, 1, 0, 0, 0, -1, 2]),  # H: one more on top, one cut at the bottom; W: two at the right
+        i64("picks", rng.integers(-8, 8, (2, 6, 12, 14))),
+        layer_weights("c2_w", 5, 6, 1, 1), weights("c2_b", 5),
+    ]
+    m = model(n, [vi("x", F32, [2, 3, 12, 12])], [vi("y", F32, [2, 5, 12, 14])], inits, 13)
+    return m, [(op, nm) for op, nm in kept(m) if nm not in ("cols", "left_half")]
+
+
+def wrap_pad():
+    """Pad in wrap mode (opset 19): a feature map continued periodically on H and W
+    (a panorama's seam), uneven, before a valid convolution."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    n = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="wrap_pad", mode="wrap"),
+         helper.make_node("Conv", ["xp", "w", "b"], ["y"], name="conv", kernel_shape=[3, 3])]
+    inits = [i64("pads", [0, 0, 2, 1, 0, 0, 1, 2]), layer_weights("w", 4, 3, 3, 3), weights("b", 4)]
+    # onnx 1.12's checker knows no opset 19: the shapes are plain, written by hand
+    return model(n, [vi("x", F32, ["N", 3, 8, 8])], [vi("y", F32, ["N", 4, 9, 9])], inits, 19, check=False)
+
+
 def c2f(opset):
     """A YOLOv8 C2f-style block: a 1x1 convolution's channels split in two, the second
     part through a 3x3 convolution, all three concatenated and mixed by a 1x1 one.
@@ -388,6 +433,33 @@ def seg_head(opset):
         out = ["N", 5, 37, 37]
     # onnx 1.12's checker knows no opset 19: those shapes are written by hand
     return model(n, [vi("x", F32, [batch, 3, 16, 16])], [vi("y", F32, out)], inits, opset, check=opset < 18)
+
+
+def decoder(opset):
+    """A segmentation decoder's upsampling path: Conv -> ConvTranspose 2x (4x4, stride 2,
+    pads 1, bias) -> Relu -> grouped ConvTranspose 2x (3x3, stride 2, group 2, output
+    padding 1, no bias). Opset 13 gives pads; opset 11 the forms exporters also write:
+    auto_pad SAME_UPPER on the first and, on the second, output_shape with dilation 2
+    (even totals of padding: onnxruntime splits odd ones otherwise than ONNX's text)."""
+    up1 = dict(strides=[2, 2])
+    up2 = dict(strides=[2, 2], group=2, output_padding=[1, 1])
+    if opset >= 13:
+        up1.update(pads=[1, 1, 1, 1])
+        up2.update(pads=[1, 1, 1, 1])
+        k2, out = 3, 24
+    else:
+        up1.update(auto_pad="SAME_UPPER")
+        up2.update(output_shape=[26, 26], dilations=[2, 2])  # 2 (12 - 1) + 1 + 5 - 26: 2 rows of padding
+        k2, out = 3, 26
+    n = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         helper.make_node("ConvTranspose", ["c1", "w2", "b2"], ["u1"], name="up1", kernel_shape=[4, 4], **up1),
+         helper.make_node("Relu", ["u1"], ["r"], name="relu"),
+         helper.make_node("ConvTranspose", ["r", "w3"], ["y"], name="up2", **up2)]
+    # ConvTranspose's weights are [C, K / group, kH, kW]: He's scale over what one output sums
+    inits = [layer_weights("w1", 8, 3, 3, 3), weights("b1", 8),
+             weights("w2", 8, 6, 4, 4, scale=float(np.sqrt(2.0 / (8 * 4)))), weights("b2", 6),
+             weights("w3", 6, 2, k2, k2, scale=float(np.sqrt(2.0 / (3 * 3))))]
+    return model(n, [vi("x", F32, ["N", 3, 6, 6])], [vi("y", F32, ["N", 4, out, out])], inits, opset)
 
 
 def tile():
@@ -551,6 +623,87 @@ def elementwise():
     return model(n, [vi("x", F32, ["N", 4, 8, 8])], [vi("y", F32, ["N", 4, 8, 8])], inits, 20, check=False)
 
 
+def attention():
+    """A vision transformer's block in miniature (opset 13): a patch convolution, then
+    tokens through Reshape / Transpose, multi-head attention as exporters write it
+    (MatMul of [N, heads, T, D] by K transposed to [N, heads, D, T], Div, Softmax over
+    the last axis, MatMul by V, heads merged back), the output projection and the
+    residual; a second output multiplies the attention by a [heads, T, D] constant
+    (leading dimensions broadcast in part)."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    c, t, h, d = 16, 16, 2, 8
+    n = [helper.make_node("Conv", ["x", "pw", "pb"], ["p"], name="patch", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Reshape", ["p", "tok_shape"], ["p3"], name="tokens"),
+         helper.make_node("Transpose", ["p3"], ["tk"], name="tokens_t", perm=[0, 2, 1])]
+    for nm in ("q", "k", "v"):
+        n += [helper.make_node("MatMul", ["tk", nm + "_w"], [nm + "0"], name=nm + "_proj"),
+              helper.make_node("Add", [nm + "0", nm + "_b"], [nm + "1"], name=nm + "_bias"),
+              helper.make_node("Reshape", [nm + "1", "head_shape"], [nm + "2"], name=nm + "_heads")]
+    n += [helper.make_node("Transpose", ["q2"], ["qh"], name="q_t", perm=[0, 2, 1, 3]),
+          helper.make_node("Transpose", ["k2"], ["kt"], name="k_t", perm=[0, 2, 3, 1]),
+          helper.make_node("Transpose", ["v2"], ["vh"], name="v_t", perm=[0, 2, 1, 3]),
+          helper.make_node("MatMul", ["qh", "kt"], ["s0"], name="scores"),
+          helper.make_node("Div", ["s0", "scale"], ["s1"], name="scale"),
+          helper.make_node("Add", ["s1", "rel_bias"], ["s2"], name="rel_bias"),
+          helper.make_node("Softmax", ["s2"], ["a"], name="softmax", axis=-1),
+          helper.make_node("MatMul", ["a", "vh"], ["o0"], name="attend"),
+          helper.make_node("Transpose", ["o0"], ["o1"], name="merge_t", perm=[0, 2, 1, 3]),
+          helper.make_node("Reshape", ["o1", "tok3"], ["o2"], name="merge"),
+          helper.make_node("MatMul", ["o2", "o_w"], ["o3"], name="out_proj"),
+          helper.make_node("Add", ["o3", "tk"], ["y"], name="residual"),
+          helper.make_node("MatMul", ["a", "per_head"], ["y2"], name="per_head")]
+    inits = [layer_weights("pw", c, 3, 2, 2), weights("pb", c), i64("tok_shape", [0, c, -1]),
+             i64("head_shape", [0, t, h, d]), i64("tok3", [0, t, c]),
+             numpy_helper.from_array(np.array(np.sqrt(d), np.float32), "scale"),
+             weights("rel_bias", 1, h, t, t), layer_weights("o_w", c, c), weights("per_head", h, t, d, scale=0.5)]
+    for nm in ("q", "k", "v"):
+        inits += [layer_weights(nm + "_w", c, c), weights(nm + "_b", c)]
+    m = model(n, [vi("x", F32, ["N", 3, 8, 8])], [vi("y", F32, ["N", t, c]), vi("y2", F32, ["N", h, t, d])], inits, 13)
+    return m
+
+
+def classifier_head(opset):
+    """A classifier's head over a small convolution: the spatial mean (ReduceMean over H
+    and W, keepdims 0: the dynamo exporter's global pool), Gemm to 10 logits, LogSoftmax,
+    ArgMax of the logits and TopK 3 of the log-probabilities (int64 indices as graph
+    outputs), and ReduceMax over the channels of the feature map (keepdims 1: a 4-D
+    output, NHWC inside an NHWC engine), ReduceSum and ReduceL2 of its rows. Opset 13:
+    the axes are attributes (ReduceSum's an input); opset 18: all inputs. The logits'
+    bias spreads the classes 3 apart while the pooled features move them by well under
+    1, so that the class order (ArgMax, TopK's indices) is the same in f16 as in f32."""
+    h = helper.make_node
+    axes = opset >= 18
+
+    def reduce(op, x, y, ax, **kw):
+        if axes or (op == "ReduceSum" and opset >= 13):
+            return h(op, [x, "axes_" + y], [y], name=y, **kw), numpy_helper.from_array(np.array(ax, np.int64), "axes_" + y)
+        return h(op, [x], [y], name=y, axes=ax, **kw), None
+
+    n, inits = [], [layer_weights("w", 8, 3, 3, 3), weights("b", 8)]
+    n.append(h("Conv", ["x", "w", "b"], ["conv"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    n.append(h("Relu", ["conv"], ["feat"], name="relu"))
+    for op, x, y, ax, kw in (("ReduceMean", "feat", "pooled", [2, 3], {"keepdims": 0}),
+                             ("ReduceMax", "feat", "chmax", [1], {}),
+                             ("ReduceSum", "chmax", "rowsum", [-1], {"keepdims": 0}),
+                             ("ReduceL2", "feat", "l2", [0, 2], {"keepdims": 0})):
+        node, init = reduce(op, x, y, ax, **kw)
+        n.append(node)
+        if init is not None:
+            inits.append(init)
+    n.append(h("Gemm", ["pooled", "fc_w", "fc_b"], ["logits"], name="fc", transB=1))
+    n.append(h("LogSoftmax", ["logits"], ["logp"], name="logsoftmax", axis=1))
+    n.append(h("ArgMax", ["logits"], ["cls"], name="argmax", axis=1, keepdims=0))
+    n.append(h("TopK", ["logp", "k"], ["top_v", "top_i"], name="topk", axis=-1))
+    inits += [numpy_helper.from_array((rng.standard_normal((10, 8)) * 0.1).astype(np.float32), "fc_w"),
+              numpy_helper.from_array((rng.permutation(10) * 3.0).astype(np.float32), "fc_b"),
+              numpy_helper.from_array(np.array([3], np.int64), "k")]
+    outs = [vi("logp", F32, ["N", 10]), vi("cls", I64, ["N"]), vi("top_v", F32, ["N", 3]),
+            vi("top_i", I64, ["N", 3]), vi("chmax", F32, ["N", 1, 8, 8]), vi("rowsum", F32, ["N", 1, 8]),
+            vi("l2", F32, [8, 8])]
+    # onnx 1.12's checker knows no opset 18: the shapes are written by hand
+    return model(n, [vi("x", F32, ["N", 3, 8, 8])], outs, inits, opset, check=opset < 18)
+
+
 def half_conv():
     n = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -606,6 +759,16 @@ def write_bad(outdir, good_path):
     save(m, outdir, "bad_conv3d.onnx")
     bad("bad_conv3d.onnx", NS, "conv3d")
 
+    # ConvTranspose's weights are [C, K / group, kH, kW]: Conv's order is wrong for it
+    m = small([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_conv_order")],
+              [weights("w", 4, 3, 3, 3)])
+    save(m, outdir, "bad_convtranspose_weights.onnx")
+    bad("bad_convtranspose_weights.onnx", IA, "up_conv_order", "has 3 channels")
+    m = small([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up_1d", strides=[2])],
+              [weights("w", 3, 2, 3)], x=("x", F32, [1, 3, 8]))
+    save(m, outdir, "bad_convtranspose_1d.onnx")
+    bad("bad_convtranspose_1d.onnx", NS, "up_1d", "1-D transposed convolutions")
+
     # ONNX knows four auto_pad values; another is malformed, not merely unsupported
     m = small([conv_node("conv_pad", auto_pad="SAME_MIDDLE")], [weights("w", 4, 3, 3, 3)])
     save(m, outdir, "bad_auto_pad.onnx")
@@ -637,6 +800,27 @@ def write_bad(outdir, good_path):
               [weights("s", 3), weights("b", 3), weights("m", 3), weights("v", 3)], opset=7)
     save(m, outdir, "bad_bn_spatial0.onnx")
     bad("bad_bn_spatial0.onnx", NS, "bn_elem", "spatial 0")
+
+    # Reductions: an axis past the rank, one given twice, TopK's K past its axis, the axes
+    # attribute after it became an input, ArgMax of a 0-D input.
+    m = small([helper.make_node("ReduceMax", ["x"], ["y"], name="rmax_axis", axes=[4])])
+    save(m, outdir, "bad_reduce_axis.onnx")
+    bad("bad_reduce_axis.onnx", IA, "rmax_axis", "axis 4 is out of range for rank 4")
+    m = small([helper.make_node("ReduceL2", ["x"], ["y"], name="rl2_twice", axes=[1, -3])])
+    save(m, outdir, "bad_reduce_axis_twice.onnx")
+    bad("bad_reduce_axis_twice.onnx", IA, "rl2_twice", "given twice")
+    m = small([helper.make_node("ReduceSum", ["x"], ["y"], name="rsum_attr", axes=[1])], opset=13)
+    save(m, outdir, "bad_reduce_sum_axes_attr.onnx")
+    bad("bad_reduce_sum_axes_attr.onnx", IA, "rsum_attr", "belongs to opsets 1 to 12")
+    m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk_big", axis=1)],
+              [vi("x", F32, [1, 3, 8, 8])], [vi("v", F32, None), vi("i", I64, None)],
+              [numpy_helper.from_array(np.array([4], np.int64), "k")], 13, check=False)
+    save(m, outdir, "bad_topk_k.onnx")
+    bad("bad_topk_k.onnx", IA, "topk_big", "K is 4 but axis 1 has 3")
+    m = small([helper.make_node("ArgMax", ["x"], ["y"], name="argmax_scalar")], x=("x", F32, []),
+              y=("y", I64, None))
+    save(m, outdir, "bad_argmax_scalar.onnx")
+    bad("bad_argmax_scalar.onnx", IA, "argmax_scalar", "is a scalar")
 
     save(relu_model(6), outdir, "bad_opset6.onnx")
     bad("bad_opset6.onnx", NS, "opset")
@@ -742,10 +926,18 @@ def main():
     for v in (10, 13):
         m = pad_cnn(v)
         good(outdir, "pad_cnn_opset%d.onnx" % v, m, kept(m), canary="w,b")
-    m = small([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_reflect", mode="reflect")],
+    m, nodes = index_cnn()
+    good(outdir, "index_cnn.onnx", m, nodes, inits_min=True, canary="c2_w,c2_b")
+    m = wrap_pad()
+    good(outdir, "wrap_pad_opset19.onnx", m, kept(m), canary="w,b")
+    m = small([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_wrap13", mode="wrap")],
               [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")], opset=13)
-    save(m, outdir, "bad_pad_reflect.onnx")
-    bad("bad_pad_reflect.onnx", "NOT_SUPPORTED", "pad_reflect", "mode 'reflect'")
+    save(m, outdir, "bad_pad_wrap_opset13.onnx")
+    m = small([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather_oob", axis=1)],
+              [numpy_helper.from_array(np.array([0, 3], np.int64), "idx")])
+    save(m, outdir, "bad_gather_index.onnx")
+    bad("bad_gather_index.onnx", "INVALID_ARG", "gather_oob", "range")
+    bad("bad_pad_wrap_opset13.onnx", "INVALID_ARG", "pad_wrap13", "'wrap'", "19")
     scales = lambda v: numpy_helper.from_array(np.array(v, np.float32), "scales")
     for rel, opset, sc, attrs, frags in (
             ("bad_resize_antialias.onnx", 18, [1, 1, 1, 0.05], dict(mode="cubic", antialias=1),
@@ -765,6 +957,9 @@ def main():
     for v in (13, 19):
         m = seg_head(v)
         good(outdir, "seg_head_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
+    for v in (11, 13):
+        m = decoder(v)
+        good(outdir, "decoder_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
     m, nodes = shape_logic()
     good(outdir, "shape_logic.onnx", m, nodes, inits_min=True, canary="w,b")
     m, nodes = tile()
@@ -786,6 +981,11 @@ def main():
     good(outdir, "half_conv.onnx", m, kept(m), canary="w,b")
     m = elementwise()
     good(outdir, "elementwise_opset20.onnx", m, kept(m))
+    m = attention()
+    good(outdir, "attention.onnx", m, kept(m), canary="pw,pb")
+    for v in (13, 18):
+        m = classifier_head(v)
+        good(outdir, "classifier_head_opset%d.onnx" % v, m, kept(m), canary="w,b")
 
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 

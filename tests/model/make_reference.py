@@ -204,8 +204,8 @@ def main():
     print("make_reference.py: %s, onnxruntime %s, numpy %s, seed %d (--seed or GAIO_TEST_SEED to replay)" %
           (sys.executable, ort.__version__, np.__version__, seed))
 
-    np_types = {"f32": np.float32, "f16": np.float16}
-    ort_types = {"tensor(float)": "f32", "tensor(float16)": "f16"}
+    np_types = {"f32": np.float32, "f16": np.float16, "s64": np.int64}
+    ort_types = {"tensor(float)": "f32", "tensor(float16)": "f16", "tensor(int64)": "s64"}
     ref_dir = os.path.join(model_dir, "ref")
     os.makedirs(ref_dir, exist_ok=True)
     for f in os.listdir(ref_dir):  # nothing left from an earlier set of models

@@ -47,13 +47,18 @@ typedef struct ref_model {
     ref_canary *canary;
 } ref_model;
 
-static inline size_t ref_dtype_size(gaio_dtype dt) { return dt == GAIO_DTYPE_F16 ? 2 : 4; }
+static inline size_t ref_dtype_size(gaio_dtype dt) { return dt == GAIO_DTYPE_F16 ? 2 : dt == GAIO_DTYPE_S64 ? 8 : 4; }
 
 static inline double ref_element(const io_ref *r, const unsigned char *p, size_t i) {
     if (r->dt == GAIO_DTYPE_F16) {
         uint16_t h;
         memcpy(&h, p + 2 * i, 2);
         return from_half(h);
+    }
+    if (r->dt == GAIO_DTYPE_S64) { /* indices: any error of one is out of every tolerance */
+        int64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        return (double)v;
     }
     float f;
     memcpy(&f, p + 4 * i, 4);
@@ -80,8 +85,8 @@ static inline const char *ref_field(char **tok, int n, const char *key) {
 /* "input|output DTYPE NDIM DIM... BIN": reads BIN, which must hold exactly the shape. */
 static inline void ref_parse_io(io_ref *r, char **tok, int n) {
     CHECK(n >= 4);
-    CHECK(!strcmp(tok[1], "f32") || !strcmp(tok[1], "f16"));
-    r->dt = !strcmp(tok[1], "f16") ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32;
+    CHECK(!strcmp(tok[1], "f32") || !strcmp(tok[1], "f16") || !strcmp(tok[1], "s64"));
+    r->dt = !strcmp(tok[1], "f16") ? GAIO_DTYPE_F16 : !strcmp(tok[1], "s64") ? GAIO_DTYPE_S64 : GAIO_DTYPE_F32;
     r->ndim = atoi(tok[2]);
     CHECK(r->ndim >= 1 && r->ndim <= GAIO_TENSOR_MAX_NDIM && n == 4 + r->ndim);
     r->count = 1;

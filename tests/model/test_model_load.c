@@ -136,7 +136,7 @@ static void test_mutations(const char *rel, const unsigned char *bytes, size_t s
                 gaio_model_io io;
                 OK(i < s.inputs ? gaio_model_input(m, i, &io) : gaio_model_output(m, i - s.inputs, &io));
                 CHECK(io.name && io.ndim >= 0 && io.ndim <= GAIO_MODEL_MAX_NDIM);
-                CHECK(io.dtype == GAIO_DTYPE_F32 || io.dtype == GAIO_DTYPE_F16);
+                CHECK(io.dtype == GAIO_DTYPE_F32 || io.dtype == GAIO_DTYPE_F16 || io.dtype == GAIO_DTYPE_S64);
             }
             OK(gaio_model_release(m));
             ok++;
@@ -173,8 +173,8 @@ static void check_io(const char *what, const gaio_model *m, const line *want, in
         fprintf(stderr, "%s: %s %d is '%s', expected '%s'\n", what, want->tok[0], index, io.name, want->tok[1]);
         exit(1);
     }
-    gaio_dtype dt = !strcmp(want->tok[2], "f16") ? GAIO_DTYPE_F16 : GAIO_DTYPE_F32;
-    CHECK(!strcmp(want->tok[2], "f16") || !strcmp(want->tok[2], "f32"));
+    gaio_dtype dt = !strcmp(want->tok[2], "f16") ? GAIO_DTYPE_F16 : !strcmp(want->tok[2], "s64") ? GAIO_DTYPE_S64 : GAIO_DTYPE_F32;
+    CHECK(!strcmp(want->tok[2], "f16") || !strcmp(want->tok[2], "f32") || !strcmp(want->tok[2], "s64"));
     if (io.dtype != dt) {
         fprintf(stderr, "%s: %s '%s' has dtype %d, expected %s\n", what, want->tok[0], io.name, (int)io.dtype,
                 want->tok[2]);

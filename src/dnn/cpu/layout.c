@@ -39,8 +39,12 @@ static void copy_rows(void *arg, size_t begin, size_t end) {
             memcpy(yr, xr, (size_t)len * j->es);
         else if (j->es == 2)
             ROW_LOOP(uint16_t);
-        else
+        else if (j->es == 4)
             ROW_LOOP(uint32_t);
+        else if (j->es == 8)
+            ROW_LOOP(uint64_t);
+        else
+            ROW_LOOP(uint8_t);
         for (int32_t d = last - 1; d >= 0 && ++c[d] == j->y.shape[d]; d--) c[d] = 0;
     }
 }
@@ -50,7 +54,7 @@ static gaio_status layout_copy(const gaio_launch_info *info, void *const *args) 
     copy_job j;
     memcpy(&j.x, args[0], sizeof j.x);
     memcpy(&j.y, args[1], sizeof j.y);
-    j.es = j.y.dtype == GAIO_KT_F16 ? 2 : 4;
+    j.es = gaio_kt_size(j.y.dtype);
     int32_t last = j.y.ndim - 1;
     int64_t rows = 1;
     for (int32_t d = 0; d < last; d++) rows *= j.y.shape[d];

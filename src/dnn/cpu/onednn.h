@@ -40,6 +40,7 @@ typedef struct gaio__dnnl_api {
     GAIO__DNNL_FN(memory_create);
     GAIO__DNNL_FN(memory_destroy);
     GAIO__DNNL_FN(dilated_convolution_forward_desc_init);
+    GAIO__DNNL_FN(dilated_deconvolution_forward_desc_init);
     GAIO__DNNL_FN(primitive_attr_create);
     GAIO__DNNL_FN(primitive_attr_destroy);
     GAIO__DNNL_FN(primitive_attr_set_scratchpad_mode);

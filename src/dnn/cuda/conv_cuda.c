@@ -43,6 +43,12 @@ void gaio__conv_plan_release(gaio__conv_plan *p) {
 
 gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p) { return p->b.fusion; }
 
+bool gaio__conv_plan_graph_hazard(const gaio__conv_plan *p) {
+    /* The engine's name carries the runtime-compilation note (describe(); kept in plan
+     * files), so a loaded plan answers as the built one did. */
+    return p && p->key.has_res && !p->b.fusion.residual_from_y && strstr(p->b.engine, "(runtime fusion)");
+}
+
 static void cache_free(void *value, gaio_context *ctx) {
     (void)ctx;
     conv_cache *c = value;
@@ -234,7 +240,7 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
 
 gaio_status gaio__conv_cuda_run(void *native_stream, const gaio__conv_plan *p, const gaio__conv_args *a,
                                 gaio_stream *stream) {
-    static const char *const FN = "gaio_conv2d";
+    const char *FN = a->transposed ? "gaio_conv_transpose2d" : "gaio_conv2d";
     const gaio_cudnn_table *t = gaio__cudnn(FN);
     if (!t) return GAIO_ERR_DRIVER;
     dnn_stream_state *s = gaio__dnn_state(FN, stream);

@@ -46,6 +46,7 @@ void gaio__conv_key_make(const gaio__conv_args *a, conv_key *k) {
     k->res_is_y = k->has_res && a->residual == a->y;
     k->has_act = a->has_act;
     k->f16_accumulation = a->f16_accumulation;
+    k->transposed = a->transposed;
     if (a->has_act) k->act_op = (int32_t)a->act.op, k->act_alpha = a->act.alpha, k->act_beta = a->act.beta;
     k->align[CONV_UID_X - 1] = alignment(a->x);
     k->align[CONV_UID_W - 1] = alignment(a->wt);
@@ -213,16 +214,34 @@ static cudnnBackendDescriptor_t graph(builder *b, const conv_key *k, const gaio_
 
     cudnnBackendDescriptor_t ops[MAX_OPS];
     int nops = 0;
-    cudnnBackendDescriptor_t conv = make(b, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
     float alpha = 1.0f, beta = k->has_res && f->residual_from_y ? 1.0f : 0.0f;
-    set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd, "conv");
-    set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "conv x");
-    set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w, "conv w");
-    set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cur, "conv y");
-    set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, "conv alpha");
-    set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "conv beta");
-    finalize(b, conv, "convolution operation");
-    ops[nops++] = conv;
+    if (k->transposed) { /* dx (x, written) from dy (y); the key has no epilogue (nsteps 0) */
+        cudnnBackendDescriptor_t bwd = make(b, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+        set(b, bwd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd,
+            "backward data conv");
+        set(b, bwd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w,
+            "backward data w");
+        set(b, bwd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
+            "backward data dx");
+        set(b, bwd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
+            "backward data dy");
+        set(b, bwd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha,
+            "backward data alpha");
+        set(b, bwd, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "backward data beta");
+        finalize(b, bwd, "backward data operation");
+        ops[nops++] = bwd;
+        nsteps = 0;
+    } else {
+        cudnnBackendDescriptor_t conv = make(b, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+        set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd, "conv");
+        set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "conv x");
+        set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w, "conv w");
+        set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cur, "conv y");
+        set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha, "conv alpha");
+        set(b, conv, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta, "conv beta");
+        finalize(b, conv, "convolution operation");
+        ops[nops++] = conv;
+    }
 
     gaio_unary_params act = {(gaio_unary_op)k->act_op, k->act_alpha, k->act_beta};
     for (int i = 0; i < nsteps; i++) {
@@ -292,7 +311,9 @@ static bool all_nhwc(const conv_key *k) {
  * allowed f16) and suits the
  * tensors: on an H100 with cuDNN 9.14, runtime-fusion engines accepted rows padded
  * by strides, and an NCHW x with an NHWC y, and computed wrong results; they get
- * packed NHWC tensors only (their documented layout), the rest the other engines. */
+ * packed NHWC tensors only (their documented layout), the rest the other engines.
+ * GAIO_DNN_NO_RTC=1 refuses runtime-compiled engines everywhere, =res only where the
+ * residual is fused (to measure what they bring, or to rule them out of a bug). */
 static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k) {
     int32_t dtype = k->dtype;
     const gaio_cudnn_table *t = b->t;
@@ -306,7 +327,9 @@ static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k
                                           notes) == CUDNN_STATUS_SUCCESS;
     int behavior[16];
     int64_t nb = 0;
-    if (ok && !all_nhwc(k) &&
+    const char *no_rtc = getenv("GAIO_DNN_NO_RTC");
+    bool refuse_rtc = no_rtc && (strcmp(no_rtc, "res") ? strcmp(no_rtc, "0") != 0 : k->has_res != 0);
+    if (ok && (!all_nhwc(k) || refuse_rtc) &&
         t->cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 16, &nb,
                                     behavior) == CUDNN_STATUS_SUCCESS)
         for (int64_t i = 0; i < nb && i < 16; i++)
@@ -471,7 +494,8 @@ gaio_status gaio__conv_graph_build(const char *fn, const gaio_cudnn_table *t, cu
         }
         if (i == 0) snprintf(first_why, sizeof first_why, "%s", gaio_last_error());
     }
-    return gaio__fail(st, fn, "cuDNN has no engine for this convolution (%s): %s",
+    return gaio__fail(st, fn, "cuDNN has no engine for this %s (%s): %s",
+                      k->transposed ? "transposed convolution (backward data)" : "convolution",
                       k->dtype == GAIO_DTYPE_F16 ? "f16; tensor cores want NHWC with C and K multiples of 8" : "f32",
                       first_why);
 }

@@ -23,6 +23,9 @@ typedef struct conv_key {
     int32_t has_bias, has_res, res_is_y, has_act, act_op, f16_accumulation;
     float act_alpha, act_beta;
     int32_t align[5]; /* bytes, by uid - 1 */
+    /* Backward data (gaio_conv_transpose2d): x is written from y. In what was the
+     * struct's tail padding, so that the key's size and older plan files stay. */
+    int32_t transposed;
 } conv_key;
 
 void gaio__conv_key_make(const gaio__conv_args *a, conv_key *k);

@@ -24,6 +24,7 @@
     X(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, 4)                                                                      \
     X(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, 5)                                                                  \
     X(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, 10)                                                  \
+    X(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, 12)                                            \
     X(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, 13)                                                            \
     X(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, 15)                                                                 \
     X(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, 16)                                                                   \
@@ -75,6 +76,12 @@
     X(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, 703)                                                             \
     X(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, 704)                                                             \
     X(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, 705)                                                             \
+    X(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, 706)                                                        \
+    X(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, 707)                                                         \
+    X(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, 708)                                                    \
+    X(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, 709)                                                            \
+    X(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, 710)                                                           \
+    X(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, 711)                                                           \
     X(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, 750)                                                           \
     X(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, 751)                                                                   \
     X(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, 752)                                                                   \

@@ -54,8 +54,10 @@ template <typename T> __device__ __forceinline__ void copy_any(const gaio_ktenso
 } // namespace
 
 extern "C" __global__ void gaio_dnn_layout_copy(gaio_ktensor x, gaio_ktensor y) {
-    if (y.dtype == GAIO_KT_F16)
-        copy_any<uint16_t>(x, y);
-    else
-        copy_any<uint32_t>(x, y);
+    switch (gaio_kt_size(y.dtype)) { // gaio__copy_any also moves integers and bytes
+    case 1: copy_any<uint8_t>(x, y); break;
+    case 2: copy_any<uint16_t>(x, y); break;
+    case 8: copy_any<uint64_t>(x, y); break;
+    default: copy_any<uint32_t>(x, y); break;
+    }
 }

@@ -1,0 +1,90 @@
+"""Symbolic heights and widths, set when an engine is built: a detector-style graph
+(convolutions, nearest upsampling, concatenation, a head reshaped through a
+Shape -> Slice -> Concat chain) whose input is [N, 3, H, W], built on the host at
+two sizes from one loaded model and compared with onnxruntime (random weights,
+printed seed). Without onnxruntime the comparison says SKIPPED."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import gaio
+
+onnx = pytest.importorskip("onnx")
+if not gaio.model.onnx_supported():
+    pytest.skip("SKIPPED: libgaio built without ONNX support", allow_module_level=True)
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def detector(rng: np.random.Generator) -> bytes:
+    w = lambda *s: numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32), None)  # noqa: E731
+    inits = []
+
+    def init(name, *shape):
+        t = w(*shape)
+        t.name = name
+        inits.append(t)
+        return name
+
+    i64 = lambda name, v: inits.append(numpy_helper.from_array(np.array(v, np.int64), name)) or name  # noqa: E731
+    f32 = lambda name, v: inits.append(numpy_helper.from_array(np.array(v, np.float32), name)) or name  # noqa: E731
+    n = [helper.make_node("Conv", ["x", init("w1", 8, 3, 3, 3), init("b1", 8)], ["c1"], name="stem",
+                          kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+         helper.make_node("Conv", ["r1", init("w2", 8, 8, 3, 3), init("b2", 8)], ["c2"], name="down",
+                          kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+         helper.make_node("Resize", ["c2", "", f32("scales", [1, 1, 2, 2])], ["up"], name="up", mode="nearest"),
+         helper.make_node("Concat", ["up", "r1"], ["cat"], name="cat", axis=1),
+         helper.make_node("Conv", ["cat", init("w3", 6, 16, 1, 1), init("b3", 6)], ["head"], name="head",
+                          kernel_shape=[1, 1]),
+         # the head flattened as exporters write it: [N, 6, H * W] from the tensor's own shape
+         helper.make_node("Shape", ["head"], ["hs"], name="head_shape"),
+         helper.make_node("Slice", ["hs", i64("s0", [0]), i64("s2", [2])], ["nc"], name="n_and_c"),
+         helper.make_node("Concat", ["nc", i64("m1", [-1])], ["flat_shape"], name="flat_shape", axis=0),
+         helper.make_node("Reshape", ["head", "flat_shape"], ["flat"], name="flatten"),
+         helper.make_node("Softmax", ["flat"], ["y"], name="softmax", axis=1)]
+    g = helper.make_graph(n, "detector", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6, "HW"]),
+                           helper.make_tensor_value_info("head", TensorProto.FLOAT, ["N", 6, "H", "W"])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="gaio-test")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m.SerializeToString()
+
+
+def run_host(ex: gaio.ModelExec, x: np.ndarray) -> list:
+    s = gaio.Stream("cpu")
+    outs = ex.empty_outputs(s)
+    ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], outs).result(timeout=60)
+    return [o.numpy() for o in outs]
+
+
+def test_symbolic_height_and_width_set_at_build(rng):
+    data = detector(rng)
+    m = gaio.Model(data)
+    assert m.inputs[0].shape == (None, 3, None, None) and m.inputs[0].dim_names == ("N", "", "H", "W")
+    with pytest.raises(gaio.InvalidArgumentError, match="'H'"):
+        m.build("cpu", batch=1, precision="model")  # H and W have no value
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        if os.environ.get("GAIO_REQUIRE_ONNXRUNTIME") == "1":
+            raise
+        ort = None
+    for shape in ((1, 3, 32, 48), (2, 3, 64, 40)):
+        e = m.build("cpu", shapes={"x": shape}, precision="model")
+        n, _, h, w = shape
+        assert e.inputs[0].shape == shape
+        assert e.outputs[0].shape == (n, 6, h * w) and e.outputs[1].shape == (n, 6, h, w)
+        x = rng.standard_normal(shape).astype(np.float32)
+        y, head = run_host(e.exec(), x)
+        if ort is None:
+            print("SKIPPED: the onnxruntime comparison (onnxruntime does not import)")
+            continue
+        ref_y, ref_head = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        err = max(np.abs(y - ref_y).max(), np.abs(head - ref_head).max())
+        print(f"{shape}: max abs error against onnxruntime {err:.3g}")
+        np.testing.assert_allclose(head, ref_head, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(y, ref_y, rtol=1e-4, atol=1e-5)
