@@ -217,6 +217,64 @@ gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
 /* y[n, c, 0, 0] = the mean of x[n, c, :, :]; y is [N, C, 1, 1] (or [N, C]). */
 gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
 
+/* ---- resize (src/dnn/resize.c, dnn/cpu/resize.c, kernels/dnn/resize.cu) -------------- */
+
+typedef enum gaio_resize_mode {
+    GAIO_RESIZE_NEAREST = 0,
+    GAIO_RESIZE_LINEAR = 1, /* bilinear */
+    GAIO_RESIZE_CUBIC = 2   /* bicubic (Keys, coefficient cubic_coeff_a) */
+} gaio_resize_mode;
+
+/* ONNX's coordinate_transformation_mode: where output index o of an axis samples x,
+ * with `scale` that axis's scale and `length` x's length times it (not rounded). */
+typedef enum gaio_resize_coord {
+    GAIO_RESIZE_HALF_PIXEL = 0,           /* (o + 0.5) / scale - 0.5 */
+    GAIO_RESIZE_ASYMMETRIC = 1,           /* o / scale */
+    GAIO_RESIZE_PYTORCH_HALF_PIXEL = 2,   /* half_pixel, or -0.5 where length is 1 */
+    GAIO_RESIZE_TF_HALF_PIXEL_FOR_NN = 3, /* (o + 0.5) / scale */
+    GAIO_RESIZE_ALIGN_CORNERS = 4,        /* o (in - 1) / (length - 1), or 0 where length is 1 */
+    GAIO_RESIZE_TF_CROP_AND_RESIZE = 5,   /* align_corners within roi; outside x: extrapolation_value */
+    GAIO_RESIZE_HALF_PIXEL_SYMMETRIC = 6  /* half_pixel shifted so that y's centre maps to x's */
+} gaio_resize_coord;
+
+/* ONNX's nearest_mode: how NEAREST rounds a sampling position between two elements. */
+typedef enum gaio_resize_nearest {
+    GAIO_RESIZE_ROUND_PREFER_FLOOR = 0,
+    GAIO_RESIZE_ROUND_PREFER_CEIL = 1,
+    GAIO_RESIZE_FLOOR = 2,
+    GAIO_RESIZE_CEIL = 3
+} gaio_resize_nearest;
+
+typedef struct gaio_resize_params {
+    gaio_resize_mode mode;
+    gaio_resize_coord coord;
+    gaio_resize_nearest nearest; /* NEAREST only */
+    /* The scale of H and W that the coordinate rule uses: ONNX's 'scales' where the
+     * model gives them (not y's size over x's, which the floor of the output size
+     * makes differ); 0: y's size over x's (ONNX's 'sizes'). Finite, > 0, and times
+     * x's length at least 0.5 (the least ONNX's rounding turns into one element). */
+    double scale[2];
+    /* TF_CROP_AND_RESIZE: the crop as fractions of x, start_h, start_w, end_h, end_w
+     * (ONNX's roi of the H and W axes); ignored otherwise */
+    float roi[4];
+    float cubic_coeff_a;      /* CUBIC: ONNX's default is -0.75 (PyTorch's); finite */
+    int32_t exclude_outside;  /* LINEAR, CUBIC: taps outside x weigh 0, the rest renormalised */
+    float extrapolation_value; /* TF_CROP_AND_RESIZE: y where the crop samples outside x */
+    /* LINEAR, CUBIC (ignored for NEAREST): ONNX 18's antialias, when downscaling by s the
+     * filter stretched by 1 / s (PIL's and torchvision's antialiased resize); up to 64
+     * taps per axis: linear down to a scale of 1/32, cubic to 1/16 (else
+     * GAIO_ERR_NOT_SUPPORTED) */
+    int32_t antialias;
+} gaio_resize_params;
+
+/* y = x resized over H and W as ONNX Resize (opsets 10-19) computes it:
+ * x is [N, C, H, W], y [N, C, OH, OW] (logical order; NCHW, NHWC or any strides), one
+ * dtype, F32 or F16. Sampling positions and weights are computed in F64, as ONNX's
+ * reference computes them (so nearest's ties fall as there), the sums in F32. y's OH
+ * and OW are the caller's (ONNX: floor(H * scale) from scales, or the sizes). Taps
+ * outside x read its edge element. y may not overlap x. */
+gaio_status gaio_resize2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
+                          const gaio_resize_params *params);
 /* ---- reductions over axes, arg-reductions, top-k (src/dnn/reduce_axes.c,
  * dnn/cpu/reduce_axes.c, kernels/dnn/reduce_axes.cu) -----------------------------------
  * x of any shape and strides (1 to 5 dimensions), F32 or F16, accumulated in F32. The

@@ -25,6 +25,7 @@
 #include "gaio/memory.h"
 #include "gaio/stream.h"
 #include "model/engine_internal.h"
+#include "model/infer_resize.h"
 #include "model/exec_reduce.h"
 
 struct gaio_model_exec {
@@ -621,6 +622,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     }
     case OP_RESIZE:
     case OP_UPSAMPLE: { /* nearest by whole factors: y as [.., H, fh, W, fw] from x at stride 0 on fh, fw */
+        if (a->rs_general) return gaio__exec_resize2d(s, n, &x, &y);
         gaio_tensor v, w;
         gaio_status st = gaio_tensor_check(&x, &v, NULL);
         if (st == GAIO_OK) st = gaio_tensor_check(&y, &w, NULL);

@@ -58,7 +58,7 @@ typedef enum model_op {
     OP_CONSTANT_OF_SHAPE, /* folds at load */
     OP_RANGE,       /* folds at load */
     OP_EXPAND,      /* folds, or a broadcast view copied out */
-    OP_RESIZE,      /* nearest, integer factors on H and W: a broadcast view copied out */
+    OP_RESIZE,      /* nearest by whole factors of H and W: a broadcast view copied out; else gaio_resize2d */
     OP_UPSAMPLE,    /* opsets 7-9: the same */
     OP_TILE,        /* folds, or one strided copy per tile */
     OP_EQUAL,       /* these six fold at load (shape arithmetic): comparisons and logic */
@@ -194,6 +194,16 @@ typedef struct mattrs {
     int64_t output_padding[2];
     int64_t output_shape[2];
     int32_t noutput_shape;
+    /* Resize beyond whole-factor nearest: cubic_coeff_a, exclude_outside,
+     * extrapolation_value, keep_aspect_ratio_policy (opset 18: 0 stretch, 1 not_larger,
+     * 2 not_smaller; axes in naxes / axes); resolved at load: rs_general (run by
+     * gaio_resize2d with rs_scale, H and W's scales for its coordinate rule, and rs_roi,
+     * tf_crop_and_resize's start_h, start_w, end_h, end_w), else the whole factors */
+    float rs_cubic_a, rs_extrapolation;
+    int32_t rs_exclude_outside, rs_keep_aspect, rs_general;
+    float rs_roi[4];
+    double rs_scale[2];
+    int32_t rs_antialias; /* opset 18 */
 } mattrs;
 
 typedef struct mnode {

@@ -27,7 +27,7 @@ typedef struct aspec {
     int since, until;
 } aspec;
 
-#define MAX_ATTRS 8
+#define MAX_ATTRS 9
 typedef struct opspec {
     int32_t min_in, max_in; /* max_in -1: any number */
     int32_t max_out;        /* ONNX's; gaio computes only the first */
@@ -91,7 +91,8 @@ static const opspec specs[OP_COUNT] = {
     [OP_WHERE] = {3, 3, 1, {{0}}},
     [OP_RESIZE] = {1, 4, 1, {{"mode", T_S, 10, 0}, {"coordinate_transformation_mode", T_S, 11, 0}, {"nearest_mode", T_S, 11, 0},
                              {"cubic_coeff_a", T_F, 11, 0}, {"exclude_outside", T_I, 11, 0},
-                             {"extrapolation_value", T_F, 11, 0}, {"antialias", T_I, 18, 0}, {"axes", T_IS, 18, 0}}},
+                             {"extrapolation_value", T_F, 11, 0}, {"antialias", T_I, 18, 0}, {"axes", T_IS, 18, 0},
+                             {"keep_aspect_ratio_policy", T_S, 18, 0}}},
     [OP_UPSAMPLE] = {1, 2, 1, {{"mode", T_S, 7, 0}, {"scales", T_FS, 7, 8}}},
     [OP_EXPAND] = {2, 2, 1, {{0}}},
     [OP_SPLIT] = {1, 2, GAIO_MODEL_MAX_SPLIT, {{"axis", T_I, 1, 0}, {"split", T_IS, 1, 12}, {"num_outputs", T_I, 18, 0}}},
@@ -431,15 +432,18 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
         static const char *const coords[] = {"half_pixel", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
                                              "align_corners", "tf_crop_and_resize", "half_pixel_symmetric", NULL};
         static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
+        static const char *const keep[] = {"stretch", "not_larger", "not_smaller", NULL};
         const char *const *names = !strcmp(nm, "mode") ? modes
                                    : !strcmp(nm, "coordinate_transformation_mode") ? coords
                                    : !strcmp(nm, "nearest_mode") ? nearest
+                                   : !strcmp(nm, "keep_aspect_ratio_policy") ? keep
                                                                  : NULL;
         if (names) {
             for (int32_t i = 0; names[i]; i++)
                 if (at->s.len == strlen(names[i]) && at->s.data && !memcmp(at->s.data, names[i], at->s.len)) {
                     if (names == modes) a->rs_mode = i == 3 ? 1 : i; /* Upsample-7's bilinear is linear */
                     else if (names == coords) a->rs_coord = i;
+                    else if (names == keep) a->rs_keep_aspect = i;
                     else a->rs_nearest = i;
                     return GAIO_OK;
                 }
@@ -453,12 +457,30 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
             for (size_t i = 0; i < at->n_floats; i++) a->rs_scales[i] = at->floats[i];
             return GAIO_OK;
         }
-        if (!strcmp(nm, "antialias") && at->i != 0)
-            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "antialias %lld is not supported", (long long)at->i);
-        if (!strcmp(nm, "axes"))
-            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "attribute 'axes' is not supported (scales or sizes of "
-                                   "every axis are)");
-        return GAIO_OK; /* cubic_coeff_a, exclude_outside, extrapolation_value: not read by nearest */
+        if (!strcmp(nm, "antialias")) {
+            if (at->i != 0 && at->i != 1)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'antialias' is %lld (0 or 1)",
+                                       (long long)at->i);
+            a->rs_antialias = (int32_t)at->i;
+            return GAIO_OK;
+        }
+        if (!strcmp(nm, "axes")) { /* opset 18: checked against the input's rank at inference */
+            if (at->n_ints < 1 || at->n_ints > GAIO_MODEL_MAX_NDIM)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' has %zu values", at->n_ints);
+            a->naxes = (int32_t)at->n_ints;
+            for (size_t i = 0; i < at->n_ints; i++) a->axes[i] = at->ints[i];
+            return GAIO_OK;
+        }
+        if (!strcmp(nm, "cubic_coeff_a")) return get_float(fn, n, at, &a->rs_cubic_a);
+        if (!strcmp(nm, "extrapolation_value")) return a->rs_extrapolation = at->f, GAIO_OK; /* any float */
+        if (!strcmp(nm, "exclude_outside")) {
+            if (at->i != 0 && at->i != 1)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'exclude_outside' is %lld (0 or 1)",
+                                       (long long)at->i);
+            a->rs_exclude_outside = (int32_t)at->i;
+            return GAIO_OK;
+        }
+        return GAIO_OK;
     }
     case OP_CONSTANT_OF_SHAPE:
         if (!strcmp(nm, "value")) { /* a one-element tensor: its type and value */
@@ -593,6 +615,7 @@ static void set_defaults(const mgraph *g, mnode *n) {
     a->fill_elem = MT_F32; /* ConstantOfShape's default: float32 0 */
     if (n->op == OP_UPSAMPLE || (n->op == OP_RESIZE && g->opset < 11))
         a->rs_coord = 1, a->rs_nearest = 2; /* Upsample and Resize-10 index as asymmetric, floor */
+    a->rs_cubic_a = -0.75f;
     a->keepdims = 1;
     if (n->op == OP_SHAPE) {
         a->naxes = 2;
@@ -675,6 +698,11 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_UPSAMPLE:
         if (g->opset < 9 && !(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'scales' is required");
+        break;
+    case OP_RESIZE:
+        if (a->rs_coord == 6 && g->opset < 19)
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "coordinate_transformation_mode 'half_pixel_symmetric' "
+                                   "came in opset 19; the model's is %lld", (long long)g->opset);
         break;
     case OP_PAD:
         if (g->opset < 11 && !(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'pads' is required");

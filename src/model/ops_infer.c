@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "model/infer_resize.h"
 #include "model/infer_reduce.h"
 #include "model/infer_conv_transpose.h"
 #include "model/ops_internal.h"
@@ -746,72 +747,48 @@ static gaio_status infer_expand(const char *fn, mgraph *g, mnode *n, shp *o, mva
     return GAIO_OK;
 }
 
-/* Resize (opsets 10-22) and Upsample (7-9): nearest neighbour by integer factors of H
- * and W, under the coordinate rules where that is source index i / factor (asymmetric
- * with floor; the half-pixel ones with either rounding); scales or sizes constant. The
- * factors go to the node's attributes. Other modes and rules are refused. */
+/* Resize (opsets 10-19) and Upsample (7-9): the constant scales, sizes and roi read
+ * here; the output shape and how the node runs in infer_resize.c. */
+static gaio_status const_floats(const char *fn, const mnode *n, const mvalue *v, const char *what, float *vals, int cap,
+                                int32_t *count) {
+    if (!is_float(v->elem)) return FAIL(GAIO_ERR_INVALID_ARG, "%s '%s' is %s", what, v->name, gaio__mt_name(v->elem));
+    if (!v->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "%s '%s' is computed at run time", what, v->name);
+    TRY(const_ok(fn, n, v));
+    if (numel(v) > cap) return FAIL(GAIO_ERR_INVALID_ARG, "%s has %lld values", what, (long long)numel(v));
+    *count = (int32_t)numel(v);
+    for (int32_t i = 0; i < *count; i++) vals[i] = (float)load_num(v->elem, v->data, (size_t)i);
+    return GAIO_OK;
+}
+
 static gaio_status infer_resize(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *x = in_v(g, n, 0);
     mattrs *a = &n->a;
-    static const char *const modes[] = {"nearest", "linear", "cubic"};
-    static const char *const coords[] = {"half_pixel", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
-                                         "align_corners", "tf_crop_and_resize", "half_pixel_symmetric"};
-    static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     TRY(need_float(fn, n, x));
-    if (a->rs_mode != 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "mode '%s' is not supported (nearest is)", modes[a->rs_mode % 3]);
-    bool half = a->rs_coord == 0 || a->rs_coord == 2 || a->rs_coord == 6;
-    if (!((a->rs_coord == 1 && a->rs_nearest == 2) || (half && a->rs_nearest <= 1)))
-        return FAIL(GAIO_ERR_NOT_SUPPORTED, "coordinate_transformation_mode '%s' with nearest_mode '%s' is not supported "
-                    "(asymmetric with floor, or the half-pixel modes with round_prefer_floor / _ceil are)",
-                    coords[a->rs_coord % 7], nearest[a->rs_nearest & 3]);
-    if (x->ndim != 4) return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' has rank %d: gaio resizes 4-D tensors", x->name, x->ndim);
-    double sc[MAXD];
-    int64_t sizes[MAXD];
-    int nsc = -1, nsz = -1;
-    mvalue *scv = NULL, *szv = NULL;
+    gaio__resize_inputs ri;
+    memset(&ri, 0, sizeof ri);
+    ri.nscales = ri.nsizes = ri.nroi = -1;
+    mvalue *scv = NULL, *szv = NULL, *roiv = NULL;
     if (n->op == OP_UPSAMPLE && g->opset < 9) {
-        nsc = a->rs_nscales;
-        for (int i = 0; i < nsc; i++) sc[i] = a->rs_scales[i];
+        ri.nscales = a->rs_nscales;
+        for (int i = 0; i < ri.nscales; i++) ri.scales[i] = a->rs_scales[i];
     } else {
-        scv = in_v(g, n, n->op == OP_UPSAMPLE || g->opset < 11 ? 1 : 2);
-        szv = n->op == OP_RESIZE && g->opset >= 11 ? in_v(g, n, 3) : NULL;
+        bool old = n->op == OP_UPSAMPLE || g->opset < 11; /* X, scales */
+        scv = in_v(g, n, old ? 1 : 2);
+        szv = old ? NULL : in_v(g, n, 3);
+        roiv = old ? NULL : in_v(g, n, 1);
     }
-    if (scv && numel(scv) > 0) {
-        if (!is_float(scv->elem)) return FAIL(GAIO_ERR_INVALID_ARG, "scales '%s' is %s", scv->name, gaio__mt_name(scv->elem));
-        if (!scv->data) return FAIL(GAIO_ERR_NOT_SUPPORTED, "scales '%s' is computed at run time", scv->name);
-        TRY(const_ok(fn, n, scv));
-        if (numel(scv) > MAXD) return FAIL(GAIO_ERR_INVALID_ARG, "scales has %lld values", (long long)numel(scv));
-        nsc = (int)numel(scv);
-        for (int i = 0; i < nsc; i++) sc[i] = load_num(scv->elem, scv->data, (size_t)i);
+    /* An empty scales (or roi) stands for none (opset 11's required inputs). */
+    if (scv && numel(scv) != 0) TRY(const_floats(fn, n, scv, "scales", ri.scales, MAXD, &ri.nscales));
+    if (szv && numel(szv) != 0) {
+        int c = 0;
+        TRY(const_ints(fn, n, szv, "sizes", ri.sizes, &c));
+        ri.nsizes = c;
     }
-    if (szv && numel(szv) > 0) {
-        if (nsc >= 0) return FAIL(GAIO_ERR_INVALID_ARG, "both scales and sizes are given");
-        TRY(const_ints(fn, n, szv, "sizes", sizes, &nsz));
-    }
-    if (nsc < 0 && nsz < 0) return FAIL(GAIO_ERR_INVALID_ARG, "neither scales nor sizes is given");
-    if ((nsc >= 0 ? nsc : nsz) != 4) return FAIL(GAIO_ERR_INVALID_ARG, "%s has %d values for a 4-D input",
-                                                nsc >= 0 ? "scales" : "sizes", nsc >= 0 ? nsc : nsz);
-    for (int d = 0; d < 4; d++) {
-        int64_t in = x->dims[d], f;
-        if (in < 0 && (d >= 2 || (nsc >= 0 ? sc[d] != 1.0 : true)))
-            return FAIL(GAIO_ERR_NOT_SUPPORTED, "resizing symbolic dimension '%s' is not supported", dname(x, d));
-        if (nsc >= 0) {
-            if (!(sc[d] >= 1.0 && sc[d] <= 4096.0))
-                return FAIL(GAIO_ERR_NOT_SUPPORTED, "scale %g on axis %d is not supported (whole factors 1 to 4096 are)", sc[d], d);
-            f = (int64_t)sc[d];
-            if ((double)f != sc[d] || f < 1)
-                return FAIL(GAIO_ERR_NOT_SUPPORTED, "scale %g on axis %d is not supported (whole factors >= 1 are)", sc[d], d);
-        } else {
-            f = in > 0 ? sizes[d] / in : 1;
-            if (in < 0 || f < 1 || f * in != sizes[d])
-                return FAIL(GAIO_ERR_NOT_SUPPORTED, "size %lld on axis %d is not a whole multiple of %lld", (long long)sizes[d],
-                            d, (long long)in);
-        }
-        if (d < 2 && f != 1) return FAIL(GAIO_ERR_NOT_SUPPORTED, "resizing axis %d (batch or channels) is not supported", d);
-        if (d >= 2) a->rs_factor[d - 2] = f;
-    }
+    if (roiv && numel(roiv) != 0 && a->rs_coord == 5) TRY(const_floats(fn, n, roiv, "roi", ri.roi, 2 * MAXD, &ri.nroi));
+    int64_t dims[4];
+    TRY(gaio__resize_infer(fn, g, n, x, &ri, dims));
     o->ndim = 0;
-    for (int d = 0; d < 4; d++) shp_push(o, d < 2 ? x->dims[d] : x->dims[d] * a->rs_factor[d - 2], dname(x, d));
+    for (int d = 0; d < 4; d++) shp_push(o, dims[d], dname(x, d));
     return GAIO_OK;
 }
 

@@ -401,6 +401,40 @@ def upsample(kind):
                  check=opset > 7)
 
 
+def seg_head(opset):
+    """A segmentation head: Conv -> Relu -> Resize linear x2 (half_pixel, PyTorch's
+    align_corners=False) -> Conv 1x1 to classes -> Resize cubic by 0.75 -> Resize
+    linear by sizes to 45 x 37, a multiple of neither. Opset 13 with a fixed batch (its
+    sizes name every axis); opset 19 with a symbolic batch, the last Resize by sizes of
+    axes (2, 3) under half_pixel_symmetric and keep_aspect_ratio_policy not_larger
+    (so 45 x 37 of 24 x 24 gives 37 x 37), and the cubic one with exclude_outside."""
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    h = helper.make_node
+    batch = 2 if opset < 18 else "N"
+    n = [h("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         h("Relu", ["c1"], ["r1"], name="relu1"),
+         h("Resize", ["r1", "", "up_scales"], ["u"], name="up_linear", mode="linear"),
+         h("Conv", ["u", "w2", "b2"], ["c2"], name="classes", kernel_shape=[1, 1])]
+    inits = [f32("up_scales", [1, 1, 2, 2]), layer_weights("w1", 8, 3, 3, 3), weights("b1", 8),
+             layer_weights("w2", 5, 8, 1, 1), weights("b2", 5)]
+    if opset < 18:
+        n += [h("Resize", ["c2", "", "cubic_scales"], ["d"], name="down_cubic", mode="cubic"),
+              h("Resize", ["d", "", "", "sizes"], ["y"], name="to_size", mode="linear",
+                coordinate_transformation_mode="pytorch_half_pixel")]
+        inits += [f32("cubic_scales", [1, 1, 0.75, 0.75]), i64("sizes", [2, 5, 45, 37])]
+        out = [2, 5, 45, 37]
+    else:
+        n += [h("Resize", ["c2", "", "cubic_scales"], ["d"], name="down_cubic", mode="cubic", axes=[2, 3],
+                exclude_outside=1),
+              h("Resize", ["d", "", "", "sizes"], ["y"], name="to_size", mode="linear", axes=[2, 3],
+                coordinate_transformation_mode="half_pixel_symmetric", keep_aspect_ratio_policy="not_larger")]
+        inits += [f32("cubic_scales", [0.75, 0.75]), i64("sizes", [45, 37])]
+        out = ["N", 5, 37, 37]
+    # onnx 1.12's checker knows no opset 19: those shapes are written by hand
+    return model(n, [vi("x", F32, [batch, 3, 16, 16])], [vi("y", F32, out)], inits, opset, check=opset < 18)
+
+
 def decoder(opset):
     """A segmentation decoder's upsampling path: Conv -> ConvTranspose 2x (4x4, stride 2,
     pads 1, bias) -> Relu -> grouped ConvTranspose 2x (3x3, stride 2, group 2, output
@@ -904,12 +938,25 @@ def main():
     save(m, outdir, "bad_gather_index.onnx")
     bad("bad_gather_index.onnx", "INVALID_ARG", "gather_oob", "range")
     bad("bad_pad_wrap_opset13.onnx", "INVALID_ARG", "pad_wrap13", "'wrap'", "19")
+    scales = lambda v: numpy_helper.from_array(np.array(v, np.float32), "scales")
+    for rel, opset, sc, attrs, frags in (
+            ("bad_resize_antialias.onnx", 18, [1, 1, 1, 0.05], dict(mode="cubic", antialias=1),
+             ("resize_node", "antialias at the width scale 0.05 takes 80 taps")),
+            ("bad_resize_channels.onnx", 13, [1, 2, 2, 2], dict(mode="linear"),
+             ("resize_node", "resizing axis 1 (the channel) is not supported"))):
+        m = small([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize_node", **attrs)], [scales(sc)],
+                  x=("x", F32, [1, 3, 8, 64]), opset=opset)
+        save(m, outdir, rel)
+        bad(rel, "NOT_SUPPORTED", *frags)
     for v in (11, 13):
         m = c2f(v)
         good(outdir, "c2f_opset%d.onnx" % v, m, kept(m), canary="c1_w,c1_b")
     for kind in ("resize11", "resize13", "upsample9", "upsample7"):
         m = upsample(kind)
         good(outdir, "%s.onnx" % kind, m, kept(m), canary="w1,b1")
+    for v in (13, 19):
+        m = seg_head(v)
+        good(outdir, "seg_head_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
     for v in (11, 13):
         m = decoder(v)
         good(outdir, "decoder_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
