@@ -102,6 +102,9 @@ typedef enum model_op {
     OP_TOPK,        /* a step per output, each computing its own */
     OP_LOG_SOFTMAX,
     OP_CONV_TRANSPOSE, /* 2-D; pads resolved at inference (output_shape, auto_pad), maybe negative */
+    OP_LAYER_NORM,    /* LayerNormalization, GroupNormalization, InstanceNormalization: gaio_norm */
+    OP_GROUP_NORM,
+    OP_INSTANCE_NORM,
     OP_COUNT
 } model_op;
 
@@ -194,6 +197,9 @@ typedef struct mattrs {
     int64_t output_padding[2];
     int64_t output_shape[2];
     int32_t noutput_shape;
+    /* LayerNormalization (axis and epsilon above), GroupNormalization: the groups (0
+     * until given), stash_type (ONNX's default 1, f32; gaio computes in f32 whatever) */
+    int64_t num_groups, stash_type;
 } mattrs;
 
 typedef struct mnode {

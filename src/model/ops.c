@@ -87,6 +87,9 @@ static const char *const op_names[OP_COUNT] = {
     [OP_TOPK] = "TopK",
     [OP_LOG_SOFTMAX] = "LogSoftmax",
     [OP_CONV_TRANSPOSE] = "ConvTranspose",
+    [OP_LAYER_NORM] = "LayerNormalization",
+    [OP_GROUP_NORM] = "GroupNormalization",
+    [OP_INSTANCE_NORM] = "InstanceNormalization",
 };
 
 int32_t gaio__op_lookup(const char *op_type) {
