@@ -1,7 +1,8 @@
 /* gaio_norm: LayerNorm, GroupNorm and InstanceNorm as one op. It checks the tensors,
  * rewrites every kind as a LayerNorm over a strided view (dnn/norm_math.h), simplifies
  * that view, picks how the CUDA kernel splits the work, and makes one launch of
- * gaio_dnn_norm (host: dnn/cpu/norm.c, CUDA: kernels/dnn/norm.cu). */
+ * gaio_dnn_norm or, for rows a warp keeps in registers, gaio_dnn_norm_rows (host:
+ * dnn/cpu/norm.c, both names one function; CUDA: kernels/dnn/norm.cu). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,8 +19,9 @@
 #define WARPS_PER_BLOCK (BLOCK / 32)
 /* A set of up to this many elements gets a warp; a larger one a block. */
 #define WARP_MAX 4096
-/* A warp keeps a contiguous set of up to this many elements in registers (64 a lane). */
-#define ROWS_MAX 2048
+/* A warp keeps a contiguous set of up to this many elements in registers (32 a lane:
+ * more would cost occupancy in registers; ViT-L's and ConvNeXt-B's 1024 channels fit). */
+#define ROWS_MAX 1024
 /* Fewer sets than this leave a thread per set too little parallelism. */
 #define THREAD_MIN_SETS 2048
 
@@ -160,15 +162,16 @@ static int64_t product(const int64_t *shape, int32_t lo, int32_t hi) {
 
 /* How the CUDA kernel splits the sets, and its grid. */
 static int32_t pick_mode(const gaio_knorm *k, bool has_y, int64_t *blocks) {
-    const int32_t last_set = k->axis - 1, inner = k->ndim - k->axis;
+    const int32_t last_set = k->axis - 1;
     int64_t min_inner = INT64_MAX;
     for (int32_t d = k->axis; d < k->ndim; d++) {
         int64_t s = k->xs[d] < 0 ? -k->xs[d] : k->xs[d];
         if (s < min_inner) min_inner = s;
     }
     int32_t mode;
-    if (inner == 1 && k->xs[k->axis] == 1 && (!has_y || k->ys[k->axis] == 1) && k->count <= ROWS_MAX)
-        mode = GAIO_KNORM_ROWS;
+    if (k->ndim == 2 && k->axis == 1 && k->xs[1] == 1 && (!has_y || k->ys[1] == 1) && k->count <= ROWS_MAX &&
+        k->ss[0] == 0 && k->bs[0] == 0)
+        mode = GAIO_KNORM_ROWS; /* [sets | count], one scale and bias for all: what the CUDA rows take */
     else if (last_set >= 0 && k->xs[last_set] == 1 && (!has_y || k->ys[last_set] == 1) && min_inner > 1 &&
              k->sets >= THREAD_MIN_SETS)
         mode = GAIO_KNORM_THREAD;
@@ -312,7 +315,8 @@ gaio_status gaio_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tens
     gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
     if (stream->ctx->be->kind == GAIO_DEVICE_CUDA) grid.x = (uint32_t)blocks, block.x = BLOCK;
     gaio_kernel *kern;
-    if ((st = gaio__kernel_builtin("gaio_dnn_norm", &kern)) != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
+    const char *name = k.mode == GAIO_KNORM_ROWS ? "gaio_dnn_norm_rows" : "gaio_dnn_norm";
+    if ((st = gaio__kernel_builtin(name, &kern)) != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
     gaio_arg args[1] = {GAIO_ARG(k)};
     gaio_buffer *held[6];
     size_t nheld = 0;

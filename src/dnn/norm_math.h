@@ -45,6 +45,15 @@ typedef struct gaio_knorm {
     int64_t ms[GAIO_KNORM_MAX_NDIM], rs[GAIO_KNORM_MAX_NDIM];
 } gaio_knorm;
 
+/* Loops over the dimensions unroll on the GPU: with every index a constant, the
+ * kernel reads its parameter in place, where an index known only at run time makes
+ * each thread copy the whole (~450-byte) parameter to local memory first. */
+#ifdef __CUDACC__
+#define GAIO_KNORM_UNROLL _Pragma("unroll")
+#else
+#define GAIO_KNORM_UNROLL
+#endif
+
 /* Offsets of one set or one element of a set: x, y, scale, bias, mean, rstd. */
 typedef struct gaio_knorm_at {
     int64_t x, y, s, b, m, r;
@@ -53,7 +62,9 @@ typedef struct gaio_knorm_at {
 /* Where set r starts (row-major over the set dimensions). */
 GAIO_HD gaio_knorm_at gaio_knorm_set(const gaio_knorm *p, int64_t r) {
     gaio_knorm_at o = {0, 0, 0, 0, 0, 0};
-    for (int32_t d = p->axis - 1; d >= 0; d--) {
+    GAIO_KNORM_UNROLL
+    for (int32_t d = GAIO_KNORM_MAX_NDIM - 1; d >= 0; d--) {
+        if (d >= p->axis) continue;
         const int64_t n = p->shape[d], i = r % n;
         r /= n;
         o.x += i * p->xs[d], o.y += i * p->ys[d], o.s += i * p->ss[d], o.b += i * p->bs[d];
@@ -65,7 +76,9 @@ GAIO_HD gaio_knorm_at gaio_knorm_set(const gaio_knorm *p, int64_t r) {
 /* Element i of a set, from the set's start (x, y, scale, bias). */
 GAIO_HD gaio_knorm_at gaio_knorm_elem(const gaio_knorm *p, int64_t i) {
     gaio_knorm_at o = {0, 0, 0, 0, 0, 0};
-    for (int32_t d = p->ndim - 1; d >= p->axis; d--) {
+    GAIO_KNORM_UNROLL
+    for (int32_t d = GAIO_KNORM_MAX_NDIM - 1; d >= 0; d--) {
+        if (d < p->axis || d >= p->ndim) continue;
         const int64_t n = p->shape[d], k = i % n;
         i /= n;
         o.x += k * p->xs[d], o.y += k * p->ys[d], o.s += k * p->ss[d], o.b += k * p->bs[d];
@@ -73,16 +86,31 @@ GAIO_HD gaio_knorm_at gaio_knorm_elem(const gaio_knorm *p, int64_t i) {
     return o;
 }
 
+/* f16 through the GPU's conversion instructions there (the includer has cuda_fp16.h),
+ * kmath.h's bit-exact twins of them on the host: the software ones, inlined at every
+ * element of the register-resident rows, cost the kernel its registers. */
 GAIO_HD float gaio_knorm_ld(uint64_t base, int32_t dt, int64_t off) {
+#ifdef __CUDA_ARCH__
+    if (dt == GAIO_KT_F16) return __half2float(((const __half *)(uintptr_t)base)[off]);
+#else
     if (dt == GAIO_KT_F16) return gaio_k_f16_to_f32(((const uint16_t *)(uintptr_t)base)[off]);
+#endif
     return ((const float *)(uintptr_t)base)[off];
 }
 
 GAIO_HD void gaio_knorm_st(uint64_t base, int32_t dt, int64_t off, float v) {
-    if (dt == GAIO_KT_F16)
+#ifdef __CUDA_ARCH__
+    if (dt == GAIO_KT_F16) {
+        ((__half *)(uintptr_t)base)[off] = __float2half_rn(v);
+        return;
+    }
+#else
+    if (dt == GAIO_KT_F16) {
         ((uint16_t *)(uintptr_t)base)[off] = gaio_k_f32_to_f16(v);
-    else
-        ((float *)(uintptr_t)base)[off] = v;
+        return;
+    }
+#endif
+    ((float *)(uintptr_t)base)[off] = v;
 }
 
 /* The output of one element: (x - mean) * rstd * scale + bias, absent ones 1 and 0. */

@@ -792,6 +792,43 @@ def bad_external(outdir, rel, location, offset=0, length=8 * 3 * 3 * 3 * 4):
     save(m, outdir, rel)
 
 
+def write_bad_norms(outdir):
+    """Normalizations the loader refuses: what ONNX forbids (INVALID_ARG) and what gaio
+    does not give (NOT_SUPPORTED), each naming the node. x is [1, 3, 8, 8]."""
+    def ones(name, *shape):
+        return numpy_helper.from_array(np.ones(shape, np.float32), name)
+
+    def ln(*outs, **kw):
+        return helper.make_node("LayerNormalization", ["x", "s"], ["y", *outs], name="ln", **kw)
+
+    def gn(**kw):
+        return helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", **kw)
+
+    def inorm():
+        return helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="inorm")
+
+    cases = [
+        ("bad_layernorm_axis.onnx", [ln(axis=4)], [ones("s", 8)], 17, "INVALID_ARG", "axis 4 is out of range"),
+        ("bad_layernorm_scale.onnx", [ln(axis=-2)], [ones("s", 3, 8)], 17, "INVALID_ARG", "does not broadcast"),
+        ("bad_layernorm_opset16.onnx", [ln()], [ones("s", 8)], 16, "INVALID_ARG", "came in opset 17"),
+        ("bad_layernorm_stash.onnx", [ln("mean", stash_type=16)], [ones("s", 8)], 17, "NOT_SUPPORTED",
+         "stash_type 16"),
+        ("bad_groupnorm_no_groups.onnx", [gn()], [ones("s", 1), ones("b", 1)], 18, "INVALID_ARG",
+         "'num_groups' is required"),
+        ("bad_groupnorm_divide.onnx", [gn(num_groups=2)], [ones("s", 2), ones("b", 2)], 18, "INVALID_ARG",
+         "does not divide"),
+        # 18 takes a scale per group, 21 per channel: each refuses the other's
+        ("bad_groupnorm18_scale.onnx", [gn(num_groups=1)], [ones("s", 3), ones("b", 3)], 18, "INVALID_ARG",
+         "one per group"),
+        ("bad_groupnorm21_scale.onnx", [gn(num_groups=1)], [ones("s", 1), ones("b", 1)], 21, "INVALID_ARG",
+         "one per channel"),
+        ("bad_instancenorm_scale.onnx", [inorm()], [ones("s", 4), ones("b", 3)], 13, "INVALID_ARG", "must have shape [3]"),
+    ]
+    for rel, nodes, inits, opset, status, fragment in cases:
+        save(small(nodes, inits, opset=opset), outdir, rel)
+        bad(rel, status, fragment)
+
+
 def write_bad(outdir, good_path):
     NS, IA = "NOT_SUPPORTED", "INVALID_ARG"
 
@@ -1025,6 +1062,7 @@ def main():
         m = groupnorm(v)
         good(outdir, "groupnorm_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
 
+    write_bad_norms(outdir)
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 
     with open(os.path.join(outdir, "manifest.txt"), "w") as f:

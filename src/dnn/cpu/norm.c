@@ -1,5 +1,5 @@
 /* Host kernel of gaio_norm (src/dnn/norm.c; CUDA twin in src/kernels/dnn/norm.cu):
- *   gaio_dnn_norm(gaio_knorm p)
+ *   gaio_dnn_norm(gaio_knorm p), and the same as gaio_dnn_norm_rows
  * Sets are split over the worker pool. A set is walked as lines along its innermost
  * dimension (the others decoded once per line), three times: the sum, the squared
  * deviations from the mean, the output. The sums run in f64, so the host is the
@@ -74,5 +74,6 @@ static const size_t norm_sizes[1] = {sizeof(gaio_knorm)};
 
 const gaio_builtin_kernel gaio__dnn_norm_kernels[] = {
     {"gaio_dnn_norm", dnn_norm, 1, norm_sizes},
+    {"gaio_dnn_norm_rows", dnn_norm, 1, norm_sizes}, /* the CUDA kernel's register-resident split */
     {NULL, NULL, 0, NULL},
 };
