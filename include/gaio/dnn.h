@@ -185,6 +185,62 @@ gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tens
 gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_tensor *scale,
                             const gaio_tensor *bias, const gaio_tensor *mean, const gaio_tensor *var, float epsilon);
 
+/* ---- normalization (src/dnn/norm.c, dnn/cpu/norm.c, kernels/dnn/norm.cu) ------------ */
+
+/* Which elements share one mean and variance (a "set"). */
+typedef enum gaio_norm_kind {
+    /* Dimensions axis .. ndim - 1 of x, for each index of the ones before: ONNX
+     * LayerNormalization (the transformer's LayerNorm over the last axis). */
+    GAIO_NORM_LAYER = 0,
+    /* x is [N, C, ...]: each of `groups` runs of C / groups neighbouring channels, with
+     * every position of the dimensions after C, for each n: ONNX GroupNormalization. */
+    GAIO_NORM_GROUP = 1,
+    /* x is [N, C, ...]: each channel's positions, for each n: ONNX
+     * InstanceNormalization (GROUP with groups = C). */
+    GAIO_NORM_INSTANCE = 2
+} gaio_norm_kind;
+
+typedef struct gaio_norm_params {
+    gaio_norm_kind kind;
+    int32_t axis;   /* LAYER: the first normalized dimension (negative counts from the end); else ignored */
+    int32_t groups; /* GROUP: 1 .. C, dividing C; else ignored */
+    float epsilon;  /* added to the variance; finite and >= 0 */
+} gaio_norm_params;
+
+/* y = (x - mean) / sqrt(var + epsilon) * scale + bias, with the mean and the biased
+ * variance of each set of elements that params->kind names, computed in f32 whatever
+ * the dtypes (two passes over a set: the mean, then the squared deviations from it;
+ * f16 data is widened on load, rounded once on store).
+ *
+ * x and y: one shape (1 to 5 dimensions; GROUP and INSTANCE: 2 or more, [N, C, ...]) and
+ * one dtype, F32 or F16; any strides and either layout (an NHWC tensor's channels are
+ * still dimension 1 of its logical shape, so INSTANCE of an NHWC tensor reads each
+ * channel's positions C apart, and LAYER over the last dimension of a logical
+ * [N, H, W, C] stored NHWC reads them H apart: both are fine, if slower than sets
+ * that are contiguous). y may be x itself (the same elements: in place); no other
+ * overlap with an input.
+ *
+ * scale and bias (each may be NULL: 1 and 0), F32 or x's dtype:
+ *   LAYER: aligned with x's last dimensions and spanning only normalized ones, each of
+ *          x's size or 1 (broadcast): [C] or [H, W, C] ... for axis -1 ... -3; a
+ *          dimension of 1 before the normalized ones is allowed;
+ *   GROUP: 1-D, C values (one per channel: GroupNormalization-21) or `groups` values
+ *          (one per group: GroupNormalization-18);
+ *   INSTANCE: 1-D, C values.
+ * mean and inv_std_dev (each may be NULL), F32 or x's dtype, receive each set's mean and
+ * 1 / sqrt(var + epsilon): the shape of the dimensions that number the sets (LAYER:
+ * x's first axis dimensions; GROUP: [N, groups]; INSTANCE: [N, C]), followed by any
+ * number of 1s up to 5 dimensions (ONNX's [d0, .., 1, 1]). y may be NULL when either is
+ * given: the statistics alone.
+ *
+ * On a GPU: a warp per set for sets of up to a few thousand elements (each lane keeping
+ * its elements in registers when the set is contiguous), a block per larger set, or a
+ * thread per set where neighbouring sets are neighbours in memory (the channels-last
+ * LayerNorm above); the host splits the sets over its worker pool and sums in f64. */
+gaio_status gaio_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *scale, const gaio_tensor *bias,
+                      const gaio_tensor *y, const gaio_tensor *mean, const gaio_tensor *inv_std_dev,
+                      const gaio_norm_params *params);
+
 /* ---- reductions (src/dnn/reduce.c, dnn/cpu/reduce.c, kernels/dnn/reduce.cu) ---------- */
 
 /* y = softmax(x) along `axis` (negative counts from the end), computed stably in F32

@@ -444,6 +444,7 @@ static bool elementwise(model_op op) {
     case OP_CAST: case OP_CONCAT: case OP_SPLIT: case OP_SLICE: case OP_PAD: case OP_TILE: case OP_EXPAND:
     case OP_WHERE:
     case OP_SOFTMAX: /* opset < 13 over [C, H, W] reads x and y in one order */
+    case OP_LAYER_NORM: case OP_GROUP_NORM: case OP_INSTANCE_NORM: /* any strides; a UNet's GroupNorm between convs */
         return true;
     default: return false;
     }

@@ -27,6 +27,7 @@
 #include "model/engine_internal.h"
 #include "model/infer_resize.h"
 #include "model/exec_reduce.h"
+#include "model/norm_ops.h"
 
 struct gaio_model_exec {
     gaio_engine *engine;    /* a reference */
@@ -686,6 +687,17 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return gaio__exec_softmax(fn, s, n, &x, dropped(r, n->in[0], &x), &y);
     case OP_CAST:
         return gaio_cast(s, &x, &y);
+    case OP_LAYER_NORM:
+    case OP_GROUP_NORM:
+    case OP_INSTANCE_NORM: { /* this step's output of the node's (plan.c: one step each) */
+        int32_t k = 0;
+        while (k < n->nout - 1 && n->out[k] != sp->out) k++;
+        gaio_tensor sc, b;
+        bool has_b = n->nin > 2 && n->in[2] >= 0;
+        sc = tensor(r, n->in[1]);
+        if (has_b) b = tensor(r, n->in[2]);
+        return gaio__exec_norm(s, n, k, &x, &sc, has_b ? &b : NULL, &y);
+    }
     default:
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) has no executor", n->name, n->op_type);
     }

@@ -102,6 +102,9 @@ typedef enum model_op {
     OP_TOPK,        /* a step per output, each computing its own */
     OP_LOG_SOFTMAX,
     OP_CONV_TRANSPOSE, /* 2-D; pads resolved at inference (output_shape, auto_pad), maybe negative */
+    OP_LAYER_NORM,    /* LayerNormalization, GroupNormalization, InstanceNormalization: gaio_norm */
+    OP_GROUP_NORM,
+    OP_INSTANCE_NORM,
     OP_COUNT
 } model_op;
 
@@ -204,6 +207,9 @@ typedef struct mattrs {
     float rs_roi[4];
     double rs_scale[2];
     int32_t rs_antialias; /* opset 18 */
+    /* LayerNormalization (axis and epsilon above), GroupNormalization: the groups (0
+     * until given), stash_type (ONNX's default 1, f32; gaio computes in f32 whatever) */
+    int64_t num_groups, stash_type;
 } mattrs;
 
 typedef struct mnode {

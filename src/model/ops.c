@@ -87,6 +87,9 @@ static const char *const op_names[OP_COUNT] = {
     [OP_TOPK] = "TopK",
     [OP_LOG_SOFTMAX] = "LogSoftmax",
     [OP_CONV_TRANSPOSE] = "ConvTranspose",
+    [OP_LAYER_NORM] = "LayerNormalization",
+    [OP_GROUP_NORM] = "GroupNormalization",
+    [OP_INSTANCE_NORM] = "InstanceNormalization",
 };
 
 /* The opset ONNX brought each operator in, where later than 1, and its last where
@@ -94,7 +97,7 @@ static const char *const op_names[OP_COUNT] = {
 static const int8_t op_first[OP_COUNT] = {
     [OP_HARD_SWISH] = 14, [OP_CONSTANT_OF_SHAPE] = 9, [OP_RANGE] = 11, [OP_EXPAND] = 8, [OP_RESIZE] = 10,
     [OP_UPSAMPLE] = 7,    [OP_WHERE] = 9,             [OP_ERF] = 9,    [OP_GELU] = 20,  [OP_SIN] = 7,
-    [OP_COS] = 7,         [OP_GATHER_ELEMENTS] = 11,
+    [OP_COS] = 7,         [OP_GATHER_ELEMENTS] = 11, [OP_LAYER_NORM] = 17, [OP_GROUP_NORM] = 18,
 };
 static const int8_t op_last[OP_COUNT] = {[OP_UPSAMPLE] = 9};
 

@@ -132,6 +132,9 @@ static const opspec specs[OP_COUNT] = {
     [OP_CONV_TRANSPOSE] = {2, 3, 1, {{"auto_pad", T_S, 1, 0}, {"dilations", T_IS, 1, 0}, {"group", T_I, 1, 0},
                                      {"kernel_shape", T_IS, 1, 0}, {"output_padding", T_IS, 1, 0},
                                      {"output_shape", T_IS, 1, 0}, {"pads", T_IS, 1, 0}, {"strides", T_IS, 1, 0}}},
+    [OP_LAYER_NORM] = {2, 3, 3, {{"axis", T_I, 17, 0}, {"epsilon", T_F, 17, 0}, {"stash_type", T_I, 17, 0}}},
+    [OP_GROUP_NORM] = {3, 3, 1, {{"epsilon", T_F, 18, 0}, {"num_groups", T_I, 18, 0}, {"stash_type", T_I, 21, 0}}},
+    [OP_INSTANCE_NORM] = {3, 3, 1, {{"epsilon", T_F, 6, 0}}},
 };
 
 /* The opset each operator came in, where that is after 7 (gaio's oldest). */
@@ -197,10 +200,11 @@ static gaio_status check_io(const char *fn, const mgraph *g, const mnode *n, con
                                s->max_out);
     if (n->out[0] < 0) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "its first output is omitted");
     /* The optional outputs are the training statistics (BatchNormalization) and the
-     * argmax (MaxPool): nothing gaio computes. */
+     * argmax (MaxPool): nothing gaio computes; but LayerNormalization's Mean and
+     * InvStdDev, which it does. */
     for (int32_t i = 1; i < n->nout && n->op == OP_SPLIT; i++)
         if (n->out[i] < 0) return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d is omitted", i);
-    for (int32_t i = 1; i < n->nout && n->op != OP_SPLIT && n->op != OP_TOPK; i++)
+    for (int32_t i = 1; i < n->nout && n->op != OP_SPLIT && n->op != OP_TOPK && n->op != OP_LAYER_NORM; i++)
         if (n->out[i] >= 0)
             return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "output %d (%s) is not supported", i,
                                    n->op == OP_MAX_POOL ? "Indices" : n->op == OP_DROPOUT ? "mask" : "training statistics");
@@ -587,6 +591,25 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
                                    at->s.len > 32 ? 32 : (int)at->s.len, at->s.data ? (const char *)at->s.data : "");
         }
         break;
+    case OP_LAYER_NORM:
+    case OP_GROUP_NORM:
+    case OP_INSTANCE_NORM:
+        if (!strcmp(nm, "epsilon")) {
+            gaio_status st = get_float(fn, n, at, &a->epsilon);
+            if (st == GAIO_OK && a->epsilon < 0)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'epsilon' is negative");
+            return st;
+        }
+        if (!strcmp(nm, "axis")) return a->axis = at->i, GAIO_OK; /* checked against the rank at inference */
+        if (!strcmp(nm, "num_groups")) {
+            if (at->i < 1 || at->i > INT32_MAX)
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'num_groups' is %lld", (long long)at->i);
+            return a->num_groups = at->i, GAIO_OK;
+        }
+        /* Any stash_type: the statistics are computed in f32 whatever it asks for (ONNX
+         * defines 1, f32; a wider one would change only roundings below f16's). */
+        if (!strcmp(nm, "stash_type")) return a->stash_type = at->i, GAIO_OK;
+        break;
     case OP_CONSTANT:
         /* The loader turns the value into the output's data; only its kind is checked here. */
         if (!strcmp(nm, "value_string") || !strcmp(nm, "value_strings") || !strcmp(nm, "sparse_value"))
@@ -617,6 +640,8 @@ static void set_defaults(const mgraph *g, mnode *n) {
         a->rs_coord = 1, a->rs_nearest = 2; /* Upsample and Resize-10 index as asymmetric, floor */
     a->rs_cubic_a = -0.75f;
     a->keepdims = 1;
+    if (n->op == OP_LAYER_NORM) a->axis = -1;
+    a->stash_type = 1;
     if (n->op == OP_SHAPE) {
         a->naxes = 2;
         a->axes[0] = 0;
@@ -689,6 +714,9 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_CAST:
         if (!(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'to' is required");
+        break;
+    case OP_GROUP_NORM:
+        if (!(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'num_groups' is required");
         break;
     case OP_UNSQUEEZE:
         if (g->opset < 13 && !(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' is required");

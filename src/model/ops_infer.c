@@ -12,6 +12,7 @@
 #include "model/infer_resize.h"
 #include "model/infer_reduce.h"
 #include "model/infer_conv_transpose.h"
+#include "model/norm_ops.h"
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
@@ -1385,6 +1386,9 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_RESIZE:
     case OP_UPSAMPLE: TRY(infer_resize(fn, g, n, &o)); break;
     case OP_TILE: TRY(infer_tile(fn, g, n, &o, out)); break;
+    case OP_LAYER_NORM:
+    case OP_GROUP_NORM:
+    case OP_INSTANCE_NORM: TRY(gaio__infer_norm(fn, g, n)); shp_of(x, &o); break;
     case OP_EQUAL:
     case OP_LESS:
     case OP_GREATER:

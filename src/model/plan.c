@@ -86,7 +86,8 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
     xstep *fused = calloc((size_t)nn + 1, sizeof *fused);
     size_t cap = (size_t)nn + 1; /* a step per node, and per further output of a Split */
     for (int32_t i = 0; i < nn; i++)
-        if ((g->nodes[i].op == OP_SPLIT || g->nodes[i].op == OP_TOPK) && g->nodes[i].nout > 1)
+        if ((g->nodes[i].op == OP_SPLIT || g->nodes[i].op == OP_TOPK || g->nodes[i].op == OP_LAYER_NORM) &&
+            g->nodes[i].nout > 1)
             cap += (size_t)g->nodes[i].nout - 1;
     p->steps = calloc(cap, sizeof *p->steps);
     gaio_status st = GAIO_OK;
@@ -153,8 +154,9 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
         }
         const mnode *n = &g->nodes[i];
         if (absorbed[i] || n->op == OP_CONV) continue; /* a convolution runs where its epilogue ended */
-        for (int32_t k = 0; k < (n->op == OP_SPLIT || n->op == OP_TOPK ? n->nout : 1); k++) {
-            if (n->out[k] < 0) continue; /* TopK's indices may be left out */
+        /* A step per output of a Split, and per output used of a TopK and a LayerNormalization. */
+        for (int32_t k = 0; k < (n->op == OP_SPLIT || n->op == OP_TOPK || n->op == OP_LAYER_NORM ? n->nout : 1); k++) {
+            if (n->out[k] < 0) continue; /* TopK's indices, LayerNormalization's statistics may be left out */
             xstep *s = &p->steps[p->nsteps++];
             s->n = n, s->out = n->out[k], s->w = s->b = s->res = -1;
         }

@@ -704,6 +704,86 @@ def classifier_head(opset):
     return model(n, [vi("x", F32, ["N", 3, 8, 8])], outs, inits, opset, check=opset < 18)
 
 
+def convnext(opset):
+    """A ConvNeXt block as torch.onnx exports it, then an InstanceNormalization: a
+    strided stem Conv to 16 channels, the block's 7x7 depthwise Conv, Transpose to
+    channels-last, LayerNormalization over the channels (epsilon 1e-6), MatMul + Add to
+    64, GELU spelled with Erf (x * 0.5 * (1 + erf(x / sqrt 2))), MatMul + Add back to 16,
+    the layer scale (Mul), Transpose back and the residual Add; InstanceNormalization of
+    the sum. In an NHWC engine the convolutions' values, the residual sum and the
+    InstanceNorm are NHWC (its planes read C apart), the channels-last values between
+    the Transposes row major."""
+    h = helper.make_node
+    n = [
+        h("Conv", ["x", "stem_w", "stem_b"], ["stem"], name="stem", kernel_shape=[2, 2], strides=[2, 2]),
+        h("Conv", ["stem", "dw_w", "dw_b"], ["dw"], name="dwconv", kernel_shape=[7, 7], pads=[3, 3, 3, 3], group=16),
+        h("Transpose", ["dw"], ["nhwc"], name="to_nhwc", perm=[0, 2, 3, 1]),
+        h("LayerNormalization", ["nhwc", "ln_s", "ln_b"], ["ln"], name="norm", axis=-1, epsilon=1e-6),
+        h("MatMul", ["ln", "fc1_w"], ["fc1"], name="pwconv1"),
+        h("Add", ["fc1", "fc1_b"], ["fc1b"], name="pwconv1_bias"),
+        h("Div", ["fc1b", "sqrt2"], ["gd"], name="gelu_div"),
+        h("Erf", ["gd"], ["ge"], name="gelu_erf"),
+        h("Add", ["ge", "one"], ["g1"], name="gelu_add"),
+        h("Mul", ["fc1b", "g1"], ["gm"], name="gelu_mul"),
+        h("Mul", ["gm", "half"], ["gelu"], name="gelu_half"),
+        h("MatMul", ["gelu", "fc2_w"], ["fc2"], name="pwconv2"),
+        h("Add", ["fc2", "fc2_b"], ["fc2b"], name="pwconv2_bias"),
+        h("Mul", ["fc2b", "gamma"], ["scaled"], name="layer_scale"),
+        h("Transpose", ["scaled"], ["nchw"], name="to_nchw", perm=[0, 3, 1, 2]),
+        h("Add", ["stem", "nchw"], ["block"], name="residual"),
+        h("InstanceNormalization", ["block", "in_s", "in_b"], ["y"], name="inorm", epsilon=1e-5),
+    ]
+    f = np.float32
+    inits = [
+        layer_weights("stem_w", 16, 3, 2, 2), weights("stem_b", 16),
+        layer_weights("dw_w", 16, 1, 7, 7), weights("dw_b", 16),
+        numpy_helper.from_array((1 + 0.2 * rng.standard_normal(16)).astype(f), "ln_s"), weights("ln_b", 16),
+        numpy_helper.from_array((rng.standard_normal((16, 64)) * np.sqrt(2 / 16)).astype(f), "fc1_w"),
+        weights("fc1_b", 64),
+        numpy_helper.from_array(np.array(np.sqrt(2), f), "sqrt2"), numpy_helper.from_array(np.array(1, f), "one"),
+        numpy_helper.from_array(np.array(0.5, f), "half"),
+        numpy_helper.from_array((rng.standard_normal((64, 16)) * np.sqrt(2 / 64)).astype(f), "fc2_w"),
+        weights("fc2_b", 16),
+        numpy_helper.from_array((0.5 + 0.5 * rng.random(16)).astype(f), "gamma"),
+        numpy_helper.from_array((1 + 0.2 * rng.standard_normal(16)).astype(f), "in_s"), weights("in_b", 16),
+    ]
+    return model(n, [vi("x", F32, ["N", 3, 16, 16])], [vi("y", F32, ["N", 16, 8, 8])], inits, opset)
+
+
+def groupnorm(opset):
+    """A diffusion UNet's normalizations: Conv -> GroupNormalization (4 groups of 4
+    channels) -> SiLU (x * Sigmoid(x)) -> Conv -> Reshape to [N, C, H*W] ->
+    GroupNormalization of that 3-D tensor (2 groups) -> LayerNormalization over its last
+    two axes, with a Scale and no B. Opsets 18 to 20 give GroupNormalization one scale and
+    bias per group, 21 one per channel (with stash_type). onnx 1.12's checker knows
+    neither: the shapes are written by hand."""
+    h = helper.make_node
+    per = opset >= 21
+    n = [
+        h("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        h("GroupNormalization", ["c1", "gn1_s", "gn1_b"], ["gn1"], name="gn1", num_groups=4, epsilon=1e-5),
+        h("Sigmoid", ["gn1"], ["sg"], name="sigmoid"),
+        h("Mul", ["gn1", "sg"], ["silu"], name="silu"),
+        h("Conv", ["silu", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        h("Reshape", ["c2", "flat_shape"], ["c2f"], name="flatten_hw"),
+        h("GroupNormalization", ["c2f", "gn2_s", "gn2_b"], ["gn2"], name="gn2", num_groups=2, epsilon=1e-3),
+        h("LayerNormalization", ["gn2", "ln_s"], ["y"], name="ln", axis=-2),
+    ]
+    f = np.float32
+    g1, g2 = (16, 8) if per else (4, 2)
+    inits = [
+        layer_weights("w1", 16, 3, 3, 3), weights("b1", 16),
+        numpy_helper.from_array((1 + 0.3 * rng.standard_normal(g1)).astype(f), "gn1_s"), weights("gn1_b", g1, scale=0.5),
+        layer_weights("w2", 8, 16, 3, 3), weights("b2", 8),
+        numpy_helper.from_array(np.array([0, 8, 64], np.int64), "flat_shape"),
+        numpy_helper.from_array((1 + 0.3 * rng.standard_normal(g2)).astype(f), "gn2_s"), weights("gn2_b", g2, scale=0.5),
+        numpy_helper.from_array((1 + 0.3 * rng.standard_normal((8, 64))).astype(f), "ln_s"),
+    ]
+    if per:
+        n[1].attribute.append(helper.make_attribute("stash_type", 1))
+    return model(n, [vi("x", F32, ["N", 3, 8, 8])], [vi("y", F32, ["N", 8, 64])], inits, opset, check=False)
+
+
 def half_conv():
     n = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
@@ -744,6 +824,43 @@ def bad_external(outdir, rel, location, offset=0, length=8 * 3 * 3 * 3 * 4):
                                                                                 length)])
     m.graph.node[0].input[1] = "w_ext"
     save(m, outdir, rel)
+
+
+def write_bad_norms(outdir):
+    """Normalizations the loader refuses: what ONNX forbids (INVALID_ARG) and what gaio
+    does not give (NOT_SUPPORTED), each naming the node. x is [1, 3, 8, 8]."""
+    def ones(name, *shape):
+        return numpy_helper.from_array(np.ones(shape, np.float32), name)
+
+    def ln(*outs, **kw):
+        return helper.make_node("LayerNormalization", ["x", "s"], ["y", *outs], name="ln", **kw)
+
+    def gn(**kw):
+        return helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", **kw)
+
+    def inorm():
+        return helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="inorm")
+
+    cases = [
+        ("bad_layernorm_axis.onnx", [ln(axis=4)], [ones("s", 8)], 17, "INVALID_ARG", "axis 4 is out of range"),
+        ("bad_layernorm_scale.onnx", [ln(axis=-2)], [ones("s", 3, 8)], 17, "INVALID_ARG", "does not broadcast"),
+        ("bad_layernorm_opset16.onnx", [ln()], [ones("s", 8)], 16, "INVALID_ARG", "came in opset 17"),
+        ("bad_layernorm_stash.onnx", [ln("mean", stash_type=16)], [ones("s", 8)], 17, "NOT_SUPPORTED",
+         "stash_type 16"),
+        ("bad_groupnorm_no_groups.onnx", [gn()], [ones("s", 1), ones("b", 1)], 18, "INVALID_ARG",
+         "'num_groups' is required"),
+        ("bad_groupnorm_divide.onnx", [gn(num_groups=2)], [ones("s", 2), ones("b", 2)], 18, "INVALID_ARG",
+         "does not divide"),
+        # 18 takes a scale per group, 21 per channel: each refuses the other's
+        ("bad_groupnorm18_scale.onnx", [gn(num_groups=1)], [ones("s", 3), ones("b", 3)], 18, "INVALID_ARG",
+         "one per group"),
+        ("bad_groupnorm21_scale.onnx", [gn(num_groups=1)], [ones("s", 1), ones("b", 1)], 21, "INVALID_ARG",
+         "one per channel"),
+        ("bad_instancenorm_scale.onnx", [inorm()], [ones("s", 4), ones("b", 3)], 13, "INVALID_ARG", "must have shape [3]"),
+    ]
+    for rel, nodes, inits, opset, status, fragment in cases:
+        save(small(nodes, inits, opset=opset), outdir, rel)
+        bad(rel, status, fragment)
 
 
 def write_bad(outdir, good_path):
@@ -986,7 +1103,13 @@ def main():
     for v in (13, 18):
         m = classifier_head(v)
         good(outdir, "classifier_head_opset%d.onnx" % v, m, kept(m), canary="w,b")
+    m = convnext(17)
+    good(outdir, "convnext_opset17.onnx", m, kept(m), canary="stem_w,stem_b")
+    for v in (18, 21):
+        m = groupnorm(v)
+        good(outdir, "groupnorm_opset%d.onnx" % v, m, kept(m), canary="w1,b1")
 
+    write_bad_norms(outdir)
     write_bad(outdir, os.path.join(outdir, "cnn_opset13.onnx"))
 
     with open(os.path.join(outdir, "manifest.txt"), "w") as f:

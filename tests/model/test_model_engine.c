@@ -22,7 +22,7 @@
 #include "common.h"
 #include "model_ref.h"
 
-#define MAX_MODELS 64
+#define MAX_MODELS 64 /* tests/model/make_models.py's good models, with room to grow */
 #define THREADS 4
 #define ROUNDS 2
 #define CONTEXTS 3
