@@ -64,12 +64,15 @@ static void convt_rows(void *arg, size_t begin, size_t end) {
     const int64_t C = a->c, H = a->h, W = a->w, R = a->r, S = a->s, P = a->p, Q = a->q;
     const int64_t cg = j->cg, kg = j->kg;
     const bool f16 = a->dtype == GAIO_DTYPE_F16;
-    float *acc = malloc((size_t)kg * sizeof(float) + (size_t)(2 * R + 2 * S) * sizeof(int64_t));
-    if (!acc) {
+    /* The taps' indexes first, then the accumulators: the int64s stay 8-byte aligned
+     * whatever kg is. */
+    int64_t *rk = malloc((size_t)(2 * R + 2 * S) * sizeof(int64_t) + (size_t)kg * sizeof(float));
+    if (!rk) {
         atomic_store(&j->failed, 1);
         return;
     }
-    int64_t *rk = (int64_t *)(void *)(acc + kg), *ri = rk + R, *sk = ri + R, *si = sk + S;
+    int64_t *ri = rk + R, *sk = ri + R, *si = sk + S;
+    float *acc = (float *)(void *)(si + S);
     for (size_t item = begin; item < end; item++) {
         const int64_t n = (int64_t)item / P, oh = (int64_t)item % P;
         const int64_t nr = taps(oh, a->pad[0], R, a->stride[0], a->dilation[0], H, rk, ri);
@@ -96,7 +99,7 @@ static void convt_rows(void *arg, size_t begin, size_t end) {
             }
         }
     }
-    free(acc);
+    free(rk);
 }
 
 /* x widened to [n][h][w][c], a row (n, h) per item. */
