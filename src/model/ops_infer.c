@@ -807,7 +807,12 @@ static gaio_status infer_tile(const char *fn, mgraph *g, mnode *n, shp *o, mvalu
         if (rep[d] < 1) return FAIL(GAIO_ERR_NOT_SUPPORTED, "repeats[%d] is %lld: gaio runs no empty tensors", d, (long long)rep[d]);
         if (rep[d] > 1 && x->dims[d] < 0)
             return FAIL(GAIO_ERR_NOT_SUPPORTED, "tiling symbolic dimension '%s' is not supported", dname(x, d));
-        if ((tiles *= rep[d]) > MAX_TILES) return FAIL(GAIO_ERR_NOT_SUPPORTED, "over %d tiles", MAX_TILES);
+        /* rep[d] first: tiles * rep[d] stays far from overflow */
+        if (rep[d] > MAX_TILES || (tiles *= rep[d]) > MAX_TILES)
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "over %d tiles", MAX_TILES);
+        if (x->dims[d] > INT64_MAX / rep[d])
+            return FAIL(GAIO_ERR_INVALID_ARG, "dimension %d (%lld) times %lld repeats overflows", d,
+                        (long long)x->dims[d], (long long)rep[d]);
         n->a.slice_step[d] = rep[d];
         shp_push(o, x->dims[d] < 0 ? x->dims[d] : x->dims[d] * rep[d], dname(x, d));
     }
