@@ -551,7 +551,12 @@ def test_readme_operator_table_is_current():
     import importlib.machinery
     import importlib.util
     from pathlib import Path
-    root = Path(__file__).resolve().parents[2]
+    # the checkout these tests came from; a copy elsewhere (scripts/test's run against the
+    # installed package) has no README beside it
+    root = next((p for p in Path(__file__).resolve().parents
+                 if (p / "scripts" / "operators-table").is_file() and (p / "README.md").is_file()), None)
+    if root is None:
+        pytest.skip("SKIPPED: no checkout (README.md, scripts/operators-table) above this copy of the tests")
     loader = importlib.machinery.SourceFileLoader("operators_table", str(root / "scripts" / "operators-table"))
     spec = importlib.util.spec_from_loader("operators_table", loader)
     mod = importlib.util.module_from_spec(spec)
