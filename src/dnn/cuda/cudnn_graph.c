@@ -312,8 +312,13 @@ static bool all_nhwc(const conv_key *k) {
  * tensors: on an H100 with cuDNN 9.14, runtime-fusion engines accepted rows padded
  * by strides, and an NCHW x with an NHWC y, and computed wrong results; they get
  * packed NHWC tensors only (their documented layout), the rest the other engines.
- * GAIO_DNN_NO_RTC=1 refuses runtime-compiled engines everywhere, =res only where the
- * residual is fused (to measure what they bring, or to rule them out of a bug). */
+ * Runtime-compiled engines with the residual fused as a tensor (eng4 "(runtime fusion)"
+ * on ResNet's Conv+Add+Relu) are refused too: on an H200 with cuDNN 9.14 they computed
+ * wrong outputs for some images at some batch sizes (ResNet-18 f16: batches 16 and 32
+ * wrong, 8 and 64 right; graphs or none, one stream), and more when replayed from CUDA
+ * graphs on several streams (docs/perf-notes.md). GAIO_DNN_NO_RTC=1 refuses
+ * runtime-compiled engines everywhere, =0 nowhere (the old choice, to measure what
+ * they bring), =res (the default) where the residual is fused. */
 static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k) {
     int32_t dtype = k->dtype;
     const gaio_cudnn_table *t = b->t;
@@ -328,7 +333,8 @@ static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k
     int behavior[16];
     int64_t nb = 0;
     const char *no_rtc = getenv("GAIO_DNN_NO_RTC");
-    bool refuse_rtc = no_rtc && (strcmp(no_rtc, "res") ? strcmp(no_rtc, "0") != 0 : k->has_res != 0);
+    if (!no_rtc || !*no_rtc) no_rtc = "res";
+    bool refuse_rtc = strcmp(no_rtc, "res") ? strcmp(no_rtc, "0") != 0 : k->has_res != 0;
     if (ok && (!all_nhwc(k) || refuse_rtc) &&
         t->cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 16, &nb,
                                     behavior) == CUDNN_STATUS_SUCCESS)

@@ -19,7 +19,7 @@
 #include "dnn/dnn_internal.h"
 
 #define MAGIC "GAIOCDNN"
-#define FORMAT 1
+#define FORMAT 2 /* 2: no runtime-compiled plans with a fused residual (cudnn_graph.c suitable()) */
 #define MAX_JSON ((uint64_t)64 << 20)
 #define MAX_ENTRIES 4096
 
