@@ -163,7 +163,8 @@ typedef enum gaio_binary_op {
     GAIO_BINARY_DIV = 3,
     GAIO_BINARY_POW = 4, /* a^b as C's powf: NaN for a < 0 and b not an integer; 0^0 = 1 */
     GAIO_BINARY_MIN = 5, /* the smaller of a and b; NaN if either is NaN (NumPy's minimum) */
-    GAIO_BINARY_MAX = 6  /* the larger of a and b; NaN if either is NaN (NumPy's maximum) */
+    GAIO_BINARY_MAX = 6, /* the larger of a and b; NaN if either is NaN (NumPy's maximum) */
+    GAIO_BINARY_FMOD = 7 /* C's fmod: a - b * trunc(a / b), the sign of a; NaN for b = 0 (ONNX Mod, fmod 1) */
 } gaio_binary_op;
 
 /* y = act(a op b) with NumPy broadcasting: shapes aligned at their last dimension, a

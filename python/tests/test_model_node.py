@@ -82,9 +82,10 @@ SUPPORTED = ("Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip", "Si
              "Pow", "Min", "Max", "Sum", "Mean", "GatherElements", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd",
              "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "TopK",
              "LogSoftmax", "ConvTranspose", "LayerNormalization",
-             "GroupNormalization", "InstanceNormalization")
+             "GroupNormalization", "InstanceNormalization", "Mod", "Einsum", "ScatterND")
 #: operators gaio only folds at load (src/model/engine.c node_check refuses them at run time)
-LOAD_TIME_ONLY = {"Constant", "Shape", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or"}
+LOAD_TIME_ONLY = {"Constant", "Shape", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "Not", "And", "Or",
+                  "ScatterND"}
 #: operators that only move elements: gaio runs them on int32, int64 and bool tensors too
 ANY_DTYPE = {"Gather", "GatherElements", "Pad", "Slice", "Where"}
 #: (operator, input slot) that gaio reads at run time: an int64 graph input feeding only these stays an input
@@ -93,6 +94,7 @@ RUNTIME_INT_SLOTS = {("Gather", 0), ("Gather", 1), ("GatherElements", 0), ("Gath
 #: supported operators none of whose ONNX cases gaio can run, and why
 NO_RUNNING_CASE = {
 }
+NO_RUNNING_CASE["Einsum"] = "ONNX's cases are float64; test_einsum_equations below runs it"
 NO_RUNNING_CASE["ReduceLogSumExp"] = ("ONNX's cases are float64; tests/dnn/test_dnn_reduce_axes.c and "
                                       "test_reduce_hand below run it")
 # GroupNormalization's cases came in onnx 1.14 (Debian's 1.12 has none).
@@ -137,16 +139,18 @@ EXPECTED_UNSUPPORTED = {
     "test_unsqueeze_three_axes": ("a 6-D graph output", "has 6 dimensions: gaio tensors have 1 to 5"),
     "test_unsqueeze_unsorted_axes": ("a 6-D graph output", "has 6 dimensions: gaio tensors have 1 to 5"),
     "test_pow_bcast_scalar": ("Pow's exponent a 0-D graph input", "graph input 'y' is a scalar (0-D)"),
+    # ScatterND folds on constants only (Swin's masks); ONNX's cases scatter graph inputs.
+    **{f"test_scatternd{k}": ("ScatterND of run-time data", "gaio folds ScatterND on constants only")
+       for k in ("", "_add", "_multiply")},
     # Pow with an integer exponent (int64 here; int32 inputs are not selected).
     "test_pow_types_float32_int64": ("Pow with an int64 exponent", "gaio's Pow takes an exponent of the base's type"),
     # Composite (expanded) cases whose other operators gaio takes only in part.
     "test_nllloss_NCd1d2d3d4d5_none_no_weight_expanded": ("GatherElements of rank 7",
                                                           "has rank 7 at run time: gaio tensors have 1 to 5"),
-    "test_nllloss_NCd1d2d3_none_no_weight_negative_ii_expanded": ("Sub of int64 targets", "is int64; Sub runs on float32"),
     # Training losses reduced to one number: a 0-D output.
-    # (those with ignore_index subtract it from the int64 targets first: refused there)
-    **{f"test_nllloss_{k}_expanded": (("Sub of int64 targets", "is int64; Sub runs on float32") if "_ii" in k else
-                                      ("a scalar loss (0-D graph output)", "is a scalar (0-D)"))
+    # (those with ignore_index subtract it from the int64 targets first: a fold, the
+    # targets being constants here)
+    **{f"test_nllloss_{k}_expanded": ("a scalar loss (0-D graph output)", "is a scalar (0-D)")
        for k in ("NCd1", "NCd1_weight", "NCd1_ii", "NCd1_weight_ii", "NCd1_mean_weight_negative_ii",
                  "NCd1d2_reduction_mean", "NCd1d2_reduction_sum", "NCd1d2_with_weight_reduction_mean",
                  "NCd1d2_with_weight_reduction_sum", "NCd1d2_with_weight_reduction_sum_ii",
@@ -442,7 +446,8 @@ def test_runtime_shape_input_is_refused(case):
         load_and_plan(model)
     msg = str(info.value)
     print(msg)
-    assert any(f"'{name}'" in msg for name in int64_inputs), msg
+    # (an expanded function reads its own copy of an input, named ..._expanded_<input>)
+    assert any(f"'{name}'" in msg or f"_expanded_{name}'" in msg for name in int64_inputs), msg
 
 
 RESIZE_ARG_CASES = [pytest.param(c, id=c.name) for c in CASES
@@ -1174,3 +1179,271 @@ def test_resize_cubic_before_11_refused():
     model.ir_version = 8
     with pytest.raises(gaio.InvalidArgumentError, match="mode 'cubic' came in Resize-11"):
         load_and_plan(model)
+
+
+# ---- Einsum -------------------------------------------------------------------------------
+
+EINSUM_CASES = [
+    ("bhid,bhjd->bhij", (2, 3, 4, 5), (2, 3, 6, 5)),  # attention's scores, q k^T
+    ("bhij,bhjd->bhid", (2, 3, 4, 6), (2, 3, 6, 5)),  # and its values
+    ("...id,...jd->...ij", (2, 3, 4, 5), (2, 3, 6, 5)),
+    ("BGHID,BGHJD->BGHIJ", (2, 2, 3, 4, 5), (2, 2, 3, 6, 5)),  # MaxViT's, 5-D
+    ("BGHIJ,BGHJD->BGHID", (2, 2, 3, 4, 6), (2, 2, 3, 6, 5)),
+    ("ij,jk->ik", (7, 5), (5, 3)),
+    ("ij,kj->ik", (7, 5), (3, 5)),
+    ("ji,jk->ik", (5, 7), (5, 3)),
+    ("bik,bjk->bji", (2, 4, 5), (2, 6, 5)),  # the output transposed: out^T = B A^T
+    ("ij,jk", (4, 5), (5, 3)),  # implicit output: ik
+    ("bi,bj->bij", (3, 4), (3, 5)),  # no summed label: outer products
+    ("bid,d->bi", (3, 4, 5), (5,)),  # matrix-vector
+    ("b i d, b j d -> b i j", (2, 4, 5), (2, 6, 5)),  # spaces
+    ("bhwc,bhkc->bhwk", (1, 2, 3, 8), (1, 2, 5, 8)),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("eq,sa,sb", EINSUM_CASES, ids=[c[0].replace(" ", "") for c in EINSUM_CASES])
+def test_einsum_equations(eq, sa, sb, dtype):
+    """Einsum (opset 12) as one batched GEMM, against numpy.einsum in float64 (and
+    onnxruntime), in both engine layouts."""
+    rng = np.random.default_rng(len(eq) * 31 + len(sa))
+    a = rng.uniform(-2, 2, sa).astype(dtype)
+    b = rng.uniform(-2, 2, sb).astype(dtype)
+    want = np.einsum(eq.replace(" ", ""), a.astype(np.float64), b.astype(np.float64)).astype(dtype)
+    node = onnx.helper.make_node("Einsum", ["a", "b"], ["y"], name="einsum", equation=eq)
+    model = _typed_model([node], {"a": (dtype, list(sa)), "b": (dtype, list(sb))},
+                         {"y": (dtype, list(want.shape))}, 12)
+    _check(model, {"a": a, "b": b}, want, f"Einsum {eq}")
+
+
+@pytest.mark.parametrize("eq,sa,sb,piece", [
+    ("ii,ij->j", (3, 3), (3, 4), "twice in a term"),
+    ("ij,kl->ik", (3, 4), (5, 6), "summed over one input only"),
+    ("ibj,jbk->bik", (3, 2, 4), (4, 2, 5), "lead each term"),
+    ("...ij,...jk->...ik", (1, 3, 4), (2, 4, 5), "broadcasts no Einsum dimension"),
+    ("bij,bjk->bki", (2, 3, 4), (2, 4, 5), None),  # a valid transposed output: runs (control)
+    ("bijk,bkl->bijl", (2, 3, 4, 5), (2, 5, 6), None),  # two row labels: one run
+    ("bikj,bkl->bijl", (2, 3, 5, 4), (2, 5, 6), "two runs per term"),
+])
+def test_einsum_refusals(eq, sa, sb, piece):
+    """Products one batched GEMM does not compute are refused at load naming the node,
+    the equation and why; the controls run."""
+    node = onnx.helper.make_node("Einsum", ["a", "b"], ["y"], name="es", equation=eq)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    if piece is None:
+        want = np.einsum(eq, a, b)
+        model = _typed_model([node], {"a": (np.float32, list(sa)), "b": (np.float32, list(sb))},
+                             {"y": (np.float32, list(want.shape))}, 12)
+        _check(model, {"a": a, "b": b}, want.astype(np.float32), f"Einsum {eq}")
+        return
+    model = _typed_model([node], {"a": (np.float32, list(sa)), "b": (np.float32, list(sb))},
+                         {"y": (np.float32, [1])}, 12)
+    with pytest.raises(gaio.NotSupportedError) as info:
+        load_and_plan(model)
+    msg = str(info.value)
+    print(msg)
+    assert "'es' (Einsum)" in msg and piece in msg, msg
+
+
+def test_einsum_three_operands_refused():
+    node = onnx.helper.make_node("Einsum", ["a", "b", "c"], ["y"], name="es3", equation="ij,jk,kl->il")
+    model = _typed_model([node], {k: (np.float32, [3, 3]) for k in "abc"}, {"y": (np.float32, [3, 3])}, 12)
+    with pytest.raises(gaio.NotSupportedError, match=r"'es3' \(Einsum\).*two operands"):
+        load_and_plan(model)
+
+
+# ---- integer arithmetic on shapes ------------------------------------------------------------
+
+def _i64(name, v):
+    return onnx.numpy_helper.from_array(np.array(v, np.int64), name)
+
+
+def _channel_shuffle_model(groups: int):
+    """ShuffleNet's channel shuffle as exporters write it: [N, C, H, W] reshaped to
+    [N, g, C / g, H * W] with C / g an integer Div of the input's own shape (the batch
+    symbolic), transposed, reshaped back."""
+    h = onnx.helper
+    nodes = [h.make_node("Shape", ["x"], ["s"], name="shape"),
+             h.make_node("Gather", ["s", "i0"], ["n"], name="batch", axis=0),
+             h.make_node("Gather", ["s", "i1"], ["c"], name="channels", axis=0),
+             h.make_node("Div", ["c", "g"], ["cg"], name="per_group"),
+             h.make_node("Gather", ["s", "i2"], ["hh"], name="height", axis=0),
+             h.make_node("Gather", ["s", "i3"], ["ww"], name="width", axis=0),
+             h.make_node("Mul", ["hh", "ww"], ["hw"], name="area"),
+             h.make_node("Concat", ["n", "g", "cg", "hw"], ["s4"], name="shape4", axis=0),
+             h.make_node("Reshape", ["x", "s4"], ["x4"], name="split_groups"),
+             h.make_node("Transpose", ["x4"], ["t4"], name="shuffle", perm=[0, 2, 1, 3]),
+             h.make_node("Reshape", ["t4", "s"], ["y"], name="back")]
+    inits = [_i64("i0", [0]), _i64("i1", [1]), _i64("i2", [2]), _i64("i3", [3]), _i64("g", [groups])]
+    return _typed_model(nodes, {"x": (np.float32, ["N", 6, 4, 5])}, {"y": (np.float32, ["N", 6, 4, 5])}, 13, inits)
+
+
+def test_integer_shape_arithmetic_folds_at_build():
+    """Integer Div and Mul on the input's shape with a symbolic batch: the model's
+    shapes wait for the build (engine's batch), where the arithmetic folds."""
+    model = _channel_shuffle_model(3)
+    m = gaio.Model(model.SerializeToString())
+    x = np.random.default_rng(5).standard_normal((2, 6, 4, 5)).astype(np.float32)
+    want = x.reshape(2, 3, 2, 20).transpose(0, 2, 1, 3).reshape(2, 6, 4, 5)
+    for layout in ("nchw", "nhwc"):
+        ex = m.exec("cpu", batch=2, layout=layout)
+        s = gaio.Stream("cpu")
+        ys = ex.empty_outputs(s)
+        ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], ys).result(timeout=60)
+        np.testing.assert_array_equal(ys[0].numpy(), want)
+    if ort is not None:
+        np.testing.assert_array_equal(run_ort(model, {"x": x})[0], want)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_integer_mod_pads_to_a_multiple(fmod):
+    """Swin's padding to a whole window: pad = (-W) mod 3 (the divisor's sign with fmod
+    0, the dividend's with 1: then -2, which Pad reads as a cut)."""
+    h = onnx.helper
+    nodes = [h.make_node("Shape", ["x"], ["s"], name="shape"),
+             h.make_node("Gather", ["s", "i3"], ["w"], name="width", axis=0),
+             h.make_node("Sub", ["zero", "w"], ["negw"], name="neg_width"),
+             h.make_node("Mod", ["negw", "three"], ["p"], name="to_window", fmod=fmod),
+             h.make_node("Concat", ["z7", "p"], ["pads"], name="pads", axis=0),
+             h.make_node("Pad", ["x", "pads"], ["y"], name="pad")]
+    inits = [_i64("i3", [3]), _i64("zero", [0]), _i64("three", [3]), _i64("z7", [0] * 7)]
+    p = (-5) % 3 if fmod == 0 else int(np.fmod(-5, 3))
+    model = _typed_model(nodes, {"x": (np.float32, ["N", 2, 4, 5])}, {"y": (np.float32, ["N", 2, 4, 5 + p])}, 13, inits)
+    x = np.random.default_rng(6).standard_normal((3, 2, 4, 5)).astype(np.float32)
+    want = np.pad(x, [(0, 0)] * 3 + [(0, p)]) if p >= 0 else x[..., :5 + p]
+    m = gaio.Model(model.SerializeToString())
+    ex = m.exec("cpu", batch=3)
+    s = gaio.Stream("cpu")
+    ys = ex.empty_outputs(s)
+    ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], ys).result(timeout=60)
+    np.testing.assert_array_equal(ys[0].numpy(), want)
+    if ort is not None:
+        np.testing.assert_array_equal(run_ort(model, {"x": x})[0], want)
+
+
+def test_integer_arithmetic_refusals():
+    """Integer arithmetic on values computed at run time is refused naming the node (at
+    load for fixed shapes); a constant division by zero is an invalid model."""
+    h = onnx.helper
+    runtime = _typed_model([h.make_node("Add", ["k", "one"], ["y"], name="add_ints")],
+                           {"k": (np.int64, [4])}, {"y": (np.int64, [4])}, 13, [_i64("one", [1])])
+    with pytest.raises(gaio.NotSupportedError, match=r"'add_ints' \(Add\).*'k' is computed at run time.*integer"):
+        gaio.Model(runtime.SerializeToString())
+    nodes = [h.make_node("Div", ["a", "z"], ["q"], name="div0"),
+             h.make_node("Reshape", ["x", "q"], ["y"], name="r")]
+    zero = _typed_model(nodes, {"x": (np.float32, [4])}, {"y": (np.float32, [4])}, 13, [_i64("a", [4]), _i64("z", [0])])
+    with pytest.raises(gaio.InvalidArgumentError, match=r"'div0' \(Div\).*divides by zero"):
+        gaio.Model(zero.SerializeToString())
+
+
+# ---- shape-built constants: what transformers' exports fold at build -------------------
+
+def _run_host(model, feeds, batch=None):
+    m = gaio.Model(model.SerializeToString())
+    ex = m.exec("cpu", batch=batch)
+    s = gaio.Stream("cpu")
+    ys = ex.empty_outputs(s)
+    ex.run(s, [gaio.tensor(np.ascontiguousarray(feeds[t.name]), device="cpu", stream=s) for t in m.inputs],
+           ys).result(timeout=60)
+    return [y.numpy() for y in ys]
+
+
+def test_swin_style_mask_folds():
+    """Swin's shifted-window mask as exported: ScatterND slice assignments on zeros,
+    a float difference of two views, != 0 through Equal / Not / Cast to bool, Where
+    with a scalar; all of constants, folded at load, added to the input."""
+    h = onnx.helper
+    rng = np.random.default_rng(11)
+    idx = np.array([[0, 0], [1, 2], [2, 1]], np.int64)  # tuples into [3, 4]
+    nodes = [h.make_node("ScatterND", ["zeros", "idx", "upd"], ["img"], name="assign"),
+             h.make_node("ScatterND", ["img", "idx2", "upd2"], ["img2"], name="assign_add", reduction="add"),
+             h.make_node("Unsqueeze", ["img2", "ax1"], ["a"], name="u1"),
+             h.make_node("Unsqueeze", ["img2", "ax2"], ["b"], name="u2"),
+             h.make_node("Sub", ["a", "b"], ["d"], name="diff"),
+             h.make_node("Equal", ["d", "zero"], ["eq"], name="eq"),
+             h.make_node("Not", ["eq"], ["ne"], name="ne"),
+             h.make_node("Cast", ["ne"], ["c"], name="to_bool", to=onnx.TensorProto.BOOL),
+             h.make_node("Where", ["c", "neg", "d"], ["mask"], name="fill"),
+             h.make_node("Add", ["x", "mask"], ["y"], name="add")]
+    inits = [onnx.numpy_helper.from_array(np.zeros((3, 4), np.float32), "zeros"), _i64("idx", idx),
+             onnx.numpy_helper.from_array(np.array([1, 2, 3], np.float32), "upd"),
+             _i64("idx2", [[2], [0]]), onnx.numpy_helper.from_array(np.ones((2, 4), np.float32), "upd2"),
+             _i64("ax1", [1]), _i64("ax2", [2]), onnx.numpy_helper.from_array(np.array(0, np.float32), "zero"),
+             onnx.numpy_helper.from_array(np.array(-100, np.float32), "neg")]
+    img = np.zeros((3, 4), np.float32)
+    img[tuple(idx.T)] = [1, 2, 3]
+    img[2] += 1
+    img[0] += 1
+    d = img[:, None, :] - img[:, :, None]
+    want_mask = np.where(d != 0, np.float32(-100), d)
+    model = _typed_model(nodes, {"x": (np.float32, [3, 4, 4])}, {"y": (np.float32, [3, 4, 4])}, 16, inits)
+    x = rng.standard_normal((3, 4, 4)).astype(np.float32)
+    got, = _run_host(model, {"x": x})
+    np.testing.assert_array_equal(got, x + want_mask)
+    if ort is not None:
+        np.testing.assert_array_equal(run_ort(model, {"x": x})[0], x + want_mask)
+
+
+def test_scatter_nd_at_run_time_refused():
+    h = onnx.helper
+    node = h.make_node("ScatterND", ["x", "idx", "u"], ["y"], name="scatter")
+    model = _typed_model([node], {"x": (np.float32, [4]), "u": (np.float32, [1])}, {"y": (np.float32, [4])}, 13,
+                         [_i64("idx", [[1]])])
+    with pytest.raises(gaio.NotSupportedError, match=r"'scatter' \(ScatterND\).*'x' is computed at run time"):
+        gaio.Model(model.SerializeToString())
+
+
+@pytest.mark.parametrize("perm", [(0, 2, 4, 3, 5, 1), (0, 1, 3, 2, 4, 5), (5, 4, 3, 2, 1, 0)])
+def test_six_dimensional_transposes(perm):
+    """Window partitions: a 4-D input viewed as 6-D, permuted, viewed back. (0, 1, 3, 2,
+    4, 5) collapses to 4-D (Swin's); (0, 2, 4, 3, 5, 1) and the reversal run as 5-D
+    transposes, one per index of the output's shortest dimension (MaxViT's)."""
+    h = onnx.helper
+    dims6 = (2, 3, 2, 2, 5, 4)
+    out6 = tuple(dims6[p] for p in perm)
+    nodes = [h.make_node("Reshape", ["x", "s6"], ["x6"], name="view6"),
+             h.make_node("Transpose", ["x6"], ["t6"], name="partition", perm=list(perm)),
+             h.make_node("Reshape", ["t6", "s4"], ["y"], name="view4")]
+    y4 = (out6[0] * out6[1], out6[2], out6[3], out6[4] * out6[5])
+    model = _typed_model(nodes, {"x": (np.float32, [2, 6, 4, 10])}, {"y": (np.float32, list(y4))}, 13,
+                         [_i64("s6", list(dims6)), _i64("s4", list(y4))])
+    x = np.random.default_rng(sum(perm)).standard_normal((2, 6, 4, 10)).astype(np.float32)
+    want = x.reshape(dims6).transpose(perm).reshape(y4)
+    for layout in ("nchw", "nhwc"):
+        m = gaio.Model(model.SerializeToString())
+        ex = m.exec("cpu", layout=layout)
+        s = gaio.Stream("cpu")
+        ys = ex.empty_outputs(s)
+        ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], ys).result(timeout=60)
+        np.testing.assert_array_equal(ys[0].numpy(), want, err_msg=f"layout {layout}")
+
+
+def test_seven_dimensional_transpose_refused():
+    h = onnx.helper
+    dims7 = (2, 2, 2, 2, 2, 2, 2)
+    perm = (0, 2, 4, 6, 1, 3, 5)
+    nodes = [h.make_node("Reshape", ["x", "s7"], ["x7"], name="view7"),
+             h.make_node("Transpose", ["x7"], ["t7"], name="deal", perm=list(perm)),
+             h.make_node("Reshape", ["t7", "s1"], ["y"], name="flat")]
+    model = _typed_model(nodes, {"x": (np.float32, [128])}, {"y": (np.float32, [128])}, 13,
+                         [_i64("s7", list(dims7)), _i64("s1", [128])])
+    with pytest.raises(gaio.NotSupportedError, match=r"'deal' \(Transpose\): a permutation of 7 dimensions"):
+        load_and_plan(model)
+
+
+def test_empty_shape_slice_and_constant_output():
+    """ViT's x.shape[3:] of a rank-3 x: an empty shape vector, folded and concatenated
+    into a Reshape's shape; a graph output that folds to a constant is returned too."""
+    h = onnx.helper
+    nodes = [h.make_node("Shape", ["x"], ["s"], name="shape"),
+             h.make_node("Slice", ["s", "three", "big"], ["tail"], name="tail"),
+             h.make_node("Concat", ["head", "tail"], ["shp"], name="cat", axis=0),
+             h.make_node("Reshape", ["x", "shp"], ["y"], name="flat"),
+             h.make_node("Cast", ["s"], ["sf"], name="shape_f", to=onnx.TensorProto.FLOAT)]
+    model = _typed_model(nodes, {"x": (np.float32, [2, 3, 4])}, {"y": (np.float32, [2, 12]), "sf": (np.float32, [3])},
+                         13, [_i64("three", [3]), _i64("big", [2 ** 62]), _i64("head", [2, 12])])
+    x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
+    y, sf = _run_host(model, {"x": x})
+    np.testing.assert_array_equal(y, x.reshape(2, 12))
+    np.testing.assert_array_equal(sf, np.array([2, 3, 4], np.float32))

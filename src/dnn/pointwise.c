@@ -26,7 +26,8 @@ _Static_assert((int)GAIO_UNARY_IDENTITY == GAIO_KPW_IDENTITY && (int)GAIO_UNARY_
                    (int)GAIO_UNARY_SOFTPLUS == GAIO_KPW_SOFTPLUS && (int)GAIO_UNARY_AFFINE == GAIO_KPW_UNARY_LAST,
                "gaio_unary_op and pointwise_math.h's GAIO_KPW_* differ");
 _Static_assert((int)GAIO_BINARY_DIV == GAIO_KPW_DIV && (int)GAIO_BINARY_POW == GAIO_KPW_POW &&
-                   (int)GAIO_BINARY_MIN == GAIO_KPW_MIN && (int)GAIO_BINARY_MAX == GAIO_KPW_BINARY_LAST,
+                   (int)GAIO_BINARY_MIN == GAIO_KPW_MIN && (int)GAIO_BINARY_MAX == GAIO_KPW_MAX &&
+                   (int)GAIO_BINARY_FMOD == GAIO_KPW_BINARY_LAST,
                "gaio_binary_op and pointwise_math.h's GAIO_KPW_* differ");
 
 static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *t, gaio_stream *s, pw_tensor *o) {

@@ -52,7 +52,8 @@ enum {
     GAIO_KPW_POW = 4,
     GAIO_KPW_MIN = 5,
     GAIO_KPW_MAX = 6,
-    GAIO_KPW_BINARY_LAST = GAIO_KPW_MAX
+    GAIO_KPW_FMOD = 7,
+    GAIO_KPW_BINARY_LAST = GAIO_KPW_FMOD
 };
 
 /* A unary op with its parameters (GAIO_KPW_IDENTITY: none). */
@@ -104,6 +105,7 @@ GAIO_PW_HD float gaio_pw_binary(int32_t op, float a, float b) {
     /* NaN in either gives NaN (NumPy's minimum / maximum; fminf / fmaxf would drop it). */
     case GAIO_KPW_MIN: return (a < b || a != a) ? a : b;
     case GAIO_KPW_MAX: return (a > b || a != a) ? a : b;
+    case GAIO_KPW_FMOD: return fmodf(a, b);
     default: return a + b;
     }
 }

@@ -22,6 +22,7 @@
 #include "gaio/future.h"
 #include "gaio/memory.h"
 #include "gaio/stream.h"
+#include "model/collapse.h"
 #include "model/engine_internal.h"
 #include "model/exec_index.h"
 #include "model/lifetime.h"
@@ -118,10 +119,42 @@ gaio_status gaio__engine_ready(const char *fn, gaio_engine *e) {
 /* ---- what the executor runs ---- */
 
 /* What a node needs that this executor cannot give: GAIO_ERR_NOT_SUPPORTED naming it. */
+/* Values of more than gaio_tensor's 5 dimensions (leading 1s aside) are views that
+ * reshapes make and a Transpose that collapses to 6 at most (collapse.h) reads: Swin's
+ * and MaxViT's window partitions. Any other step refuses them. */
+static gaio_status rank_check(const char *fn, const mgraph *g, const mnode *n) {
+    bool view = n->op == OP_RESHAPE || n->op == OP_FLATTEN || n->op == OP_SQUEEZE || n->op == OP_UNSQUEEZE ||
+                n->op == OP_IDENTITY || n->op == OP_DROPOUT;
+    for (int32_t j = 0; j < n->nin + n->nout; j++) {
+        int32_t v = j < n->nin ? n->in[j] : n->out[j - n->nin];
+        if (v < 0 || (j < n->nin && j > 0 && view)) continue;
+        const mvalue *x = &g->values[v];
+        int32_t skip = 0;
+        while (skip < x->ndim && x->dims[skip] == 1) skip++;
+        if (x->ndim - skip <= GAIO_TENSOR_MAX_NDIM || view) continue;
+        if (n->op == OP_TRANSPOSE && j == 0) {
+            int64_t cd[GAIO_MODEL_MAX_NDIM];
+            int32_t cp[GAIO_MODEL_MAX_NDIM];
+            int32_t cr = gaio__transpose_collapse(x->dims, x->ndim, n->a.perm, cd, cp);
+            if (cr <= GAIO_TENSOR_MAX_NDIM + 1) continue; /* 6: a loop of 5-D ones (exec.c) */
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Transpose): a permutation of %d dimensions that "
+                              "does not collapse to %d (gaio tensors have at most %d)", n->name, (int)cr,
+                              GAIO_TENSOR_MAX_NDIM + 1, GAIO_TENSOR_MAX_NDIM);
+        }
+        if (n->op == OP_TRANSPOSE) continue; /* its output, checked with its input */
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s): '%s' has rank %d at run time: gaio tensors have "
+                          "1 to %d dimensions (only reshapes and transposes take more)", n->name, n->op_type, x->name,
+                          (int)x->ndim, GAIO_TENSOR_MAX_NDIM);
+    }
+    return GAIO_OK;
+}
+
 static gaio_status node_check(const char *fn, const mgraph *g, const mnode *n) {
     if (gaio__op_folds_only(n->op))
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (%s) did not fold to a constant: gaio runs shape "
                           "arithmetic at load time only", n->name, n->op_type);
+    gaio_status rst = rank_check(fn, g, n);
+    if (rst != GAIO_OK) return rst;
     if (gaio__exec_index_op(n->op)) return gaio__exec_index_check(fn, g, n); /* any data type (exec_index.c) */
     for (int32_t j = 0; j < n->nin; j++) {
         int32_t v = n->in[j];
@@ -328,6 +361,20 @@ static gaio_status place_weights(const char *fn, gaio_engine *e) {
             at += b;
         }
     }
+    /* A graph output that folded to a constant (a mask known once the shapes are) is
+     * copied out of the weights like any other output. */
+    const mgraph *g = &e->model->g;
+    for (int32_t i = 0; i < g->noutputs; i++) {
+        int32_t v = g->outputs[i], elem = MT_F32;
+        if (e->v[v].mem != XM_NONE) continue;
+        const void *data = const_data(e, v, &elem);
+        if (!data || gaio__mt_size(elem) == 0) continue;
+        e->v[v].mem = XM_WEIGHT;
+        e->v[v].off = at;
+        size_t b = round_up(gaio__xvalue_bytes(&e->v[v]));
+        if (b > SIZE_MAX - at) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "the weights overflow size_t");
+        at += b;
+    }
     e->weight_bytes = at;
     return GAIO_OK;
 }
@@ -437,7 +484,7 @@ static bool spatial(model_op op) {
 static bool elementwise(model_op op) {
     switch (op) {
     case OP_RELU: case OP_CLIP: case OP_SIGMOID: case OP_HARD_SIGMOID: case OP_HARD_SWISH:
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_POW:
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_POW: case OP_MOD:
     case OP_MIN: case OP_MAX: case OP_SUM: case OP_MEAN:
     case OP_SQRT: case OP_EXP: case OP_LOG: case OP_TANH: case OP_ABS: case OP_NEG: case OP_RECIPROCAL:
     case OP_FLOOR: case OP_CEIL: case OP_ERF: case OP_SOFTPLUS: case OP_GELU: case OP_SIN: case OP_COS:
@@ -451,8 +498,8 @@ static bool elementwise(model_op op) {
 }
 
 /* Which values an NHWC engine stores NHWC (4-D ones only): those a spatial operator
- * writes or reads, and those element-wise operators compute from them; never a MatMul's
- * or Gemm's operands or result (cuBLAS takes row-major matrices). The rest, such as
+ * writes or reads, and those element-wise operators compute from them; never a MatMul's,
+ * Gemm's or Einsum's operands or result (cuBLAS takes row-major matrices). The rest, such as
  * attention's [batch, heads, tokens, dim] tensors, stay row major. Every step takes
  * either layout tensor by tensor: this picks the fast one, correctness does not
  * depend on it. NULL: out of memory. */
@@ -477,7 +524,7 @@ static bool *layout_wants(const gaio_engine *e) {
     }
     for (int32_t i = 0; i < e->plan.nsteps; i++) {
         const mnode *n = e->plan.steps[i].n;
-        if (n->op != OP_MATMUL && n->op != OP_GEMM) continue;
+        if (n->op != OP_MATMUL && n->op != OP_GEMM && n->op != OP_EINSUM) continue;
         for (int32_t j = 0; j < n->nin; j++)
             if (n->in[j] >= 0) want[n->in[j]] = false;
         want[e->plan.steps[i].out] = false;

@@ -24,6 +24,7 @@
 #include "gaio/future.h"
 #include "gaio/memory.h"
 #include "gaio/stream.h"
+#include "model/collapse.h"
 #include "model/engine_internal.h"
 #include "model/infer_resize.h"
 #include "model/exec_reduce.h"
@@ -141,11 +142,15 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     }
     t.dtype = x->dtype;
     t.layout = x->nhwc ? GAIO_TENSOR_NHWC : GAIO_TENSOR_ROW_MAJOR;
-    /* gaio_tensor has at most 5 dimensions: leading 1s beyond that are dropped. */
+    /* gaio_tensor has at most 5 dimensions: leading 1s beyond that are dropped, and
+     * the leading dimensions of a value still larger merged (a view for the steps
+     * that only move it, which node_check lets take such values). */
     int32_t skip = 0;
     while (x->ndim - skip > GAIO_TENSOR_MAX_NDIM && x->dims[skip] == 1) skip++;
-    t.ndim = x->ndim - skip;
-    for (int32_t d = 0; d < t.ndim; d++) t.shape[d] = x->dims[d + skip];
+    int32_t merge = x->ndim - skip > GAIO_TENSOR_MAX_NDIM ? x->ndim - skip - GAIO_TENSOR_MAX_NDIM : 0;
+    t.ndim = x->ndim - skip - merge;
+    for (int32_t d = 0; d < t.ndim; d++) t.shape[d] = x->dims[d + skip + merge];
+    for (int32_t d = skip; d < skip + merge; d++) t.shape[0] *= x->dims[d];
     if (t.ndim == 0) t.ndim = 1, t.shape[0] = 1; /* a scalar as one element */
     return t;
 }
@@ -397,6 +402,70 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
     return st;
 }
 
+/* Einsum as the batched GEMM inference resolved (infer_einsum.c): each operand a
+ * [batch, rows, cols] view of its row-major elements. */
+static gaio_status run_einsum(const char *fn, const run_state *r, const mnode *n, const gaio_tensor *x,
+                              const gaio_tensor *b, const gaio_tensor *y) {
+    const mattrs *a = &n->a;
+    if (x->layout != GAIO_TENSOR_ROW_MAJOR || b->layout != GAIO_TENSOR_ROW_MAJOR || y->layout != GAIO_TENSOR_ROW_MAJOR)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Einsum): an NHWC operand (a view of a convolution's "
+                          "output): build the engine with layout NCHW", n->name);
+    const gaio_tensor *pt = a->es_swap ? b : x, *qt = a->es_swap ? x : b;
+    gaio_tensor p3 = *pt, q3 = *qt, y3 = *y;
+    int64_t batch = span(y, 0, a->es_batch);
+    p3.ndim = q3.ndim = y3.ndim = 3;
+    p3.shape[0] = q3.shape[0] = y3.shape[0] = batch;
+    p3.shape[1] = a->es_rows_p, p3.shape[2] = a->es_cols_p;
+    q3.shape[1] = a->es_rows_q, q3.shape[2] = a->es_cols_q;
+    y3.shape[1] = a->es_trans_p ? a->es_cols_p : a->es_rows_p;
+    y3.shape[2] = a->es_trans_q ? a->es_rows_q : a->es_cols_q;
+    memset(p3.strides, 0, sizeof p3.strides), memset(q3.strides, 0, sizeof q3.strides);
+    memset(y3.strides, 0, sizeof y3.strides); /* packed */
+    gaio_gemm_params p = {a->es_trans_p, a->es_trans_q, 1.0f, 0.0f, GAIO_ACT_NONE};
+    return gaio_gemm(r->s, &p3, &q3, NULL, NULL, &y3, &p);
+}
+
+/* A Transpose of more dimensions than gaio_tensor holds (row-major: only 4-D values are
+ * NHWC), collapsed (collapse.h); one of 6 still runs as one gaio_transpose per index
+ * of the output's shortest dimension, on strided views of the rest (MaxViT's window
+ * partition, (0, 2, 4, 3, 5, 1): a few launches of the window's size). */
+static gaio_status run_transpose_big(const char *fn, const run_state *r, const mnode *n, gaio_tensor x, gaio_tensor y) {
+    enum { M = GAIO_MODEL_MAX_NDIM, T = GAIO_TENSOR_MAX_NDIM };
+    const xvalue *xv = &r->e->v[n->in[0]];
+    int64_t cd[M], xs[M], yd[M], ys[M];
+    int32_t cp[M], perm[T];
+    int32_t cr = gaio__transpose_collapse(xv->dims, xv->ndim, n->a.perm, cd, cp);
+    if (cr > T + 1) /* node_check refused it at build */
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Transpose): more than %d dimensions", n->name, T + 1);
+    int64_t m = 1;
+    for (int32_t d = cr - 1; d >= 0; d--) xs[d] = m, m *= cd[d];
+    for (int32_t i = 0; i < cr; i++) yd[i] = cd[cp[i]];
+    m = 1;
+    for (int32_t i = cr - 1; i >= 0; i--) ys[i] = m, m *= yd[i];
+    x.ndim = y.ndim = cr <= T ? cr : T;
+    if (cr <= T) {
+        for (int32_t i = 0; i < cr; i++) x.shape[i] = cd[i], y.shape[i] = yd[i], perm[i] = cp[i];
+        return gaio_transpose(r->s, &x, &y, perm);
+    }
+    int32_t i0 = 0;
+    for (int32_t i = 1; i < cr; i++)
+        if (yd[i] < yd[i0]) i0 = i;
+    int32_t d0 = cp[i0];
+    size_t es = gaio_dtype_size(x.dtype);
+    gaio_status st = GAIO_OK;
+    for (int64_t k = 0; k < yd[i0] && st == GAIO_OK; k++) {
+        gaio_tensor xk = x, yk = y;
+        for (int32_t d = 0, j = 0; d < cr; d++)
+            if (d != d0) xk.shape[j] = cd[d], xk.strides[j++] = xs[d];
+        for (int32_t i = 0, j = 0; i < cr; i++)
+            if (i != i0) yk.shape[j] = yd[i], yk.strides[j] = ys[i], perm[j++] = cp[i] < d0 ? cp[i] : cp[i] - 1;
+        xk.offset += (size_t)(k * xs[d0]) * es;
+        yk.offset += (size_t)(k * ys[i0]) * es;
+        st = gaio_transpose(r->s, &xk, &yk, perm);
+    }
+    return st;
+}
+
 static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp) {
     const mgraph *g = &r->e->model->g;
     const mnode *n = sp->n;
@@ -454,6 +523,10 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         }
         return gaio_gemm(s, &x, &b, c, bias, &y, &p);
     }
+    case OP_EINSUM: {
+        gaio_tensor b = tensor(r, n->in[1]);
+        return run_einsum(fn, r, n, &x, &b, &y);
+    }
     case OP_BATCH_NORM: {
         gaio_tensor prm[4];
         for (int j = 0; j < 4; j++) {
@@ -500,12 +573,14 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_SUB:
     case OP_MUL:
     case OP_DIV:
-    case OP_POW: {
+    case OP_POW:
+    case OP_MOD: { /* Mod of floats: fmod 1 (inference refuses 0) */
         gaio_tensor b = tensor(r, n->in[1]);
         gaio_binary_op op = n->op == OP_ADD   ? GAIO_BINARY_ADD
                             : n->op == OP_SUB ? GAIO_BINARY_SUB
                             : n->op == OP_MUL ? GAIO_BINARY_MUL
                             : n->op == OP_DIV ? GAIO_BINARY_DIV
+                            : n->op == OP_MOD ? GAIO_BINARY_FMOD
                                               : GAIO_BINARY_POW;
         return gaio_binary(s, op, &x, &b, &y, NULL);
     }
@@ -546,9 +621,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return gaio__exec_reduce(fn, s, n, &x, dropped(r, n->in[0], &x), &y, n->op == OP_TOPK && sp->out != n->out[0]);
     case OP_TRANSPOSE: {
         int32_t perm[GAIO_TENSOR_MAX_NDIM];
-        if (a->nperm > GAIO_TENSOR_MAX_NDIM)
-            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Transpose): more than %d dimensions", n->name,
-                              GAIO_TENSOR_MAX_NDIM);
+        if (a->nperm > GAIO_TENSOR_MAX_NDIM) return run_transpose_big(fn, r, n, x, y);
         for (int32_t i = 0; i < a->nperm; i++) perm[i] = (int32_t)a->perm[i];
         return gaio_transpose(s, &x, &y, perm);
     }

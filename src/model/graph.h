@@ -105,6 +105,9 @@ typedef enum model_op {
     OP_LAYER_NORM,    /* LayerNormalization, GroupNormalization, InstanceNormalization: gaio_norm */
     OP_GROUP_NORM,
     OP_INSTANCE_NORM,
+    OP_MOD,    /* floats: fmod 1, run; integers: fold (infer_arith.c) */
+    OP_EINSUM, /* the equations one batched GEMM computes (infer_einsum.c) */
+    OP_SCATTER_ND, /* folds only (infer_scatter.c) */
     OP_COUNT
 } model_op;
 
@@ -210,6 +213,20 @@ typedef struct mattrs {
     /* LayerNormalization (axis and epsilon above), GroupNormalization: the groups (0
      * until given), stash_type (ONNX's default 1, f32; gaio computes in f32 whatever) */
     int64_t num_groups, stash_type;
+    /* Mod: fmod (0: the divisor's sign, integers only; 1: the dividend's) */
+    int64_t fmod;
+    /* Einsum: the equation's terms as parsed at load (each a label per dimension,
+     * '.' for an ellipsis; es_nterms 3 with the output, 2 when it is implicit); then,
+     * resolved at inference, the batched GEMM that computes it: op(P) @ op(Q) over
+     * es_batch leading dimensions, P the first input (the second where es_swap),
+     * transposed where es_trans_p / es_trans_q, as [batch, rows, cols] row-major
+     * matrices of es_rows_p x es_cols_p and es_rows_q x es_cols_q */
+#define GAIO_MODEL_EINSUM_LABELS 12
+    char es_terms[3][GAIO_MODEL_EINSUM_LABELS + 1];
+    int32_t es_nterms, es_batch, es_swap, es_trans_p, es_trans_q;
+    int64_t es_rows_p, es_cols_p, es_rows_q, es_cols_q;
+    /* ScatterND: reduction (0 none, 1 add, 2 mul, 3 max, 4 min) */
+    int32_t scatter_reduction;
 } mattrs;
 
 typedef struct mnode {
@@ -236,7 +253,8 @@ typedef struct mgraph {
      * the file gave it (before any inference), every node's attributes as parsed. */
     mvalue *src_values;
     mattrs *src_attrs;
-    /* Inference at load stopped at a dimension left symbolic (a height or width): the
+    /* Inference at load stopped at a dimension left symbolic (a height or width, a
+     * batch that shape arithmetic reads): the
      * graph's shapes wait for an engine's input shapes; why, for messages. Its nodes
      * are all kept (none folded), outputs typed by the file's declarations. */
     bool deferred;

@@ -19,8 +19,8 @@ void gaio__graph_free(mgraph *g);
 /* Drops the nodes whose outputs all became constants: they never run. */
 gaio_status gaio__graph_drop_folded(const char *fn, mgraph *g);
 
-/* Whether a graph input has a symbolic dimension past the first (the batch): a graph
- * whose inference stops there waits for an engine's shapes (mgraph.deferred). */
+/* Whether a graph input has a symbolic dimension (the batch included): a graph whose
+ * inference stops at one waits for an engine's shapes (mgraph.deferred). */
 bool gaio__graph_deferrable(const mgraph *g);
 /* A model of m's graph inferred again with graph input i of shape dims[i] (every
  * dimension given): a new reference in *out, holding one on m. */

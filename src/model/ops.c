@@ -90,6 +90,9 @@ static const char *const op_names[OP_COUNT] = {
     [OP_LAYER_NORM] = "LayerNormalization",
     [OP_GROUP_NORM] = "GroupNormalization",
     [OP_INSTANCE_NORM] = "InstanceNormalization",
+    [OP_MOD] = "Mod",
+    [OP_EINSUM] = "Einsum",
+    [OP_SCATTER_ND] = "ScatterND",
 };
 
 /* The opset ONNX brought each operator in, where later than 1, and its last where
@@ -98,6 +101,7 @@ static const int8_t op_first[OP_COUNT] = {
     [OP_HARD_SWISH] = 14, [OP_CONSTANT_OF_SHAPE] = 9, [OP_RANGE] = 11, [OP_EXPAND] = 8, [OP_RESIZE] = 10,
     [OP_UPSAMPLE] = 7,    [OP_WHERE] = 9,             [OP_ERF] = 9,    [OP_GELU] = 20,  [OP_SIN] = 7,
     [OP_COS] = 7,         [OP_GATHER_ELEMENTS] = 11, [OP_LAYER_NORM] = 17, [OP_GROUP_NORM] = 18,
+    [OP_MOD] = 10,        [OP_EINSUM] = 12, [OP_SCATTER_ND] = 11,
 };
 static const int8_t op_last[OP_COUNT] = {[OP_UPSAMPLE] = 9};
 
@@ -105,7 +109,7 @@ int64_t gaio__op_first_opset(model_op op) { return op >= 0 && op < OP_COUNT && o
 int64_t gaio__op_last_opset(model_op op) { return op >= 0 && op < OP_COUNT ? op_last[op] : 0; }
 
 bool gaio__op_folds_only(model_op op) {
-    return op == OP_SHAPE || op == OP_CONSTANT || op == OP_CONSTANT_OF_SHAPE || op == OP_RANGE ||
+    return op == OP_SHAPE || op == OP_CONSTANT || op == OP_CONSTANT_OF_SHAPE || op == OP_RANGE || op == OP_SCATTER_ND ||
            (op >= OP_EQUAL && op < OP_WHERE);
 }
 

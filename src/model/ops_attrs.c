@@ -135,6 +135,9 @@ static const opspec specs[OP_COUNT] = {
     [OP_LAYER_NORM] = {2, 3, 3, {{"axis", T_I, 17, 0}, {"epsilon", T_F, 17, 0}, {"stash_type", T_I, 17, 0}}},
     [OP_GROUP_NORM] = {3, 3, 1, {{"epsilon", T_F, 18, 0}, {"num_groups", T_I, 18, 0}, {"stash_type", T_I, 21, 0}}},
     [OP_INSTANCE_NORM] = {3, 3, 1, {{"epsilon", T_F, 6, 0}}},
+    [OP_MOD] = {2, 2, 1, {{"fmod", T_I, 10, 0}}},
+    [OP_EINSUM] = {1, -1, 1, {{"equation", T_S, 12, 0}}},
+    [OP_SCATTER_ND] = {3, 3, 1, {{"reduction", T_S, 16, 0}}},
 };
 
 /* The opset each operator came in, where that is after 7 (gaio's oldest). */
@@ -282,6 +285,47 @@ static gaio_status get_float(const char *fn, const mnode *n, const Onnx__Attribu
 }
 
 /* Applies one attribute (its name and type already checked). */
+/* Einsum's equation: its terms' labels into a->es_terms ('.' for an ellipsis), spaces
+ * dropped; what the labels mean is inference's (infer_einsum.c). */
+static gaio_status einsum_terms(const char *fn, const mnode *n, const Onnx__AttributeProto *at, mattrs *a) {
+    const char *s = at->s.data ? (const char *)at->s.data : "";
+    size_t len = at->s.len;
+    int t = 0, k = 0;
+    bool arrow = false;
+    memset(a->es_terms, 0, sizeof a->es_terms);
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == ' ') continue;
+        if (c == ',' || (c == '-' && i + 1 < len && s[i + 1] == '>')) {
+            if (arrow || (c == '-' && t != 1) || ++t > 2) /* terms past the two operands */
+                return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "equation '%.*s': gaio's Einsum takes two operands",
+                                       len > 64 ? 64 : (int)len, s);
+            if (c == '-') arrow = true, i++;
+            k = 0;
+            continue;
+        }
+        bool dots = c == '.' && i + 2 < len && s[i + 1] == '.' && s[i + 2] == '.';
+        if (!dots && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "equation '%.*s' has the character '%c' (labels are "
+                                   "letters)", len > 64 ? 64 : (int)len, s, c);
+        if (dots) {
+            if (strchr(a->es_terms[t], '.'))
+                return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "equation '%.*s' has two ellipses in a term",
+                                       len > 64 ? 64 : (int)len, s);
+            c = '.', i += 2;
+        }
+        if (k == GAIO_MODEL_EINSUM_LABELS)
+            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "equation '%.*s' has a term of more than %d labels",
+                                   len > 64 ? 64 : (int)len, s, GAIO_MODEL_EINSUM_LABELS);
+        a->es_terms[t][k++] = c;
+    }
+    if (t != (arrow ? 2 : 1))
+        return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "equation '%.*s': gaio's Einsum takes two operands",
+                               len > 64 ? 64 : (int)len, s);
+    a->es_nterms = arrow ? 3 : 2;
+    return GAIO_OK;
+}
+
 static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *at) {
     mattrs *a = &n->a;
     const char *nm = at->name;
@@ -573,7 +617,7 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
         break;
     case OP_CAST:
         if (!strcmp(nm, "to")) {
-            if (at->i != MT_F32 && at->i != MT_F16 && at->i != MT_I32 && at->i != MT_I64) {
+            if (at->i != MT_F32 && at->i != MT_F16 && at->i != MT_I32 && at->i != MT_I64 && at->i != MT_BOOL) {
                 if (at->i <= 0 || at->i > 23)
                     return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'to' is %lld, no ONNX type", (long long)at->i);
                 return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "a cast to %s is not supported", gaio__mt_name((int32_t)at->i));
@@ -609,6 +653,23 @@ static gaio_status apply(const char *fn, mnode *n, const Onnx__AttributeProto *a
         /* Any stash_type: the statistics are computed in f32 whatever it asks for (ONNX
          * defines 1, f32; a wider one would change only roundings below f16's). */
         if (!strcmp(nm, "stash_type")) return a->stash_type = at->i, GAIO_OK;
+        break;
+    case OP_MOD:
+        if (!strcmp(nm, "fmod")) return get_flag(fn, n, at, &a->fmod);
+        break;
+    case OP_EINSUM:
+        if (!strcmp(nm, "equation")) return einsum_terms(fn, n, at, a);
+        break;
+    case OP_SCATTER_ND:
+        if (!strcmp(nm, "reduction")) {
+            static const char *const names[] = {"none", "add", "mul", "max", "min"};
+            for (int i = 0; i < 5; i++)
+                if (at->s.data && at->s.len == strlen(names[i]) && !memcmp(at->s.data, names[i], at->s.len))
+                    return a->scatter_reduction = i, GAIO_OK;
+            return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'reduction' is '%.*s' (none, add, mul, "
+                                   "max or min)", at->s.len > 32 ? 32 : (int)at->s.len,
+                                   at->s.data ? (const char *)at->s.data : "");
+        }
         break;
     case OP_CONSTANT:
         /* The loader turns the value into the output's data; only its kind is checked here. */
@@ -717,6 +778,12 @@ gaio_status gaio__op_parse_attrs(const char *fn, const mgraph *g, const struct O
         break;
     case OP_GROUP_NORM:
         if (!(seen & 2u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'num_groups' is required");
+        break;
+    case OP_EINSUM:
+        if (!(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'equation' is required");
+        if (n->nin != 2)
+            return gaio__node_fail(fn, n, GAIO_ERR_NOT_SUPPORTED, "%d operands: gaio's Einsum takes two (the products "
+                                   "one batched matrix multiplication computes)", (int)n->nin);
         break;
     case OP_UNSQUEEZE:
         if (g->opset < 13 && !(seen & 1u)) return gaio__node_fail(fn, n, GAIO_ERR_INVALID_ARG, "attribute 'axes' is required");

@@ -10,7 +10,10 @@
 
 #include "core/half.h"
 #include "model/infer_resize.h"
+#include "model/infer_arith.h"
+#include "model/infer_einsum.h"
 #include "model/infer_reduce.h"
+#include "model/infer_scatter.h"
 #include "model/infer_conv_transpose.h"
 #include "model/norm_ops.h"
 #include "model/ops_internal.h"
@@ -105,7 +108,7 @@ static gaio_status norm_axis(const char *fn, const mnode *n, int64_t axis, int r
 static gaio_status fold_alloc(const char *fn, mgraph *g, const mnode *n, mvalue *o, size_t bytes, bool *skip) {
     *skip = bytes > FOLD_MAX;
     if (*skip) return GAIO_OK;
-    o->data = gaio__bump_alloc(&g->bump, bytes);
+    o->data = gaio__bump_alloc(&g->bump, bytes ? bytes : 1); /* an empty constant still has data */
     if (!o->data) return FAIL(GAIO_ERR_NO_MEMORY, "out of memory folding %zu bytes", bytes);
     o->bytes = bytes;
     return GAIO_OK;
@@ -281,6 +284,8 @@ static gaio_status broadcast(const char *fn, const mnode *n, const mvalue *a, in
 static gaio_status infer_binary(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *a = in_v(g, n, 0), *b = in_v(g, n, 1);
     TRY(need_float(fn, n, a));
+    if (n->op == OP_MOD && !n->a.fmod)
+        return FAIL(GAIO_ERR_INVALID_ARG, "fmod 0 on %s inputs (ONNX requires fmod 1 for floats)", gaio__mt_name(a->elem));
     if (n->op == OP_POW && b->elem != a->elem)
         return FAIL(GAIO_ERR_NOT_SUPPORTED, "the exponent '%s' is %s: gaio's Pow takes an exponent of the base's type (%s)",
                     b->name, gaio__mt_name(b->elem), gaio__mt_name(a->elem));
@@ -485,7 +490,10 @@ static gaio_status infer_slice(const char *fn, mgraph *g, mnode *n, shp *o, mval
             /* Counted without st + step overflowing: steps may be any int64. */
             int64_t c = 0, mag = sp[d] > 0 ? sp[d] : sp[d] == INT64_MIN ? INT64_MAX : -sp[d];
             if (sp[d] > 0 ? en[d] > st[d] : st[d] > en[d]) c = ((sp[d] > 0 ? en[d] - st[d] : st[d] - en[d]) - 1) / mag + 1;
-            if (!c) return FAIL(GAIO_ERR_NOT_SUPPORTED, "the slice of axis %d is empty: gaio runs no empty tensors", d);
+            /* An empty shape vector folds (ViT's x.shape[3:] of a rank-3 x, concatenated
+             * into a Reshape's shape); an empty tensor gaio would run is refused. */
+            if (!c && !(x->data && r == 1))
+                return FAIL(GAIO_ERR_NOT_SUPPORTED, "the slice of axis %d is empty: gaio runs no empty tensors", d);
             if (c == 1) sp[d] = 1; /* one element: its step moves nothing (and a huge one would overflow a stride) */
             shp_push(o, c, "");
         }
@@ -1004,7 +1012,30 @@ static gaio_status infer_reshape(const char *fn, mgraph *g, mnode *n, shp *o) {
     return GAIO_OK;
 }
 
-static gaio_status infer_transpose(const char *fn, mgraph *g, mnode *n, shp *o) {
+/* A constant transposed at load (Swin's pads: a [k, 2] table transposed, reversed and
+ * flattened). */
+static gaio_status fold_transpose(const char *fn, mgraph *g, const mnode *n, const mvalue *x, const shp *o, mvalue *out) {
+    if (!x->data) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    size_t es = gaio__mt_size(x->elem);
+    int r = x->ndim;
+    int64_t xs[MAXD], cnt = numel(x), m = 1;
+    for (int d = r - 1; d >= 0; d--) xs[d] = m, m *= x->dims[d];
+    bool skip;
+    TRY(fold_alloc(fn, g, n, out, (size_t)cnt * es, &skip));
+    if (skip) return GAIO_OK;
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t rest = i, src = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            src += (rest % o->d[d]) * xs[n->a.perm[d]];
+            rest /= o->d[d];
+        }
+        memcpy((char *)out->data + (size_t)i * es, (const char *)x->data + (size_t)src * es, es);
+    }
+    return GAIO_OK;
+}
+
+static gaio_status infer_transpose(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
     mvalue *x = in_v(g, n, 0);
     mattrs *a = &n->a;
     int r = x->ndim;
@@ -1021,7 +1052,7 @@ static gaio_status infer_transpose(const char *fn, mgraph *g, mnode *n, shp *o) 
         seen[p] = true;
         o->d[i] = x->dims[p], o->nm[i] = dname(x, (int)p);
     }
-    return GAIO_OK;
+    return fold_transpose(fn, g, n, x, o, out);
 }
 
 static gaio_status infer_concat(const char *fn, mgraph *g, mnode *n, shp *o, mvalue *out) {
@@ -1249,6 +1280,7 @@ static double load_num(int32_t e, const void *p, size_t i) {
     case MT_F32: { float v; memcpy(&v, (const char *)p + i * 4, 4); return v; }
     case MT_F16: { uint16_t v; memcpy(&v, (const char *)p + i * 2, 2); return h2f(v); }
     case MT_I32: { int32_t v; memcpy(&v, (const char *)p + i * 4, 4); return v; }
+    case MT_BOOL: return ((const uint8_t *)p)[i] != 0;
     default: { int64_t v; memcpy(&v, (const char *)p + i * 8, 8); return (double)v; }
     }
 }
@@ -1264,6 +1296,7 @@ static gaio_status fold_cast(const char *fn, mgraph *g, const mnode *n, const mv
         if (x->elem == MT_I64 && o->elem == MT_I64) { memcpy(d, (const char *)x->data + i * 8, 8); continue; }
         double v = load_num(x->elem, x->data, i);
         if (o->elem == MT_F32) { float f = (float)v; memcpy(d, &f, 4); }
+        else if (o->elem == MT_BOOL) *d = v != 0; /* NaN too, as numpy's astype(bool) */
         else if (o->elem == MT_F16) { uint16_t h = f2h((float)v); memcpy(d, &h, 2); }
         else {
             /* Out of range is undefined in ONNX and in C: refuse rather than guess. */
@@ -1300,6 +1333,9 @@ static gaio_status check_inputs(const char *fn, mgraph *g, const mnode *n) {
 
 gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     TRY(check_inputs(fn, g, n));
+    if (gaio__arith_folds(g, n)) return gaio__infer_arith(fn, g, n);
+    if (n->op == OP_EINSUM) return gaio__infer_einsum(fn, g, n);
+    if (n->op == OP_SCATTER_ND) return gaio__infer_scatter_nd(fn, g, n);
     mvalue *out = &g->values[n->out[0]];
     mvalue *x = n->nin ? in_v(g, n, 0) : NULL;
     shp o = {0};
@@ -1347,14 +1383,15 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_SUB:
     case OP_MUL:
     case OP_DIV:
-    case OP_POW: TRY(infer_binary(fn, g, n, &o)); break;
+    case OP_POW:
+    case OP_MOD: TRY(infer_binary(fn, g, n, &o)); break;
     case OP_MIN:
     case OP_MAX:
     case OP_SUM:
     case OP_MEAN: TRY(infer_variadic(fn, g, n, &o)); break;
     case OP_FLATTEN: TRY(infer_flatten(fn, g, n, &o)); fold_same = true; break;
     case OP_RESHAPE: TRY(infer_reshape(fn, g, n, &o)); fold_same = true; break;
-    case OP_TRANSPOSE: TRY(infer_transpose(fn, g, n, &o)); break;
+    case OP_TRANSPOSE: TRY(infer_transpose(fn, g, n, &o, out)); break;
     case OP_CONCAT: TRY(infer_concat(fn, g, n, &o, out)); break;
     case OP_IDENTITY: shp_of(x, &o); fold_same = true; break;
     case OP_DROPOUT: TRY(check_dropout(fn, g, n)); shp_of(x, &o); fold_same = true; break;
@@ -1381,7 +1418,13 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     case OP_ARGMIN:
     case OP_TOPK: TRY(gaio__infer_reduce(fn, g, n)); shp_of(out, &o); elem = out->elem; break;
     case OP_SQUEEZE: TRY(infer_squeeze(fn, g, n, &o)); fold_same = true; break;
-    case OP_CAST: elem = n->a.to; shp_of(x, &o); break;
+    case OP_CAST:
+        if (n->a.to == MT_BOOL && !x->data) /* bool is a byte that only comparisons write at run time */
+            return FAIL(GAIO_ERR_NOT_SUPPORTED, "input '%s' is computed at run time: gaio casts to bool only the "
+                        "constants it folds", x->name);
+        elem = n->a.to;
+        shp_of(x, &o);
+        break;
     case OP_SLICE: TRY(infer_slice(fn, g, n, &o, out)); break;
     case OP_PAD: TRY(infer_pad(fn, g, n, &o)); break;
     case OP_SPLIT: TRY(infer_split(fn, g, n, &o)); break;

@@ -1,5 +1,5 @@
-/* Models whose shapes wait for an engine's (mgraph.deferred: a symbolic height or
- * width that an operator needs to know): the graph inferred again, from the values as
+/* Models whose shapes wait for an engine's (mgraph.deferred: a symbolic dimension
+ * that an operator needs to know): the graph inferred again, from the values as
  * the file gave them and the build's input shapes, into a model of its own. Shape
  * chains (Shape -> Gather -> Concat -> Reshape, Resize's sizes, ...) then fold as they
  * do for fixed shapes. */
@@ -9,10 +9,13 @@
 #include "core/error.h"
 #include "model/model_internal.h"
 
+/* Any symbolic dimension, the batch too: exporters compute with the batch as with the
+ * others (FCN's Resize sizes [N, C, H, W] from the input's shape), which folds once
+ * it is known. */
 bool gaio__graph_deferrable(const mgraph *g) {
     for (int32_t i = 0; i < g->ninputs; i++) {
         const mvalue *v = &g->values[g->inputs[i]];
-        for (int32_t d = 1; d < v->ndim; d++)
+        for (int32_t d = 0; d < v->ndim; d++)
             if (v->dims[d] < 0) return true;
     }
     return false;

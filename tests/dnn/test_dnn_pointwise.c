@@ -361,7 +361,7 @@ static void binary_case(env *e, gaio_binary_op op, gaio_dtype dt, int32_t na, co
     /* Pow: bases of magnitude 0.5 to 2 of either sign, exponents in [-3, 3]: |a^b| <= 8. */
     ht_make(e, &a, dt, na, sa, rand_mode(e, na), op == GAIO_BINARY_POW ? V_DIVISOR : V_PLAIN);
     ht_make(e, &b, dt, nb, sb, rand_mode(e, nb),
-            op == GAIO_BINARY_DIV ? V_DIVISOR : op == GAIO_BINARY_POW ? V_EXPONENT : V_PLAIN);
+            op == GAIO_BINARY_DIV || op == GAIO_BINARY_FMOD ? V_DIVISOR : op == GAIO_BINARY_POW ? V_EXPONENT : V_PLAIN);
     ht *y = in_place == 1 ? &a : in_place == 2 ? &b : &yy;
     if (!in_place) ht_make(e, &yy, dt, nd, sy, rand_mode(e, nd), V_PLAIN);
     float *before = malloc(y->n * sizeof(float));
@@ -383,6 +383,7 @@ static void binary_case(env *e, gaio_binary_op op, gaio_dtype dt, int32_t na, co
         case GAIO_BINARY_DIV: v = av / bv; break;
         case GAIO_BINARY_POW: v = pow(av, bv); break;
         case GAIO_BINARY_MIN: v = av < bv ? av : bv; break;
+        case GAIO_BINARY_FMOD: v = fmod(av, bv); break; /* exact, as fmodf is */
         default: v = av > bv ? av : bv; break;
         }
         /* The f32 result of the op is what the activation sees. */
@@ -430,7 +431,7 @@ static void test_binary(env *e) {
     };
     const gaio_dtype dts[2] = {GAIO_DTYPE_F32, GAIO_DTYPE_F16};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int op = GAIO_BINARY_ADD; op <= GAIO_BINARY_MAX; op++)
+        for (int op = GAIO_BINARY_ADD; op <= GAIO_BINARY_FMOD; op++)
             for (int d = 0; d < 2; d++) {
                 const bcase *c = &cases[i];
                 /* -1: NULL, else a unary op (each of them over the cases) */
@@ -591,7 +592,7 @@ static void test_bad(env *e) {
     OK(gaio_binary(e->s, GAIO_BINARY_ADD, &x, &b, &x, &p)); /* in place */
     FAILS(GAIO_ERR_INVALID_ARG, gaio_binary(NULL, GAIO_BINARY_ADD, &x, &b, &y, NULL), fn);
     OK(gaio_binary(e->s, GAIO_BINARY_MAX, &x, &b, &y, NULL));
-    FAILS(GAIO_ERR_INVALID_ARG, gaio_binary(e->s, (gaio_binary_op)(GAIO_BINARY_MAX + 1), &x, &b, &y, NULL), fn);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_binary(e->s, (gaio_binary_op)(GAIO_BINARY_FMOD + 1), &x, &b, &y, NULL), fn);
     CHECK(strstr(gaio_last_error(), "is not a gaio_binary_op"));
     FAILS(GAIO_ERR_INVALID_ARG, gaio_binary(e->s, (gaio_binary_op)-1, &x, &b, &y, NULL), fn);
     t = b, t.dtype = GAIO_DTYPE_F16; /* pow's exponent of another dtype */

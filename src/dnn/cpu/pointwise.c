@@ -108,6 +108,7 @@ static void apply_binary(int32_t op, float *t, const float *u, size_t n) {
         BINARY_CASE(GAIO_KPW_POW)
         BINARY_CASE(GAIO_KPW_MIN)
         BINARY_CASE(GAIO_KPW_MAX)
+        BINARY_CASE(GAIO_KPW_FMOD)
     default: break;
     }
 }
