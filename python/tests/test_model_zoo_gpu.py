@@ -1,0 +1,402 @@
+"""The vision models people deploy, on a GPU against PyTorch: every classification
+builder of torchvision.models, the segmentation models fcn_resnet50,
+deeplabv3_mobilenet_v3_large and lraspp_mobilenet_v3_large, and a YOLOv8-style detector
+written here (C2f blocks with Split / Concat, SPPF max pools, nearest upsampling, a
+distribution-focal head with Softmax / Reshape / Transpose, anchors through Range /
+Expand), all with random weights (seeded), exported with torch.onnx (TorchScript
+exporter, opset 17, symbolic batch; the detector with symbolic height and width too,
+built and run at two sizes), loaded, built and run by gaio.
+
+* fp32 (precision="model") against torch fp32 with TF32 off: max |gaio - torch| /
+  max |torch| <= 1e-3 on every output.
+* f16 (precision="f16"), against torch fp32: the largest error relative to the
+  largest output at most 1.25 times PyTorch's own fp16's on the same inputs; and top-1
+  agreement (per image; per pixel for segmentation; per anchor's best class for the
+  detector) at least PyTorch fp16's, within chance: random weights leave near-ties
+  between the top logits that either side's rounding flips on its own, so the counts
+  may differ by two standard deviations (twice the square root of the flips).
+
+Random weights: batch-norm statistics are calibrated on random batches (torchvision's
+identity statistics make activations grow at every block), and layers that torchvision
+zero-initializes (ViT's head) get small random weights, so that no output is constant.
+
+GAIO_ZOO picks the models: unset, one per family (the set gpu-check runs); "all", every
+builder (the largest last; GAIO_ZOO_SKIP=FILE leaves out those an earlier sweep's
+report has, to go on with one); or a comma-separated list of names (torchvision's,
+"fcn_resnet50", ..., "yolo"). GAIO_ZOO_REPORT=FILE appends one JSON line per model (export, load and build
+seconds, fp32 error, f16 agreement); ``python3 test_model_zoo_gpu.py FILE`` prints them
+as a Markdown table. Skips cleanly without CUDA, torch or torchvision."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+
+import pytest
+
+if __name__ != "__main__":
+    import gaio
+
+    pytestmark = [pytest.mark.gpu,
+                  pytest.mark.skipif(not gaio.model.onnx_supported(), reason="SKIPPED: libgaio built without ONNX")]
+
+SEED = int(os.environ.get("GAIO_TEST_SEED") or "1234", 0)
+FP32_MAX_REL = 1e-3
+AGREE_N, AGREE_BATCH = 64, 32
+QUICK = ["resnet18", "convnext_tiny", "vit_b_16", "swin_t", "swin_v2_t", "efficientnet_b0", "efficientnet_v2_s",
+         "shufflenet_v2_x1_0", "regnet_y_400mf", "maxvit_t", "mobilenet_v3_large", "densenet121", "googlenet",
+         "inception_v3", "squeezenet1_1", "mnasnet0_5", "alexnet", "vgg11_bn", "resnext50_32x4d",
+         "wide_resnet50_2"]
+SEGMENTATION = ["fcn_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]
+DETECTOR_SIZES = [(320, 320), (256, 416)]
+
+
+def _classifiers():
+    try:
+        import torchvision
+        return sorted(torchvision.models.list_models(module=torchvision.models))
+    except Exception:  # no torchvision: the tests below skip
+        return QUICK
+
+
+# The largest builders, run last in a sweep (minutes of export and build each).
+LARGE = ["vgg16", "vgg16_bn", "vgg19", "vgg19_bn", "convnext_large", "swin_b", "swin_v2_b", "resnext101_32x8d",
+         "resnext101_64x4d", "wide_resnet101_2", "regnet_y_16gf", "regnet_x_32gf", "regnet_y_32gf",
+         "efficientnet_b7", "efficientnet_v2_l", "vit_l_32", "vit_l_16", "regnet_y_128gf", "vit_h_14"]
+
+
+def _done():
+    """Models GAIO_ZOO_SKIP (a report file of an earlier sweep) has results of."""
+    path = os.environ.get("GAIO_ZOO_SKIP")
+    if not path or not os.path.exists(path):
+        return set()
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    return {r["model"] for r in rows if "error" not in r}
+
+
+def _selected(names):
+    want = os.environ.get("GAIO_ZOO", "")
+    if want == "all":
+        done = _done()
+        return [n for n in names if n not in LARGE and n not in done] + [n for n in LARGE if n in names and
+                                                                           n not in done]
+    if want:
+        picked = {w.strip() for w in want.split(",") if w.strip()}
+        return [n for n in names if n in picked]
+    return [n for n in names if n in QUICK or n in SEGMENTATION or n == "yolo"]
+
+
+def _report(row):
+    path = os.environ.get("GAIO_ZOO_REPORT")
+    print("zoo: " + json.dumps(row))
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    if not torch.cuda.is_available():
+        pytest.skip("SKIPPED: torch sees no GPU")
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    print(f"seed {SEED} (GAIO_TEST_SEED={SEED} repeats this run)")
+    return torch
+
+
+def _randomize(torch, net, calib_shape):
+    """Seeded random weights where torchvision leaves zeros; batch-norm statistics from
+    random batches; then eval mode on the GPU."""
+    g = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for p in net.parameters():
+            if p.dim() >= 2 and not p.any():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    bns = [m for m in net.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    net = net.cuda()
+    if bns:
+        for m in bns:
+            m.momentum = None  # a cumulative average over the calibration batches
+        net.train()
+        gc = torch.Generator(device="cuda").manual_seed(SEED + 1)
+        with torch.no_grad():
+            for _ in range(3):
+                net(torch.randn(*calib_shape, device="cuda", generator=gc))
+    return net.eval()
+
+
+def _export(torch, net, x, path, dynamic_axes, out_names):
+    t0 = time.perf_counter()
+    torch.onnx.export(net, (x,), str(path), dynamo=False, opset_version=17, input_names=["input"],
+                      output_names=out_names, dynamic_axes=dynamic_axes)
+    return time.perf_counter() - t0
+
+
+def _gaio_run(torch, ex, stream, x):
+    ys = [torch.empty(s, device="cuda", dtype=torch.float32) for s in ex.output_shapes]
+    ex.run(stream, [gaio.from_dlpack(x, stream=stream)],
+           [gaio.from_dlpack(y, stream=stream) for y in ys]).result(timeout=300)
+    return ys
+
+
+def _build(model, batch=None, precision="model", shapes=None):
+    t0 = time.perf_counter()
+    e = model.build(gaio.default_context("cuda"), batch=batch, precision=precision, shapes=shapes)
+    return e, time.perf_counter() - t0
+
+
+def _rel(y, ref):
+    return ((y - ref).abs().max() / ref.abs().max().clamp_min(1e-30)).item()
+
+
+def _check(torch, name, net, shape, tmp_path, classes_of, dynamic_hw_sizes=None):
+    """_measure, with a failure before its report reported too (for a sweep's table)."""
+    try:
+        _measure(torch, name, net, shape, tmp_path, classes_of, dynamic_hw_sizes)
+    except Exception as e:
+        if not isinstance(e, AssertionError):
+            _report({"model": name, "error": f"{type(e).__name__}: {str(e)[:300]}"})
+        raise
+
+
+def _measure(torch, name, net, shape, tmp_path, classes_of, dynamic_hw_sizes=None):
+    """Exports net, then: gaio fp32 against torch fp32; gaio f16 and torch f16 against
+    torch fp32 (agreement of classes_of(outputs)); one report row."""
+    row = {"model": name, "params_M": round(sum(p.numel() for p in net.parameters()) / 1e6, 2)}
+    path = tmp_path / f"{name}.onnx"
+    c, h, w = shape
+    axes = {"input": {0: "batch"}, "output": {0: "batch"}}
+    if dynamic_hw_sizes:
+        axes = {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch", 2: "anchors"}}
+    # Not under no_grad: nn.MultiheadAttention's inference fast path (ViT's) has no ONNX export.
+    row["export_s"] = round(_export(torch, net, torch.randn(2, c, h, w, device="cuda"), path, axes, ["output"]), 2)
+    t0 = time.perf_counter()
+    model = gaio.Model(path)
+    row["load_s"] = round(time.perf_counter() - t0, 3)
+    row["nodes"] = model.summary.nodes
+    sizes = dynamic_hw_sizes or [(h, w)]
+    s = gaio.Stream("cuda")
+    g = torch.Generator(device="cuda").manual_seed(SEED + 2)
+    net16 = copy.deepcopy(net).half()
+    errs, agree, agree16, total, err16, err16_torch = [], 0, 0, 0, 0.0, 0.0
+    for (hh, ww) in sizes:
+        shp = (lambda b: {"input": (b, c, hh, ww)}) if dynamic_hw_sizes else (lambda b: None)
+        e32, t32 = _build(model, batch=4, precision="model", shapes=shp(4))
+        row.setdefault("build32_s", round(t32, 3))
+        x = torch.randn(4, c, hh, ww, device="cuda", generator=g)
+        with torch.no_grad():
+            ref = net(x)
+        ys = _gaio_run(torch, e32.exec(), s, x)
+        assert all(torch.isfinite(y).all() for y in ys), f"{name} fp32 {hh}x{ww}: non-finite outputs"
+        errs.append(_rel(ys[0], ref.float()))
+        del e32, ys
+        e16, t16 = _build(model, batch=AGREE_BATCH, precision="f16", shapes=shp(AGREE_BATCH))
+        row.setdefault("build16_s", round(t16, 3))
+        ex16 = e16.exec()
+        for _ in range(AGREE_N // AGREE_BATCH):
+            x = torch.randn(AGREE_BATCH, c, hh, ww, device="cuda", generator=g)
+            with torch.no_grad():
+                out = net(x).float()
+                out16 = net16(x.half()).float()
+            y = _gaio_run(torch, ex16, s, x)[0]
+            err16, err16_torch = max(err16, _rel(y, out)), max(err16_torch, _rel(out16, out))
+            ref, ref16, y = classes_of(out), classes_of(out16), classes_of(y)
+            agree += (y == ref).sum().item()
+            agree16 += (ref16 == ref).sum().item()
+            total += ref.numel()
+        del ex16, e16
+    row["fp32_max_rel"] = float(f"{max(errs):.3g}")
+    row["agree16"], row["agree16_torch"], row["agree_n"] = agree, agree16, total
+    row["f16_max_rel"], row["f16_max_rel_torch"] = float(f"{err16:.3g}"), float(f"{err16_torch:.3g}")
+    row["sizes"] = [f"{hh}x{ww}" for hh, ww in sizes]
+    _report(row)
+    assert max(errs) <= FP32_MAX_REL, f"{name} fp32: max relative error {max(errs):.3g} > {FP32_MAX_REL}"
+    # f16 as accurate as PyTorch's: its largest error (relative to the largest output)
+    # within 1.25 times PyTorch's own on the same inputs (NaN where PyTorch's is NaN:
+    # Swin V2's random-weight attention overflows f16 in both)...
+    if err16_torch == err16_torch:
+        assert err16 <= 1.25 * err16_torch + 1e-4, (f"{name} f16: max relative error {err16:.3g}, PyTorch's own "
+                                                    f"{err16_torch:.3g}")
+    # ...and as many top-1 matches as PyTorch f16, within chance: random weights leave
+    # near-ties that either side's rounding flips on its own, so the two counts differ
+    # by about the square root of the flips (two standard deviations allowed).
+    flips = total - min(agree, agree16)
+    slack = max(total // AGREE_N, int(2 * flips ** 0.5 + 0.999))
+    assert agree >= agree16 - slack, (f"{name} f16: top-1 agreement {agree}/{total} below PyTorch fp16's "
+                                      f"{agree16}/{total} less {slack}")
+
+
+@pytest.mark.parametrize("name", _selected(_classifiers()))
+def test_classifier(torch, tmp_path, name):
+    import torchvision
+    torch.manual_seed(SEED)
+    size = 299 if name == "inception_v3" else 224  # its pools need 299 (75 at least)
+    net = _randomize(torch, torchvision.models.get_model(name, weights=None), (16, 3, size, size))
+    _check(torch, name, net, (3, size, size), tmp_path, lambda y: y.argmax(1))
+    del net
+    torch.cuda.empty_cache()
+
+
+class _Out:  # the "out" entry of a segmentation model's dict, as a module for export
+    @staticmethod
+    def wrap(torch, net):
+        class Out(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = net
+
+            def forward(self, x):
+                return self.net(x)["out"]
+        return Out()
+
+
+@pytest.mark.parametrize("name", _selected(SEGMENTATION))
+def test_segmentation(torch, tmp_path, name):
+    import torchvision
+    torch.manual_seed(SEED)
+    net = getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None, num_classes=21)
+    net = _randomize(torch, _Out.wrap(torch, net), (8, 3, 256, 256))
+    _check(torch, name, net, (3, 256, 256), tmp_path, lambda y: y.argmax(1))
+
+
+def _yolo(torch, nc=80, reg_max=16, width=(16, 32, 64, 128, 256)):
+    """A YOLOv8-style detector (ultralytics' structure, small widths): [N, 3, H, W] ->
+    [N, 4 + nc, anchors] (boxes in pixels, class scores), H and W multiples of 32."""
+    nn = torch.nn
+
+    class Conv(nn.Module):
+        def __init__(self, ci, co, k=1, s=1):
+            super().__init__()
+            self.conv = nn.Conv2d(ci, co, k, s, k // 2, bias=False)
+            self.bn = nn.BatchNorm2d(co)
+
+        def forward(self, x):
+            return nn.functional.silu(self.bn(self.conv(x)))
+
+    class Bottleneck(nn.Module):
+        def __init__(self, c, shortcut):
+            super().__init__()
+            self.cv1, self.cv2, self.add = Conv(c, c, 3), Conv(c, c, 3), shortcut
+
+        def forward(self, x):
+            y = self.cv2(self.cv1(x))
+            return x + y if self.add else y
+
+    class C2f(nn.Module):
+        def __init__(self, ci, co, n=1, shortcut=True):
+            super().__init__()
+            self.c = co // 2
+            self.cv1 = Conv(ci, 2 * self.c)
+            self.cv2 = Conv((2 + n) * self.c, co)
+            self.m = nn.ModuleList(Bottleneck(self.c, shortcut) for _ in range(n))
+
+        def forward(self, x):
+            y = list(self.cv1(x).split((self.c, self.c), 1))
+            y.extend(m(y[-1]) for m in self.m)
+            return self.cv2(torch.cat(y, 1))
+
+    class SPPF(nn.Module):
+        def __init__(self, ci, co):
+            super().__init__()
+            self.cv1, self.cv2 = Conv(ci, ci // 2), Conv(ci * 2, co)
+            self.m = nn.MaxPool2d(5, 1, 2)
+
+        def forward(self, x):
+            y = [self.cv1(x)]
+            y.extend(self.m(y[-1]) for _ in range(3))
+            return self.cv2(torch.cat(y, 1))
+
+    class Detect(nn.Module):
+        def __init__(self, chs, strides):
+            super().__init__()
+            self.nc, self.reg_max, self.no = nc, reg_max, nc + 4 * reg_max
+            self.strides = strides
+            c2, c3 = max(16, chs[0] // 4, reg_max * 4), max(chs[0], min(nc, 100))
+            self.cv2 = nn.ModuleList(nn.Sequential(Conv(c, c2, 3), Conv(c2, c2, 3), nn.Conv2d(c2, 4 * reg_max, 1))
+                                     for c in chs)
+            self.cv3 = nn.ModuleList(nn.Sequential(Conv(c, c3, 3), Conv(c3, c3, 3), nn.Conv2d(c3, nc, 1))
+                                     for c in chs)
+            self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False).requires_grad_(False)
+            self.dfl.weight.data[:] = torch.arange(reg_max, dtype=torch.float).view(1, reg_max, 1, 1)
+
+        def anchors(self, feats):
+            points, strides = [], []
+            for f, stride in zip(feats, self.strides):
+                _, _, h, w = f.shape
+                sx = torch.arange(w, device=f.device, dtype=f.dtype) + 0.5  # Range on the traced width
+                sy = torch.arange(h, device=f.device, dtype=f.dtype) + 0.5
+                sy, sx = torch.meshgrid(sy, sx, indexing="ij")  # Expand
+                points.append(torch.stack((sx, sy), -1).view(-1, 2))
+                strides.append(torch.full((h * w, 1), stride, dtype=f.dtype, device=f.device))
+            return torch.cat(points).transpose(0, 1), torch.cat(strides).transpose(0, 1)
+
+        def forward(self, xs):
+            xs = [torch.cat((self.cv2[i](x), self.cv3[i](x)), 1) for i, x in enumerate(xs)]
+            n = xs[0].shape[0]
+            anchor, stride = self.anchors(xs)
+            cat = torch.cat([x.view(n, self.no, -1) for x in xs], 2)
+            box, cls = cat.split((4 * self.reg_max, self.nc), 1)
+            a = box.shape[2]
+            dist = self.dfl(box.view(n, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(n, 4, a)
+            lt, rb = dist.chunk(2, 1)
+            x1y1, x2y2 = anchor.unsqueeze(0) - lt, anchor.unsqueeze(0) + rb
+            boxes = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * stride
+            return torch.cat((boxes, cls.sigmoid()), 1)
+
+    class Yolo(nn.Module):
+        def __init__(self):
+            super().__init__()
+            a, b, c, d, e = width
+            self.stem = nn.Sequential(Conv(3, a, 3, 2), Conv(a, b, 3, 2), C2f(b, b))
+            self.p3 = nn.Sequential(Conv(b, c, 3, 2), C2f(c, c, 2))
+            self.p4 = nn.Sequential(Conv(c, d, 3, 2), C2f(d, d, 2))
+            self.p5 = nn.Sequential(Conv(d, e, 3, 2), C2f(e, e), SPPF(e, e))
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.n4, self.n3 = C2f(e + d, d, shortcut=False), C2f(d + c, c, shortcut=False)
+            self.d3, self.o4 = Conv(c, c, 3, 2), C2f(c + d, d, shortcut=False)
+            self.d4, self.o5 = Conv(d, d, 3, 2), C2f(d + e, e, shortcut=False)
+            self.detect = Detect((c, d, e), (8.0, 16.0, 32.0))
+
+        def forward(self, x):
+            p3 = self.p3(self.stem(x))
+            p4 = self.p4(p3)
+            p5 = self.p5(p4)
+            n4 = self.n4(torch.cat((self.up(p5), p4), 1))
+            o3 = self.n3(torch.cat((self.up(n4), p3), 1))
+            o4 = self.o4(torch.cat((self.d3(o3), n4), 1))
+            o5 = self.o5(torch.cat((self.d4(o4), p5), 1))
+            return self.detect([o3, o4, o5])
+
+    return Yolo()
+
+
+@pytest.mark.parametrize("name", _selected(["yolo"]))
+def test_yolo_detector_two_sizes(torch, tmp_path, name):
+    torch.manual_seed(SEED)
+    net = _randomize(torch, _yolo(torch), (8, 3, 320, 320))
+    # per anchor, the best class
+    _check(torch, name, net, (3, 320, 320), tmp_path, lambda y: y[:, 4:].argmax(1), dynamic_hw_sizes=DETECTOR_SIZES)
+
+
+def _table(path):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    print("| model | params (M) | nodes | export (s) | load (s) | build fp32 (s) | build f16 (s) | fp32 max rel. "
+          "error | f16 max rel. error: gaio | PyTorch f16 | f16 top-1 agreement: gaio | PyTorch f16 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['model']} | failed: {r['error'][:160]} |||||||||||")
+            continue
+        n = r["agree_n"]
+        print(f"| {r['model']} | {r['params_M']} | {r['nodes']} | {r['export_s']} | {r['load_s']} | "
+              f"{r['build32_s']} | {r['build16_s']} | {r['fp32_max_rel']:.2g} | {r.get('f16_max_rel', float('nan')):.2g} | "
+              f"{r.get('f16_max_rel_torch', float('nan')):.2g} | {r['agree16'] / n:.1%} | "
+              f"{r['agree16_torch'] / n:.1%} |")
+
+
+if __name__ == "__main__":
+    _table(sys.argv[1])
