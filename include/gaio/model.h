@@ -108,11 +108,16 @@ typedef enum gaio_model_layout {
 } gaio_model_layout;
 
 /* One graph input's shape for a build: every dimension, the symbolic ones given a
- * value (fixed ones must match the model). */
+ * value (fixed ones must match the model). With min_dims and max_dims (TensorRT's
+ * optimization profile; both all 0: none), the engine is built for dims and its
+ * execution contexts may be set to any shape between them (gaio_model_exec_set_shapes).
+ * For gaio_model_exec_set_shapes, only name, ndim and dims are read. */
 typedef struct gaio_engine_shape {
     const char *name; /* the graph input's name */
     int32_t ndim;
-    int64_t dims[GAIO_MODEL_MAX_NDIM];
+    int64_t dims[GAIO_MODEL_MAX_NDIM];     /* the shape built for (a profile's opt) */
+    int64_t min_dims[GAIO_MODEL_MAX_NDIM]; /* optional: the smallest each dimension may be */
+    int64_t max_dims[GAIO_MODEL_MAX_NDIM]; /* optional: the largest */
 } gaio_engine_shape;
 
 /* Flags of gaio_engine_options. */
@@ -224,6 +229,22 @@ typedef struct gaio_model_exec_options {
 gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
                                       gaio_model_exec **out);
 gaio_status gaio_model_exec_create(gaio_model *m, gaio_context *ctx, int64_t batch, gaio_model_exec **out);
+
+/* Sets the input shapes x's runs take, within its engine's profile (gaio_engine_shape's
+ * min_dims / max_dims; inputs not named keep theirs): every dimension between its min
+ * and max, else GAIO_ERR_INVALID_ARG naming the input, the dimension and the range; an
+ * engine built without a profile takes only its own shapes. The engine for a new
+ * combination of shapes is built the first time one of its contexts is set to it
+ * (blocking: seconds on a GPU, the build options of the engine), and kept by the engine
+ * for its other contexts; each context makes its own execution context of it. Setting
+ * the engine's own shapes goes back to it. Not while runs of x are being enqueued from
+ * another thread. */
+gaio_status gaio_model_exec_set_shapes(gaio_model_exec *x, const gaio_engine_shape *shapes, int32_t nshapes);
+
+/* The i-th graph input / output with the shapes x is set to (its engine's, until
+ * gaio_model_exec_set_shapes). */
+gaio_status gaio_model_exec_input(gaio_model_exec *x, int32_t i, gaio_model_io *out);
+gaio_status gaio_model_exec_output(gaio_model_exec *x, int32_t i, gaio_model_io *out);
 
 /* With a CUDA graph, waits for the context's last run to finish (the graph and its
  * scratch memory go with it); otherwise returns at once, runs in flight holding what

@@ -289,7 +289,8 @@ HAS_MODELS = _declare_optional(_MODEL_PROTOTYPES)
 
 class EngineShape(Structure):
     """gaio_engine_shape."""
-    _fields_ = [("name", c_char_p), ("ndim", c_int32), ("dims", c_int64 * MODEL_MAX_NDIM)]
+    _fields_ = [("name", c_char_p), ("ndim", c_int32), ("dims", c_int64 * MODEL_MAX_NDIM),
+                ("min_dims", c_int64 * MODEL_MAX_NDIM), ("max_dims", c_int64 * MODEL_MAX_NDIM)]
 
 
 class EngineOptions(Structure):
@@ -329,6 +330,9 @@ _ENGINE_PROTOTYPES = {
     "gaio_engine_load_memory": (_S, [c_void_p, c_size_t, _P, _PP]),
     "gaio_engine_create_exec": (_S, [_P, _PP]),
     "gaio_model_exec_engine": (_S, [_P, _PP]),
+    "gaio_model_exec_set_shapes": (_S, [_P, POINTER(EngineShape), c_int32]),
+    "gaio_model_exec_input": (_S, [_P, c_int32, POINTER(ModelIo)]),
+    "gaio_model_exec_output": (_S, [_P, c_int32, POINTER(ModelIo)]),
 }
 
 HAS_ENGINES = _declare_optional(_ENGINE_PROTOTYPES) and HAS_MODELS

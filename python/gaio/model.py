@@ -272,7 +272,7 @@ class Model:
 
     def build(self, context: _ContextLike = None, batch: Optional[int] = None, precision: str = "auto",
               layout: str = "auto", shapes: Optional[Mapping] = None, tune: bool = True,
-              cuda_graph: bool = True) -> "Engine":
+              cuda_graph: bool = True, profile: Optional[Mapping] = None) -> "Engine":
         """Builds an :class:`Engine` of this model for ``context``'s device (a Context, a
         Stream's context, or a device such as ``"cuda:0"``; default: the first device's
         default context) and blocks until it is ready (seconds on a GPU; the GIL is
@@ -285,13 +285,18 @@ class Model:
         "f16"; ``layout``: "auto" (NHWC), "nchw" or "nhwc", of intermediates and
         convolution weights. ``tune=False`` takes cuDNN's first plan per convolution
         untimed (a faster build); ``cuda_graph=False`` makes the execution contexts
-        enqueue the layers one by one instead of replaying a CUDA graph. Bad options
+        enqueue the layers one by one instead of replaying a CUDA graph. ``profile`` maps
+        input names to ``(min, opt, max)`` shapes (TensorRT's optimization profile): the
+        engine is built for ``opt`` and its execs may be set to any shape between
+        (``ModelExec.set_shapes``; the engine of a new shape is built then). Bad options
         raise ``gaio.InvalidArgumentError``."""
-        return _build("Model.build", self, context, batch, precision, layout, shapes, tune, cuda_graph)
+        return _build("Model.build", self, context, batch, precision, layout, shapes, tune, cuda_graph,
+                      profile=profile)
 
     def build_async_future(self, context: _ContextLike = None, batch: Optional[int] = None,
                            precision: str = "auto", layout: str = "auto", shapes: Optional[Mapping] = None,
-                           tune: bool = True, cuda_graph: bool = True) -> Tuple["Engine", Future]:
+                           tune: bool = True, cuda_graph: bool = True,
+                           profile: Optional[Mapping] = None) -> Tuple["Engine", Future]:
         """Starts building an engine (options as :meth:`build`) on a gaio thread and
         returns at once ``(engine, built)``: ``built`` is a :class:`gaio.Future` that
         completes when the build ends (``await built``, ``built.result()``), failing with
@@ -299,16 +304,16 @@ class Model:
         ``inputs``, ``exec()``, ``save``) waits for the build; dropping the engine while
         it builds is safe. Bad options raise here, before the build starts."""
         return _build("Model.build_async", self, context, batch, precision, layout, shapes, tune, cuda_graph,
-                      asynchronous=True)
+                      asynchronous=True, profile=profile)
 
     async def build_async(self, context: _ContextLike = None, batch: Optional[int] = None, precision: str = "auto",
                           layout: str = "auto", shapes: Optional[Mapping] = None, tune: bool = True,
-                          cuda_graph: bool = True) -> "Engine":
+                          cuda_graph: bool = True, profile: Optional[Mapping] = None) -> "Engine":
         """``engine = await model.build_async(...)``: :meth:`build` on a gaio thread while
         the event loop runs on; the build's completion reaches the loop through its
         completion queue (no thread per build calls into Python). A failed build raises
         the ``gaio.Error`` of its status with its message."""
-        engine, built = self.build_async_future(context, batch, precision, layout, shapes, tune, cuda_graph)
+        engine, built = self.build_async_future(context, batch, precision, layout, shapes, tune, cuda_graph, profile)
         await built
         return engine
 
@@ -334,8 +339,51 @@ def _as_int(where: str, what: str, v: Any) -> int:
         raise InvalidArgumentError(f"{where}: {what} is {v!r}, not an int") from None
 
 
+def _dims(where: str, name: Any, dims: Any, what: str = "shapes") -> tuple:
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
+        raise InvalidArgumentError(f"{where}: {what}[{name!r}] is {dims!r}, not a tuple of dimensions")
+    dims = tuple(_as_int(where, f"{what}[{name!r}]'s dimension", d) for d in dims)
+    if not 1 <= len(dims) <= _lib.MODEL_MAX_NDIM:
+        raise InvalidArgumentError(f"{where}: {what}[{name!r}] has {len(dims)} dimensions; gaio takes 1 to "
+                                   f"{_lib.MODEL_MAX_NDIM}")
+    return dims
+
+
+def _shape_array(where: str, shapes: Mapping, profile: Optional[Mapping] = None) -> Any:
+    """EngineShape[] of {name: dims} and {name: (min, opt, max)} (names kept alive by the array)."""
+    profile = profile or {}
+    if not isinstance(profile, Mapping):
+        raise InvalidArgumentError(f"{where}: profile is {type(profile).__name__}; give a dict {{input name: (min, "
+                                   "opt, max)}}")
+    both = set(shapes) & set(profile)
+    if both:
+        raise InvalidArgumentError(f"{where}: {sorted(both)} in both shapes and profile (a profile's opt is the shape)")
+    names = list(shapes) + list(profile)
+    arr = (EngineShape * len(names))()
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"{where}: shapes has the key {name!r}; keys are input names (str)")
+        if name in shapes:
+            lo = hi = None
+            dims = _dims(where, name, shapes[name])
+        else:
+            r = profile[name]
+            if isinstance(r, (str, bytes)) or not hasattr(r, "__len__") or len(r) != 3:
+                raise InvalidArgumentError(f"{where}: profile[{name!r}] is {r!r}, not (min, opt, max) shapes")
+            lo, dims, hi = (_dims(where, name, d, "profile") for d in r)
+            if not len(lo) == len(dims) == len(hi):
+                raise InvalidArgumentError(f"{where}: profile[{name!r}]'s min, opt and max differ in rank")
+        arr[i].name = name.encode()
+        arr[i].ndim = len(dims)
+        for k, d in enumerate(dims):
+            arr[i].dims[k] = d
+            if lo is not None:
+                arr[i].min_dims[k], arr[i].max_dims[k] = lo[k], hi[k]
+    return arr
+
+
 def _options(where: str, batch: Optional[int], precision: str, layout: str, shapes: Optional[Mapping], tune: bool,
-             cuda_graph: bool) -> EngineOptions:
+             cuda_graph: bool, profile: Optional[Mapping] = None) -> EngineOptions:
     """gaio_engine_options of the Python arguments (the shapes' array and names kept
     alive by the struct itself); what only C can check (an input's name, the dimensions
     against the model) is left to it."""
@@ -347,36 +395,24 @@ def _options(where: str, batch: Optional[int], precision: str, layout: str, shap
     flags = (0 if tune else _lib.ENGINE_NO_TUNE) | (0 if cuda_graph else _lib.ENGINE_NO_CUDA_GRAPH)
     opts = EngineOptions(b, PRECISIONS[precision], LAYOUTS[layout], None, 0, flags)
     if shapes is None:
-        return opts
+        shapes = {}
     if not isinstance(shapes, Mapping):
         raise InvalidArgumentError(f"{where}: shapes is {type(shapes).__name__}; give a dict {{input name: shape}}")
-    if not shapes:
+    if not shapes and not profile:
         return opts
-    arr = (EngineShape * len(shapes))()
-    for i, (name, dims) in enumerate(shapes.items()):
-        if not isinstance(name, str):
-            raise InvalidArgumentError(f"{where}: shapes has the key {name!r}; keys are input names (str)")
-        if isinstance(dims, (str, bytes)) or not hasattr(dims, "__len__"):
-            raise InvalidArgumentError(f"{where}: shapes[{name!r}] is {dims!r}, not a tuple of dimensions")
-        dims = tuple(_as_int(where, f"shapes[{name!r}]'s dimension", d) for d in dims)
-        if not 1 <= len(dims) <= _lib.MODEL_MAX_NDIM:
-            raise InvalidArgumentError(f"{where}: shapes[{name!r}] has {len(dims)} dimensions; gaio takes 1 to "
-                                       f"{_lib.MODEL_MAX_NDIM}")
-        arr[i].name = name.encode()
-        arr[i].ndim = len(dims)
-        for k, d in enumerate(dims):
-            arr[i].dims[k] = d
+    arr = _shape_array(where, shapes, profile)
     opts.shapes = arr  # the struct keeps arr (and with it the names) alive
-    opts.nshapes = len(shapes)
+    opts.nshapes = len(arr)
     return opts
 
 
 def _build(where: str, model: Model, context: _ContextLike, batch: Optional[int], precision: str, layout: str,
-           shapes: Optional[Mapping], tune: bool, cuda_graph: bool, asynchronous: bool = False) -> Any:
+           shapes: Optional[Mapping], tune: bool, cuda_graph: bool, asynchronous: bool = False,
+           profile: Optional[Mapping] = None) -> Any:
     _require_engines(where)
     if not isinstance(model, Model):
         raise InvalidArgumentError(f"{where}: model is {type(model).__name__}, not a gaio.Model")
-    opts = _options(where, batch, precision, layout, shapes, tune, cuda_graph)
+    opts = _options(where, batch, precision, layout, shapes, tune, cuda_graph, profile)
     ctx = _context(context)
     h, fut = c_void_p(), c_void_p()
     if asynchronous:
@@ -562,6 +598,26 @@ class ModelExec:
         self.precision, self.layout = source.precision, source.layout
         self.input_shapes = tuple(t.shape for t in source.inputs)
         self.output_shapes = tuple(t.shape for t in source.outputs)
+
+    def set_shapes(self, shapes: Mapping) -> None:
+        """Sets the input shapes runs take (``{name: shape}``; inputs not named keep
+        theirs), within the engine's profile (``Model.build(profile=...)``); a shape
+        outside raises ``gaio.InvalidArgumentError`` naming the input and the range. The
+        engine of a new shape is built on first use (blocking, the GIL released), then
+        kept by the engine for its other execs. ``input_shapes`` / ``output_shapes``
+        follow."""
+        if not isinstance(shapes, Mapping) or not shapes:
+            raise InvalidArgumentError("ModelExec.set_shapes: give a non-empty dict {input name: shape}")
+        arr = _shape_array("ModelExec.set_shapes", shapes)
+        check(lib.gaio_model_exec_set_shapes(self._h, arr, len(arr)))
+        self.input_shapes = tuple(self._io(lib.gaio_model_exec_input, i).shape for i in range(len(self.model.inputs)))
+        self.output_shapes = tuple(self._io(lib.gaio_model_exec_output, i).shape
+                                   for i in range(len(self.model.outputs)))
+
+    def _io(self, fn: Any, i: int) -> TensorInfo:
+        io = ModelIo()
+        check(fn(self._h, i, byref(io)))
+        return _info(io)
 
     def _legacy(self, model: Model, context: _ContextLike, batch: Optional[int], precision: str,
                 layout: str) -> None:

@@ -88,3 +88,48 @@ def test_symbolic_height_and_width_set_at_build(rng):
         print(f"{shape}: max abs error against onnxruntime {err:.3g}")
         np.testing.assert_allclose(head, ref_head, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(y, ref_y, rtol=1e-4, atol=1e-5)
+
+
+def test_profile_runs_any_shape_in_range(rng):
+    """An engine built with a profile (min, opt, max per input dimension) runs at opt,
+    then at any shape in range once an exec is set to it (that shape's engine built on
+    first use, then shared with the engine's other execs), matching onnxruntime; a
+    shape outside is a clear error, and so is a bad range."""
+    data = detector(rng)
+    m = gaio.Model(data)
+    try:
+        import onnxruntime as ort
+        sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    except ImportError:
+        if os.environ.get("GAIO_REQUIRE_ONNXRUNTIME") == "1":
+            raise
+        sess = None
+        print("SKIPPED: the onnxruntime comparison (onnxruntime does not import)")
+    lo, opt, hi = (1, 3, 8, 8), (2, 3, 16, 16), (3, 3, 32, 48)
+    e = m.build("cpu", profile={"x": (lo, opt, hi)})
+    assert e.inputs[0].shape == opt
+    ex, ex2 = e.exec(), e.exec()
+    for shape in (opt, (1, 3, 8, 24), hi, lo, opt):
+        ex.set_shapes({"x": shape})
+        assert ex.input_shapes[0] == shape and ex.output_shapes[1] == (shape[0], 6, shape[2], shape[3])
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = run_host(ex, x)
+        ex2.set_shapes({"x": shape})  # another exec of the engine: its own arena, the shared engine
+        for a, b in zip(got, run_host(ex2, x)):
+            np.testing.assert_array_equal(a, b)
+        if sess is not None:
+            for a, b in zip(got, sess.run(None, {"x": x})):
+                np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        print(f"profile: ran {shape}, outputs {[g.shape for g in got]}")
+    with pytest.raises(gaio.InvalidArgumentError, match=r"dimension 3 of input 'x' is 64: the engine takes 8 to 48"):
+        ex.set_shapes({"x": (1, 3, 32, 64)})
+    with pytest.raises(gaio.InvalidArgumentError, match=r"1 <= min <= opt <= max"):
+        m.build("cpu", profile={"x": (opt, lo, hi)})
+    with pytest.raises(gaio.InvalidArgumentError, match=r"dimension 1 of input 'x' is 3 in the model"):
+        m.build("cpu", profile={"x": ((1, 2, 8, 8), opt, hi)})
+    with pytest.raises(gaio.NotSupportedError, match=r"shape profile"):
+        e.save(os.devnull)
+    fixed = m.build("cpu", shapes={"x": opt}).exec()
+    with pytest.raises(gaio.InvalidArgumentError, match=r"built without a profile"):
+        fixed.set_shapes({"x": lo})
+    fixed.set_shapes({"x": opt})  # its own shapes: fine

@@ -70,6 +70,7 @@ gaio_engine *gaio__engine_new(gaio_model *m, gaio_context *ctx) {
     gaio__ref_init(&e->ref);
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
+    pthread_mutex_init(&e->family_lock, NULL);
     gaio_model_retain(m);
     gaio_context_retain(ctx);
     e->model = m, e->ctx = ctx;
@@ -81,6 +82,7 @@ gaio_engine *gaio__engine_new(gaio_model *m, gaio_context *ctx) {
 }
 
 void gaio__engine_free(gaio_engine *e) {
+    gaio__profile_free(e);
     if (e->weights) gaio_buffer_release(e->weights);
     for (int32_t i = 0; e->conv_plans && i < e->plan.nsteps; i++)
         if (e->conv_plans[i]) gaio__conv_plan_release(e->conv_plans[i]);
@@ -281,6 +283,8 @@ static gaio_status resolve_options(const char *fn, const mgraph *g, const gaio_e
             b = s->dims[d];
         }
     }
+    gaio_status pst = gaio__profile_check(fn, g, o);
+    if (pst != GAIO_OK) return pst;
     *batch = 0;
     if (!has_symbolic(g)) return GAIO_OK;
     if (b < 0) b = o->batch;
@@ -633,6 +637,8 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     if (st == GAIO_OK) st = place_values(fn, e);
     if (st == GAIO_OK) st = upload_weights(fn, e);
     if (st == GAIO_OK) st = prepare(e);
+    if (st == GAIO_OK && gaio__profile_given(o))
+        st = gaio__profile_set(fn, e, e->model->parent ? e->model->parent : e->model, o);
     e->build_seconds = now_s() - t0;
     if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
         fprintf(stderr, "gaio: engine: %d steps for %d nodes; %d batch norms folded, %d adds and %d activations "

@@ -240,6 +240,9 @@ gaio_status gaio_engine_save(gaio_engine *e, const char *path) {
     if (!path || !path[0]) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "path is NULL or empty");
     gaio_status st = gaio__engine_ready(fn, e);
     if (st != GAIO_OK) return st;
+    if (e->prof_min)
+        return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "the engine has a shape profile, which engine files do not "
+                          "hold yet: build it from the model (or save an engine built without one)");
     gaio_device_props dp;
     if ((st = device_of(fn, e->ctx, &dp)) != GAIO_OK) return st;
     wbuf w = {0};

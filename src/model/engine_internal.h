@@ -62,6 +62,14 @@ struct gaio_engine {
     char (*kernel)[GAIO_ENGINE_KERNEL_TEXT];   /* per step: what runs a convolution, for gaio_engine_get_step */
     double build_seconds;
     bool loaded;
+    /* A shape profile (gaio_engine_shape's min_dims / max_dims; profile.c): per graph
+     * input the range of each dimension, NULL without one. The engines of other shapes
+     * in it are built on first use from source with family_opts, and kept in family. */
+    int64_t (*prof_min)[GAIO_MODEL_MAX_NDIM], (*prof_max)[GAIO_MODEL_MAX_NDIM];
+    gaio_model *source;
+    gaio_engine_options family_opts;
+    pthread_mutex_t family_lock;
+    struct gaio__shape_engine *family;
     /* A build in progress (gaio_engine_build_async): calls wait on cond until it ends. */
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -114,5 +122,22 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
  * GAIO_ERR_NOT_SUPPORTED naming the first it cannot run otherwise (a build checks the
  * model, a load the graph the file holds). */
 gaio_status gaio__engine_check_graph(const char *fn, const mgraph *g);
+
+/* ---- shape profiles (profile.c) ---- */
+
+/* Whether options give any input a range (min_dims / max_dims not all 0). */
+bool gaio__profile_given(const gaio_engine_options *o);
+/* Checks options' ranges against graph g (the model's, before any shapes): each
+ * dimension min <= dims <= max, fixed ones equal. */
+gaio_status gaio__profile_check(const char *fn, const mgraph *g, const gaio_engine_options *o);
+/* Keeps options' profile in built engine e (whose model came from source), checking
+ * that the model's shapes infer at the range's ends. */
+gaio_status gaio__profile_set(const char *fn, gaio_engine *e, gaio_model *source, const gaio_engine_options *o);
+void gaio__profile_free(gaio_engine *e);
+/* The engine of e's family for input shapes dims (one row per graph input): e itself
+ * for its own, else one found or built (a borrowed pointer, valid while e is);
+ * GAIO_ERR_INVALID_ARG for shapes outside the profile. */
+gaio_status gaio__profile_engine(const char *fn, gaio_engine *e, int64_t (*dims)[GAIO_MODEL_MAX_NDIM],
+                                 gaio_engine **out);
 
 #endif

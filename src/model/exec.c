@@ -38,11 +38,24 @@ struct gaio_model_exec {
     pthread_mutex_t lock;   /* runs of one context are serialised */
     gaio_event *last;       /* recorded at the end of each run */
     gaio_stream *last_stream; /* not a reference: compared only */
+    /* gaio_model_exec_set_shapes: the context of the engine of other shapes (of the
+     * engine's profile) that runs take, or NULL; and those made so far. */
+    gaio_model_exec *bound;
+    struct sub_exec {
+        gaio_model_exec *x;
+        struct sub_exec *next;
+    } *subs;
 };
 
 static gaio_status capture(const char *fn, gaio_model_exec *x);
 
 static void exec_free(gaio_model_exec *x) {
+    while (x->subs) {
+        struct sub_exec *s = x->subs;
+        x->subs = s->next;
+        gaio_model_exec_release(s->x);
+        free(s);
+    }
     if (x->arena) gaio_buffer_release(x->arena);
     gaio__devgraph_free(x->graph);
     if (x->capture) gaio_stream_release(x->capture);
@@ -82,6 +95,62 @@ gaio_status gaio_model_exec_engine(gaio_model_exec *x, gaio_engine **out) {
     GAIO_REQUIRE_PTR(x);
     *out = x->engine;
     return GAIO_OK;
+}
+
+gaio_status gaio_model_exec_set_shapes(gaio_model_exec *x, const gaio_engine_shape *shapes, int32_t nshapes) {
+    const char *fn = __func__;
+    GAIO_REQUIRE_PTR(x);
+    if (nshapes < 0 || (nshapes > 0 && !shapes))
+        return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "nshapes is %d with shapes %s", (int)nshapes, shapes ? "given" : "NULL");
+    gaio_engine *e = x->engine, *now = x->bound ? x->bound->engine : e;
+    const mgraph *g = &e->model->g;
+    int64_t(*dims)[GAIO_MODEL_MAX_NDIM] = calloc((size_t)g->ninputs + 1, sizeof *dims);
+    if (!dims) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    for (int32_t i = 0; i < g->ninputs; i++) memcpy(dims[i], now->v[now->model->g.inputs[i]].dims, sizeof dims[i]);
+    gaio_status st = GAIO_OK;
+    for (int32_t k = 0; k < nshapes && st == GAIO_OK; k++) {
+        const gaio_engine_shape *s = &shapes[k];
+        int32_t in = -1;
+        for (int32_t i = 0; s->name && i < g->ninputs && in < 0; i++)
+            if (!strcmp(g->values[g->inputs[i]].name, s->name)) in = i;
+        if (in < 0) {
+            st = gaio__fail(GAIO_ERR_INVALID_ARG, fn, "shapes[%d] names %s%s%s, which is no input of the model", (int)k,
+                            s->name ? "'" : "", s->name ? s->name : "no input", s->name ? "'" : "");
+        } else if (s->ndim != e->v[g->inputs[in]].ndim) {
+            st = gaio__fail(GAIO_ERR_INVALID_ARG, fn, "shapes[%d]: input '%s' has %d dimensions, not %d", (int)k,
+                            s->name, (int)e->v[g->inputs[in]].ndim, (int)s->ndim);
+        } else {
+            memcpy(dims[in], s->dims, (size_t)s->ndim * sizeof **dims);
+        }
+    }
+    gaio_engine *fe = NULL;
+    if (st == GAIO_OK) st = gaio__profile_engine(fn, e, dims, &fe);
+    free(dims);
+    if (st != GAIO_OK) return st;
+    pthread_mutex_lock(&x->lock);
+    gaio_model_exec *to = NULL;
+    for (struct sub_exec *s = x->subs; s && !to; s = s->next)
+        if (s->x->engine == fe) to = s->x;
+    if (fe != e && !to) {
+        struct sub_exec *s = calloc(1, sizeof *s);
+        if (!s) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+        if (st == GAIO_OK) st = create_exec(fn, fe, &to);
+        if (st == GAIO_OK) s->x = to, s->next = x->subs, x->subs = s;
+        else free(s);
+    }
+    if (st == GAIO_OK) x->bound = fe == e ? NULL : to;
+    pthread_mutex_unlock(&x->lock);
+    return st;
+}
+
+gaio_status gaio_model_exec_input(gaio_model_exec *x, int32_t i, gaio_model_io *out) {
+    GAIO_REQUIRE_PTR(x);
+    return gaio_engine_input(x->bound ? x->bound->engine : x->engine, i, out);
+}
+
+gaio_status gaio_model_exec_output(gaio_model_exec *x, int32_t i, gaio_model_io *out) {
+    GAIO_REQUIRE_PTR(x);
+    return gaio_engine_output(x->bound ? x->bound->engine : x->engine, i, out);
 }
 
 gaio_status gaio_model_exec_create_ex(gaio_model *m, gaio_context *ctx, const gaio_model_exec_options *options,
@@ -822,6 +891,7 @@ gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_t
     if (done) *done = NULL;
     GAIO_REQUIRE_PTR(x);
     GAIO_REQUIRE_PTR(stream);
+    if (x->bound) x = x->bound; /* gaio_model_exec_set_shapes: the engine of those shapes */
     const gaio_engine *e = x->engine;
     const mgraph *g = &e->model->g;
     if (ninputs != g->ninputs || noutputs != g->noutputs)

@@ -101,6 +101,18 @@ gaio_status gaio_engine_output(gaio_engine *e, int32_t i, gaio_model_io *out) {
     (void)e, (void)i, (void)out;
     return NO_ONNX;
 }
+gaio_status gaio_model_exec_set_shapes(gaio_model_exec *x, const gaio_engine_shape *shapes, int32_t nshapes) {
+    (void)x, (void)shapes, (void)nshapes;
+    return NO_ONNX;
+}
+gaio_status gaio_model_exec_input(gaio_model_exec *x, int32_t i, gaio_model_io *out) {
+    (void)x, (void)i, (void)out;
+    return NO_ONNX;
+}
+gaio_status gaio_model_exec_output(gaio_model_exec *x, int32_t i, gaio_model_io *out) {
+    (void)x, (void)i, (void)out;
+    return NO_ONNX;
+}
 gaio_status gaio_engine_get_step(gaio_engine *e, int32_t i, gaio_engine_step *out) {
     (void)e, (void)i, (void)out;
     return NO_ONNX;

@@ -527,8 +527,52 @@ static void test_bad(gaio_context *ctx, const ref_model *r, gaio_model *m) {
     ref_unbind(r, &b);
     OK(gaio_stream_release(os));
     OK(gaio_context_release(other));
+    /* Shapes of a context: its engine's own only, without a profile. */
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_set_shapes(NULL, &sh, 1), "gaio_model_exec_set_shapes");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_set_shapes(x, NULL, 1), "gaio_model_exec_set_shapes");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_set_shapes(x, &sh, -1), "gaio_model_exec_set_shapes");
+    gaio_engine_shape other_sh = sh;
+    other_sh.name = "no-such-input";
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_set_shapes(x, &other_sh, 1), "gaio_model_exec_set_shapes");
+    CHECK(strstr(gaio_last_error(), "no-such-input") != NULL);
+    other_sh = sh, other_sh.ndim = sh.ndim + 1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_set_shapes(x, &other_sh, 1), "gaio_model_exec_set_shapes");
+    OK(gaio_model_exec_set_shapes(x, &sh, 1));
+    other_sh = sh, other_sh.dims[0] = sh.dims[0] + 1;
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_set_shapes(x, &other_sh, 1), "gaio_model_exec_set_shapes");
+    CHECK(strstr(gaio_last_error(), "without a profile") != NULL);
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_input(NULL, 0, &got), "gaio_model_exec_input");
+    FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_output(x, 99, &got), "gaio_engine_output");
+    OK(gaio_model_exec_input(x, 0, &got));
+    CHECK(got.ndim == sh.ndim && !memcmp(got.shape, sh.dims, sizeof(int64_t) * (size_t)sh.ndim));
     OK(gaio_model_exec_release(x));
     OK(gaio_engine_release(e));
+    /* A profile: a bad range is refused; a good one's smallest shape binds a context. */
+    if (in.shape[0] < 0) {
+        gaio_engine_shape ps = sh;
+        for (int d = 0; d < sh.ndim; d++) ps.min_dims[d] = ps.max_dims[d] = sh.dims[d];
+        ps.min_dims[0] = 1, ps.max_dims[0] = sh.dims[0] + 2;
+        o.shapes = &ps;
+        gaio_engine_shape bad = ps;
+        bad.min_dims[0] = sh.dims[0] + 1;
+        o.shapes = &bad;
+        FAILS(GAIO_ERR_INVALID_ARG, gaio_engine_build(m, ctx, &o, &e), "gaio_engine_build");
+        CHECK(strstr(gaio_last_error(), "min <= opt <= max") != NULL);
+        o.shapes = &ps;
+        OK(gaio_engine_build(m, ctx, &o, &e));
+        FAILS(GAIO_ERR_NOT_SUPPORTED, gaio_engine_save(e, "/nonexistent-dir/x.engine"), "gaio_engine_save");
+        OK(gaio_engine_create_exec(e, &x));
+        gaio_engine_shape to = sh;
+        to.dims[0] = 1;
+        OK(gaio_model_exec_set_shapes(x, &to, 1));
+        OK(gaio_model_exec_input(x, 0, &got));
+        CHECK(got.shape[0] == 1);
+        to.dims[0] = sh.dims[0] + 3;
+        FAILS(GAIO_ERR_INVALID_ARG, gaio_model_exec_set_shapes(x, &to, 1), "gaio_model_exec_set_shapes");
+        OK(gaio_model_exec_release(x));
+        OK(gaio_engine_release(e));
+        printf("profile: batch 1 to %lld bound and refused past it\n", (long long)(sh.dims[0] + 2));
+    }
     OK(gaio_engine_release(NULL));
     OK(gaio_model_exec_release(NULL));
     printf("bad arguments: refused with their function named\n");
