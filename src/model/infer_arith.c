@@ -16,12 +16,6 @@
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
-#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
-#define TRY(x)                                  \
-    do {                                        \
-        gaio_status try_st_ = (x);              \
-        if (try_st_ != GAIO_OK) return try_st_; \
-    } while (0)
 /* Folded outputs stay small: these are shapes, not tensors. */
 #define ARITH_MAX_ELEMS ((int64_t)1 << 20)
 

@@ -14,7 +14,6 @@
 
 #include "model/ops_internal.h"
 
-#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
 #define DIM_LIMIT ((int64_t)1 << 48) /* as ops_infer.c */
 
 static int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }

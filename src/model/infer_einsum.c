@@ -16,12 +16,6 @@
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
-#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
-#define TRY(x)                                  \
-    do {                                        \
-        gaio_status try_st_ = (x);              \
-        if (try_st_ != GAIO_OK) return try_st_; \
-    } while (0)
 #define ELLIPSIS 256 /* labels of an ellipsis's dimensions: ELLIPSIS + i */
 
 typedef struct term {

@@ -6,12 +6,6 @@
 #include "model/norm_ops.h"
 #include "model/ops_internal.h"
 
-#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
-#define TRY(x)                                  \
-    do {                                        \
-        gaio_status try_st_ = (x);              \
-        if (try_st_ != GAIO_OK) return try_st_; \
-    } while (0)
 
 static const mvalue *input(const mgraph *g, const mnode *n, int i) {
     return i < n->nin && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL;

@@ -13,7 +13,6 @@
 #include "model/infer_resize.h"
 #include "model/ops_internal.h"
 
-#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
 #define RANK 4
 /* Output lengths past this are refused: no image model gets near, and it keeps
  * products of lengths far from overflowing. */

@@ -17,7 +17,6 @@
 #include "model/ops_internal.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
-#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
 #define SCATTER_MAX_BYTES ((size_t)64 << 20) /* a mask, not a tensor */
 
 static mvalue *in_v(mgraph *g, const mnode *n, int i) { return i < n->nin && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL; }

@@ -32,12 +32,6 @@ typedef struct shp {
     const char *nm[MAXD];
 } shp;
 
-#define FAIL(st, ...) gaio__node_fail(fn, n, (st), __VA_ARGS__)
-#define TRY(x)                                 \
-    do {                                       \
-        gaio_status try_st_ = (x);             \
-        if (try_st_ != GAIO_OK) return try_st_; \
-    } while (0)
 
 static mvalue *in_v(mgraph *g, const mnode *n, int i) { return i < n->nin && n->in[i] >= 0 ? &g->values[n->in[i]] : NULL; }
 static const char *dname(const mvalue *v, int i) { return v->dim_names[i] ? v->dim_names[i] : ""; }
