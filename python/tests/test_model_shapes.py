@@ -133,3 +133,56 @@ def test_profile_runs_any_shape_in_range(rng):
     with pytest.raises(gaio.InvalidArgumentError, match=r"built without a profile"):
         fixed.set_shapes({"x": lo})
     fixed.set_shapes({"x": opt})  # its own shapes: fine
+
+
+def test_profile_shape_built_once_for_concurrent_execs(rng):
+    """Execs of one engine set to the same new shape from several threads at once: the
+    shape's engine is built once (the family's lock) and every exec runs it alike."""
+    import threading
+    m = gaio.Model(detector(rng))
+    e = m.build("cpu", profile={"x": ((1, 3, 8, 8), (1, 3, 16, 16), (2, 3, 40, 40))})
+    execs = [e.exec() for _ in range(4)]
+    shape = (2, 3, 24, 40)
+    errors = []
+
+    def bind(ex):
+        try:
+            ex.set_shapes({"x": shape})
+        except Exception as err:  # reported below, with the thread's exception
+            errors.append(err)
+
+    threads = [threading.Thread(target=bind, args=(ex,)) for ex in execs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    x = rng.standard_normal(shape).astype(np.float32)
+    outs = [run_host(ex, x) for ex in execs]
+    for o in outs[1:]:
+        for a, b in zip(outs[0], o):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_profile_async_build_and_batch_only_model(rng):
+    """A profile over the batch alone of a model whose shapes do not wait for the build,
+    built asynchronously."""
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(rng.standard_normal((4, 6)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "lin",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6])], [w])
+    mp = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    mp.ir_version = 8
+    m = gaio.Model(mp.SerializeToString())
+    e, built = m.build_async_future("cpu", profile={"x": ((1, 4), (2, 4), (8, 4))})
+    built.result(timeout=60)
+    ex = e.exec()
+    for n in (2, 5, 8, 1):
+        ex.set_shapes({"x": (n, 4)})
+        assert ex.output_shapes[0] == (n, 6)
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        y, = run_host(ex, x)
+        np.testing.assert_allclose(y, x @ numpy_helper.to_array(w), rtol=1e-5, atol=1e-5)
+    with pytest.raises(gaio.InvalidArgumentError, match=r"dimension 0 of input 'x' is 9: the engine takes 1 to 8"):
+        ex.set_shapes({"x": (9, 4)})
