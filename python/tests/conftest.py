@@ -65,3 +65,16 @@ DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.gpu)]
 def dev(request) -> str:
     """Each device kind under test: the host, and the first GPU where there is one."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def torch_fp32():
+    """torch with torchvision and a GPU (else the test skips), TF32 off: the fp32
+    reference of the model tests (TF32 would put torch's own error near 1e-3)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    if not torch.cuda.is_available():
+        pytest.skip("SKIPPED: torch sees no GPU")
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch

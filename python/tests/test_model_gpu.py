@@ -60,15 +60,8 @@ def _fp16_errors(y, ref):
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("torchvision")
-    if not torch.cuda.is_available():
-        pytest.skip("SKIPPED: torch sees no GPU")
-    # The reference is plain fp32: TF32 would put torch's own error near 1e-3.
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    return torch
+def torch(torch_fp32):  # conftest.py: torch with torchvision and a GPU, TF32 off
+    return torch_fp32
 
 
 @pytest.fixture(scope="module")

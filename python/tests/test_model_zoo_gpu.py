@@ -95,15 +95,9 @@ def _report(row):
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("torchvision")
-    if not torch.cuda.is_available():
-        pytest.skip("SKIPPED: torch sees no GPU")
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+def torch(torch_fp32):
     print(f"seed {SEED} (GAIO_TEST_SEED={SEED} repeats this run)")
-    return torch
+    return torch_fp32
 
 
 def _randomize(torch, net, calib_shape):
