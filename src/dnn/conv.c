@@ -17,20 +17,12 @@
 #include "gaio/buffer.h"
 
 static const char *const WHAT = "convolutions";
+static const char *const OP = "a 2-D convolution";
 
 /* How many of cuDNN's heuristic picks gaio_conv2d_prepare times to keep the fastest
  * (each runtime-fusion candidate compiles: about 0.3 s on an H100); a plan gaio_conv2d
  * makes itself is the heuristics' first. */
 #define TUNE_CANDIDATES 24
-
-static gaio_status four_d(const char *fn, const char *name, const gaio__ktensor_view *v) {
-    if (v->t.ndim != 4) {
-        char sh[128];
-        gaio__shape_text(v->t.ndim, v->t.shape, sh, sizeof sh);
-        return BAD("%s is %s: a 2-D convolution takes 4-D tensors (N, C, H, W in logical order)", name, sh);
-    }
-    return GAIO_OK;
-}
 
 static bool same_view(const gaio__ktensor_view *a, const gaio__ktensor_view *b) {
     if (a->k.ptr != b->k.ptr || a->k.dtype != b->k.dtype) return false;
@@ -69,18 +61,11 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
     if (!stream) return BAD("stream is NULL");
     if (!params) return BAD("params is NULL");
     memset(c, 0, sizeof *c);
-    gaio_status st;
-    if ((st = gaio__ktensor_view_resolve(fn, "x", WHAT, x, stream, &c->x)) != GAIO_OK ||
-        (st = four_d(fn, "x", &c->x)) != GAIO_OK ||
-        (st = gaio__ktensor_view_resolve(fn, "w", WHAT, w, stream, &c->w)) != GAIO_OK ||
-        (st = four_d(fn, "w", &c->w)) != GAIO_OK ||
-        (st = gaio__ktensor_view_resolve(fn, "y", WHAT, y, stream, &c->y)) != GAIO_OK ||
-        (st = four_d(fn, "y", &c->y)) != GAIO_OK)
-        return st;
+    gaio__ktensor_view v[3];
+    gaio_status st = gaio__conv_views(fn, WHAT, OP, stream, x, w, y, v);
+    if (st != GAIO_OK) return st;
+    c->x = v[0], c->w = v[1], c->y = v[2];
     gaio_dtype dt = c->x.t.dtype;
-    if (c->w.t.dtype != dt || c->y.t.dtype != dt)
-        return BAD("x is %s, w %s and y %s: they must match", gaio_dtype_name(dt), gaio_dtype_name(c->w.t.dtype),
-                   gaio_dtype_name(c->y.t.dtype));
     const gaio_conv2d_params *p = params;
     for (int i = 0; i < 2; i++) {
         if (p->stride[i] < 0) return BAD("params->stride[%d] is %d: strides are >= 1 (0 means 1)", i, (int)p->stride[i]);
@@ -131,7 +116,7 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
     }
     if (residual) {
         if ((st = gaio__ktensor_view_resolve(fn, "residual", WHAT, residual, stream, &c->res)) != GAIO_OK ||
-            (st = four_d(fn, "residual", &c->res)) != GAIO_OK)
+            (st = gaio__conv_view_4d(fn, "residual", OP, &c->res)) != GAIO_OK)
             return st;
         if (c->res.t.dtype != dt)
             return BAD("residual is %s but y is %s: they must match", gaio_dtype_name(c->res.t.dtype),

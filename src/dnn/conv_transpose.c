@@ -31,33 +31,17 @@ typedef struct convt_checked {
     bool has_bias;
 } convt_checked;
 
-static gaio_status four_d(const char *fn, const char *name, const gaio__ktensor_view *v) {
-    if (v->t.ndim != 4) {
-        char sh[128];
-        gaio__shape_text(v->t.ndim, v->t.shape, sh, sizeof sh);
-        return BAD("%s is %s: a 2-D transposed convolution takes 4-D tensors (N, C, H, W in logical order)", name, sh);
-    }
-    return GAIO_OK;
-}
-
 static gaio_status convt_check(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                                const gaio_tensor *bias, const gaio_tensor *y, const gaio_conv_transpose2d_params *p,
                                convt_checked *c) {
     if (!stream) return BAD("stream is NULL");
     if (!p) return BAD("params is NULL");
     memset(c, 0, sizeof *c);
-    gaio_status st;
-    if ((st = gaio__ktensor_view_resolve(fn, "x", WHAT, x, stream, &c->x)) != GAIO_OK ||
-        (st = four_d(fn, "x", &c->x)) != GAIO_OK ||
-        (st = gaio__ktensor_view_resolve(fn, "w", WHAT, w, stream, &c->w)) != GAIO_OK ||
-        (st = four_d(fn, "w", &c->w)) != GAIO_OK ||
-        (st = gaio__ktensor_view_resolve(fn, "y", WHAT, y, stream, &c->y)) != GAIO_OK ||
-        (st = four_d(fn, "y", &c->y)) != GAIO_OK)
-        return st;
+    gaio__ktensor_view v[3];
+    gaio_status st = gaio__conv_views(fn, WHAT, "a 2-D transposed convolution", stream, x, w, y, v);
+    if (st != GAIO_OK) return st;
+    c->x = v[0], c->w = v[1], c->y = v[2];
     gaio_dtype dt = c->x.t.dtype;
-    if (c->w.t.dtype != dt || c->y.t.dtype != dt)
-        return BAD("x is %s, w %s and y %s: they must match", gaio_dtype_name(dt), gaio_dtype_name(c->w.t.dtype),
-                   gaio_dtype_name(c->y.t.dtype));
     for (int i = 0; i < 2; i++) {
         if (p->stride[i] < 0) return BAD("params->stride[%d] is %d: strides are >= 1 (0 means 1)", i, (int)p->stride[i]);
         if (p->dilation[i] < 0)

@@ -36,6 +36,14 @@ typedef struct gaio__ktensor_view {
 gaio_status gaio__ktensor_view_resolve(const char *fn, const char *name, const char *what, const gaio_tensor *t,
                                        gaio_stream *s, gaio__ktensor_view *v);
 
+/* A convolution's operands (gaio_conv2d, gaio_conv_transpose2d): x, w and y resolved
+ * (gaio__ktensor_view_resolve) into v[0..2], each 4-D, all of one dtype; op ("a 2-D
+ * convolution") names the operation in the rank message. gaio__conv_view_4d is the
+ * rank check alone, for further operands (a residual). */
+gaio_status gaio__conv_views(const char *fn, const char *what, const char *op, gaio_stream *s, const gaio_tensor *x,
+                             const gaio_tensor *w, const gaio_tensor *y, gaio__ktensor_view v[3]);
+gaio_status gaio__conv_view_4d(const char *fn, const char *name, const char *op, const gaio__ktensor_view *v);
+
 /* gaio__ktensor_view_resolve, widened by flags: NEGATIVE_STRIDES takes reversed
  * views (element [0, ...] at the offset, others below it: a Slice with a negative
  * step), whose [lo, hi) then starts below the offset; ANY_DTYPE takes every gaio_dtype

@@ -162,3 +162,26 @@ void gaio__shape_text(int32_t ndim, const int64_t *shape, char *out, size_t size
         n += (size_t)snprintf(out + n, size - n, "%s%lld", i ? ", " : "[", (long long)shape[i]);
     if (n < size) snprintf(out + n, size - n, "]");
 }
+
+gaio_status gaio__conv_view_4d(const char *fn, const char *name, const char *op, const gaio__ktensor_view *v) {
+    if (v->t.ndim == 4) return GAIO_OK;
+    char sh[128];
+    gaio__shape_text(v->t.ndim, v->t.shape, sh, sizeof sh);
+    return BAD("%s is %s: %s takes 4-D tensors (N, C, H, W in logical order)", name, sh, op);
+}
+
+gaio_status gaio__conv_views(const char *fn, const char *what, const char *op, gaio_stream *s, const gaio_tensor *x,
+                             const gaio_tensor *w, const gaio_tensor *y, gaio__ktensor_view v[3]) {
+    static const char *const names[3] = {"x", "w", "y"};
+    const gaio_tensor *ts[3] = {x, w, y};
+    for (int i = 0; i < 3; i++) {
+        gaio_status st = gaio__ktensor_view_resolve(fn, names[i], what, ts[i], s, &v[i]);
+        if (st == GAIO_OK) st = gaio__conv_view_4d(fn, names[i], op, &v[i]);
+        if (st != GAIO_OK) return st;
+    }
+    gaio_dtype dt = v[0].t.dtype;
+    if (v[1].t.dtype != dt || v[2].t.dtype != dt)
+        return BAD("x is %s, w %s and y %s: they must match", gaio_dtype_name(dt), gaio_dtype_name(v[1].t.dtype),
+                   gaio_dtype_name(v[2].t.dtype));
+    return GAIO_OK;
+}
