@@ -1,6 +1,8 @@
-/* The reduce ops: gaio_softmax, gaio_pool2d, gaio_global_avg_pool. Each checks its
- * tensors and parameters, then makes one launch of a built-in kernel that both
- * backends have under one name (host: dnn/cpu/reduce.c, CUDA: kernels/dnn/reduce.cu). */
+/* The reduce ops: gaio_softmax, gaio_log_softmax, gaio_pool2d, gaio_global_avg_pool.
+ * Each checks its tensors and parameters, then makes one launch of a built-in kernel
+ * that both backends have under one name (host: dnn/cpu/reduce.c, CUDA:
+ * kernels/dnn/reduce.cu; log-softmax's kernels live with the axis reductions',
+ * dnn/cpu/reduce_axes.c and kernels/dnn/reduce_axes.cu). */
 #include <stdio.h>
 #include <string.h>
 
@@ -74,8 +76,10 @@ static gaio_status launch(const char *fn, gaio_stream *s, const char *name, int6
     return st;
 }
 
-gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis) {
-    const char *fn = __func__;
+/* Softmax and LogSoftmax: one row per position off axis, each read whole before any of
+ * it is written (so in place works); `what` names the op in messages. */
+static gaio_status softmax_rows(const char *fn, const char *what, const char *kernel, gaio_stream *stream,
+                                const gaio_tensor *x, const gaio_tensor *y, int32_t axis) {
     if (!stream) return BAD("stream is NULL");
     operand ox, oy;
     gaio_status st = resolve(fn, "x", x, stream, &ox);
@@ -88,15 +92,22 @@ gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_t
         return BAD("axis %d is outside the %d dimensions of x (give -%d to %d)", (int)axis, (int)nd, (int)nd,
                    (int)nd - 1);
     if (axis < 0) axis += nd;
-    /* In place works as each row is read whole before any of it is written. */
     if (gaio__ktensor_view_overlap(&ox, &oy) && !same_place(&ox, &oy))
-        return BAD("y overlaps x: only an in-place softmax (y the same elements as x) may share memory");
+        return BAD("y overlaps x: only an in-place %s (y the same elements as x) may share memory", what);
     int64_t total = 1;
     for (int32_t i = 0; i < nd; i++) total *= ox.t.shape[i];
     int64_t rows = total / ox.t.shape[axis];
     gaio_arg args[3] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k), GAIO_ARG(axis)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
-    return launch(fn, stream, "gaio_dnn_softmax", rows, WARPS_PER_BLOCK, args, 3, held, 2);
+    return launch(fn, stream, kernel, rows, WARPS_PER_BLOCK, args, 3, held, 2);
+}
+
+gaio_status gaio_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis) {
+    return softmax_rows(__func__, "softmax", "gaio_dnn_softmax", stream, x, y, axis);
+}
+
+gaio_status gaio_log_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis) {
+    return softmax_rows(__func__, "log_softmax", "gaio_dnn_log_softmax", stream, x, y, axis);
 }
 
 /* Output positions along one side: floor((in + pads - extent) / stride) + 1, or -1

@@ -1,5 +1,5 @@
-/* The reductions over axes (gaio_reduce), arg-reductions (gaio_arg_reduce), top-k
- * (gaio_topk) and log-softmax (gaio_log_softmax). Each checks its tensors and
+/* The reductions over axes (gaio_reduce), arg-reductions (gaio_arg_reduce) and top-k
+ * (gaio_topk; log-softmax's front end is softmax's, in reduce.c). Each checks its tensors and
  * parameters, then makes one launch of a built-in kernel that both backends have
  * under one name (host: dnn/cpu/reduce_axes.c, CUDA: kernels/dnn/reduce_axes.cu).
  *
@@ -275,39 +275,4 @@ gaio_status gaio_topk(gaio_stream *stream, const gaio_tensor *x, const gaio_tens
     gaio_arg args[1] = {GAIO_ARG(p)};
     gaio_buffer *held[3] = {x->buffer, values ? values->buffer : x->buffer, indices ? indices->buffer : x->buffer};
     return launch(fn, stream, "gaio_dnn_select", p.rows, BLOCK, args, 1, held, 3);
-}
-
-static bool same_place(const operand *a, const operand *b) {
-    if (a->k.ptr != b->k.ptr || a->k.ndim != b->k.ndim || a->k.dtype != b->k.dtype) return false;
-    for (int32_t i = 0; i < a->k.ndim; i++)
-        if (a->k.shape[i] > 1 && a->k.strides[i] != b->k.strides[i]) return false;
-    return true;
-}
-
-gaio_status gaio_log_softmax(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, int32_t axis) {
-    const char *fn = __func__;
-    if (!stream) return BAD("stream is NULL");
-    operand ox, oy;
-    gaio_status st = resolve(fn, "x", x, stream, &ox);
-    if (st != GAIO_OK) return st;
-    if ((st = resolve(fn, "y", y, stream, &oy)) != GAIO_OK) return st;
-    if ((st = check_shape(fn, "y", &ox, &oy, 0, 0)) != GAIO_OK) return st;
-    if (ox.t.dtype != oy.t.dtype)
-        return BAD("y is %s but x is %s: they take one dtype", gaio_dtype_name(oy.t.dtype), gaio_dtype_name(ox.t.dtype));
-    if (!gaio__ktensor_distinct(&oy.k))
-        return BAD("y's strides make some of its elements share memory: an output needs each element once");
-    int32_t nd = ox.t.ndim;
-    if (axis < -nd || axis >= nd)
-        return BAD("axis %d is outside the %d dimensions of x (give -%d to %d)", (int)axis, (int)nd, (int)nd,
-                   (int)nd - 1);
-    if (axis < 0) axis += nd;
-    /* In place works as each row is read whole before any of it is written. */
-    if (gaio__ktensor_view_overlap(&ox, &oy) && !same_place(&ox, &oy))
-        return BAD("y overlaps x: only an in-place log_softmax (y the same elements as x) may share memory");
-    int64_t total = 1;
-    for (int32_t i = 0; i < nd; i++) total *= ox.t.shape[i];
-    int64_t rows = total / ox.t.shape[axis];
-    gaio_arg args[3] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k), GAIO_ARG(axis)};
-    gaio_buffer *held[2] = {x->buffer, y->buffer};
-    return launch(fn, stream, "gaio_dnn_log_softmax", rows, WARPS_PER_BLOCK, args, 3, held, 2);
 }
