@@ -258,7 +258,7 @@ typedef struct gaio_pool_params {
     int32_t kernel[2];  /* height, width */
     int32_t stride[2];
     int32_t pad[4];     /* top, left, bottom, right */
-    int32_t dilation[2]; /* 0 or 1: none (MAX only) */
+    int32_t dilation[2]; /* 0 means 1 (ONNX's AveragePool takes it from opset 19) */
     int32_t count_include_pad; /* AVG: divide by the window's taps inside x and its padding */
     /* ONNX's ceil_mode: the output size rounded up (a last window that would start in
      * the end padding dropped); the taps past the end padding count for nothing, in

@@ -153,9 +153,6 @@ gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
         if (p->kernel[i] < 1) return BAD("params->kernel[%d] is %d: must be >= 1", i, (int)p->kernel[i]);
         if (p->stride[i] < 1) return BAD("params->stride[%d] is %d: must be >= 1", i, (int)p->stride[i]);
         if (p->dilation[i] < 0) return BAD("params->dilation[%d] is %d: must be >= 0", i, (int)p->dilation[i]);
-        if (p->mode == GAIO_POOL_AVG && p->dilation[i] > 1)
-            return BAD("params->dilation[%d] is %d: average pooling takes no dilation (0 or 1)", i,
-                       (int)p->dilation[i]);
     }
     for (int i = 0; i < 4; i++)
         if (p->pad[i] < 0) return BAD("params->pad[%d] is %d: must be >= 0", i, (int)p->pad[i]);
