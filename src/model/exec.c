@@ -431,12 +431,15 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
     if (x->layout != GAIO_TENSOR_ROW_MAJOR || b->layout != GAIO_TENSOR_ROW_MAJOR || y->layout != GAIO_TENSOR_ROW_MAJOR)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): an NHWC operand (a view of a convolution's "
                           "output): build the engine with layout NCHW", n->name);
-    int32_t lead = y->ndim - 2 > 0 ? y->ndim - 2 : 0;
+    /* y's leading (batch) dimensions: those before the rows a adds and the columns b
+     * adds (a 1-D side adds none) */
+    int32_t lead = y->ndim - (x->ndim >= 2) - (b->ndim >= 2);
     int32_t la = x->ndim - 2 > 0 ? x->ndim - 2 : 0, lb = b->ndim - 2 > 0 ? b->ndim - 2 : 0;
     int64_t ya = span(y, 0, lead), xa = span(x, 0, la), ba = span(b, 0, lb);
-    gaio_tensor a3 = as_batched(x, false), b3 = as_batched(b, true), y3 = as_batched(y, false);
-    if (x->ndim == 1) y3.shape[1] = 1, y3.shape[2] = b3.shape[2];
-    if (b->ndim == 1) y3.shape[1] = a3.shape[1], y3.shape[2] = 1;
+    gaio_tensor a3 = as_batched(x, false), b3 = as_batched(b, true), y3 = *y;
+    y3.ndim = 3, y3.layout = GAIO_TENSOR_ROW_MAJOR;
+    y3.shape[0] = ya, y3.shape[1] = a3.shape[1], y3.shape[2] = b3.shape[2];
+    memset(y3.strides, 0, sizeof y3.strides); /* packed */
     if (ba == 1 && xa == ya) { /* b one matrix: a's batches fold into its rows */
         a3.shape[1] *= a3.shape[0], a3.shape[0] = 1;
         y3.shape[1] *= y3.shape[0], y3.shape[0] = 1;
@@ -587,7 +590,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
                                       "other than 1 on a row of C) is not supported yet", n->name);
                 }
             }
-        } else if (x.ndim > 2 || b.ndim > 2) {
+        } else if (x.ndim != 2 || b.ndim != 2) {
             return run_matmul(fn, r, n, &x, &b, &y);
         }
         return gaio_gemm(s, &x, &b, c, bias, &y, &p);

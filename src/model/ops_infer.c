@@ -337,13 +337,16 @@ static gaio_status infer_matmul(const char *fn, mgraph *g, mnode *n, shp *o) {
     mvalue *a = in_v(g, n, 0), *b = in_v(g, n, 1);
     TRY(need_float(fn, n, a));
     TRY(same_elem(fn, n, a, b));
-    if (a->ndim < 2 || b->ndim < 2) return FAIL(GAIO_ERR_NOT_SUPPORTED, "1-D operands are not supported");
-    int64_t ka = a->dims[a->ndim - 1], kb = b->dims[b->ndim - 2];
+    if (a->ndim < 1 || b->ndim < 1) return FAIL(GAIO_ERR_INVALID_ARG, "a scalar operand (MatMul takes rank 1 or more)");
+    /* numpy's matmul: a 1-D a is a row [1, K], a 1-D b a column [K, 1], and the
+     * dimension of 1 each adds leaves the output. */
+    int64_t ka = a->dims[a->ndim - 1], kb = b->dims[b->ndim >= 2 ? b->ndim - 2 : 0];
     if (ka < 0 || kb < 0) return FAIL(GAIO_ERR_NOT_SUPPORTED, "a symbolic inner dimension is not supported");
     if (ka != kb) return FAIL(GAIO_ERR_INVALID_ARG, "inner dimensions differ (%lld, %lld)", (long long)ka, (long long)kb);
-    TRY(broadcast(fn, n, a, a->ndim - 2, b, b->ndim - 2, o));
-    shp_push(o, a->dims[a->ndim - 2], dname(a, a->ndim - 2));
-    shp_push(o, b->dims[b->ndim - 1], dname(b, b->ndim - 1));
+    int lead_a = a->ndim >= 2 ? a->ndim - 2 : 0, lead_b = b->ndim >= 2 ? b->ndim - 2 : 0;
+    TRY(broadcast(fn, n, a, lead_a, b, lead_b, o));
+    if (a->ndim >= 2) shp_push(o, a->dims[a->ndim - 2], dname(a, a->ndim - 2));
+    if (b->ndim >= 2) shp_push(o, b->dims[b->ndim - 1], dname(b, b->ndim - 1));
     return GAIO_OK;
 }
 
