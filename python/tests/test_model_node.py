@@ -310,17 +310,19 @@ def prepare(case, promote_int64: bool = True, raise_opset: bool = True, promote_
     return model, feeds, [np.asarray(o) for o in outs]
 
 
-def run_gaio(model, feeds: dict, layout: str = "auto") -> list:
-    """Loads, plans and runs `model` on the host (layout auto: 4-D values NHWC); returns its outputs in order."""
+def run_gaio(model, feeds: dict, layout: str = "auto", device: str = "cpu") -> list:
+    """Loads, plans and runs `model` on `device` (layout auto: 4-D values NHWC on the
+    host); returns its outputs in order, as numpy arrays."""
     m = gaio.Model(model.SerializeToString())
-    ex = m.exec("cpu", layout=layout)
-    s = gaio.Stream("cpu")
+    # precision "model": "auto" would run f16 on a GPU; untuned: the cases are tiny
+    ex = m.build(device, layout=layout, precision="model", tune=False).exec()
+    s = gaio.Stream(device)
 
     def fed(a):  # gaio keeps bool as u8
         a = np.ascontiguousarray(a) if a.ndim else a
         return a.view(np.uint8) if a.dtype == np.bool_ else a
 
-    xs = [gaio.tensor(fed(feeds[t.name]), device="cpu", stream=s) for t in m.inputs]
+    xs = [gaio.tensor(fed(feeds[t.name]), device=device, stream=s) for t in m.inputs]
     ys = ex.empty_outputs(s)
     ex.run(s, xs, ys).result(timeout=60)
     return [y.numpy() for y in ys]
@@ -385,6 +387,27 @@ def test_node_case(case):
     elif ort is not None:
         for i, (g, want) in enumerate(zip(got, run_ort(model, feeds))):
             assert_close(g, np.asarray(want), f"output {i} vs onnxruntime {ort.__version__}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _params())
+def test_node_case_gpu(case):
+    """The same cases on the CUDA backend (gaio's kernels, cuDNN, cuBLASLt), against
+    ONNX's expected outputs and the host backend's. Refusals are test_node_case's to
+    check: a case refused on the host too is skipped here, one refused on the GPU only
+    fails (the backends take the same models)."""
+    model, feeds, expected = prepare(case)
+    if case.name in EXPECTED_UNSUPPORTED:
+        pytest.skip(f"SKIPPED: refused on every backend ({EXPECTED_UNSUPPORTED[case.name][0]}); test_node_case checks how")
+    try:
+        host = run_gaio(model, feeds)
+    except gaio.NotSupportedError as e:  # a newer onnx's case (the lists follow the build machine's)
+        pytest.skip(f"SKIPPED: the host refuses it too, and onnx {onnx.__version__}'s case is not listed: {e}")
+    got = run_gaio(model, feeds, device="cuda:0")
+    assert len(got) == len(expected)
+    for i, (g, want, h) in enumerate(zip(got, expected, host)):
+        assert_close(g, want, f"output {i} on the GPU vs ONNX's expected")
+        assert_close(g, h, f"output {i} on the GPU vs the host")
 
 
 def _ops(case) -> set:
@@ -507,14 +530,14 @@ def _gelu_ref(x: np.ndarray, approximate: str) -> np.ndarray:
 
 @pytest.mark.parametrize("approximate", [None, "none", "tanh"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_gelu(approximate, dtype):
+def test_gelu(approximate, dtype, dev):
     """Gelu (opset 20), both forms, against the formula in float64."""
     attrs = {} if approximate is None else {"approximate": approximate}
     elem = onnx.TensorProto.FLOAT if dtype == np.float32 else onnx.TensorProto.FLOAT16
     node = onnx.helper.make_node("Gelu", ["x"], ["y"], name="gelu", **attrs)
     model = _model([node], {"x": [3, 4, 5]}, {"y": [3, 4, 5]}, 20, elem)
     x = np.random.default_rng(1).uniform(-6, 6, (3, 4, 5)).astype(dtype)
-    got, = run_gaio(model, {"x": x})
+    got, = run_gaio(model, {"x": x}, device=dev)
     want = _gelu_ref(x, approximate or "none").astype(dtype)
     assert_close(got, want, f"Gelu approximate={approximate}")
 
@@ -538,7 +561,7 @@ _VARIADIC = {"Sum": lambda xs: sum(xs[1:], xs[0]), "Mean": lambda xs: sum(xs[1:]
 @pytest.mark.parametrize("shapes", [[(3, 1), (1, 4), (2, 1, 1)], [(4,), (2, 3, 4), (3, 1), (1,), (2, 1, 4)],
                                     [(1,), (1,)], [(2, 5)]],
                          ids=["no_input_full", "five", "one_element", "one_input"])
-def test_variadic_broadcast(op, shapes):
+def test_variadic_broadcast(op, shapes, dev):
     """Min, Max, Sum, Mean of 1 to 5 inputs broadcast together (ONNX's cases have inputs of one shape), where
     no input has the output's shape."""
     rng = np.random.default_rng(len(shapes))
@@ -547,8 +570,60 @@ def test_variadic_broadcast(op, shapes):
     names = [f"x{i}" for i in range(len(xs))]
     node = onnx.helper.make_node(op, names, ["y"], name="v")
     model = _model([node], {n: list(s) for n, s in zip(names, shapes)}, {"y": list(want.shape)}, 13)
-    got, = run_gaio(model, dict(zip(names, xs)))
+    got, = run_gaio(model, dict(zip(names, xs)), device=dev)
     assert_close(got, want, f"{op} of {shapes}")
+
+
+def _avg_pool_ref(x, k, strides, pads, dil, count_include_pad):
+    """AveragePool in float64, window by window: taps in x averaged, over the taps in x
+    and its padding when count_include_pad."""
+    n, c, h, w = x.shape
+    oh = (h + pads[0] + pads[2] - dil[0] * (k[0] - 1) - 1) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - dil[1] * (k[1] - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            rows = [i * strides[0] - pads[0] + a * dil[0] for a in range(k[0])]
+            cols = [j * strides[1] - pads[1] + b * dil[1] for b in range(k[1])]
+            rows, cols = [r for r in rows if 0 <= r < h], [q for q in cols if 0 <= q < w]
+            taps = x[:, :, rows][:, :, :, cols].astype(np.float64)
+            y[:, :, i, j] = taps.sum(axis=(2, 3)) / (k[0] * k[1] if count_include_pad else len(rows) * len(cols))
+    return y
+
+
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_average_pool_dilations(count_include_pad, dtype, dev):
+    """AveragePool's dilations (opset 19; onnx 1.12 generates no case) with padding."""
+    x = np.random.default_rng(19).uniform(-2, 2, (2, 3, 11, 10)).astype(dtype)
+    k, strides, pads, dil = (3, 3), (1, 2), (2, 1, 1, 2), (2, 3)  # onnxruntime takes pads < kernel
+    want = _avg_pool_ref(x, k, strides, pads, dil, count_include_pad).astype(dtype)
+    node = onnx.helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=list(k), strides=list(strides),
+                                 pads=list(pads), dilations=list(dil), count_include_pad=count_include_pad)
+    model = _typed_model([node], {"x": (dtype, list(x.shape))}, {"y": (dtype, list(want.shape))}, 19)
+    _check(model, {"x": x}, want, f"AveragePool dilations {dil} count_include_pad {count_include_pad}", device=dev)
+
+
+@pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((5,), (2, 5, 3)), ((2, 4, 5), (5,)),
+                                   ((2, 1, 4, 5), (5,)), ((5,), (3, 2, 5, 6))], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_matmul_vectors(sa, sb, dtype, dev):
+    """MatMul with 1-D operands, as numpy.matmul: a row on the left, a column on the
+    right, the dimension of 1 each adds dropped from the output (1-D by 1-D: a scalar,
+    which gaio takes inside a graph, not as its output: reshaped to [1] here)."""
+    rng = np.random.default_rng(len(sa) * 7 + len(sb))
+    a = rng.uniform(-2, 2, sa).astype(dtype)
+    b = rng.uniform(-2, 2, sb).astype(dtype)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(dtype)
+    nodes, inits = [onnx.helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], []
+    if want.ndim == 0:
+        want = want.reshape(1)
+        nodes = [onnx.helper.make_node("MatMul", ["a", "b"], ["dot"], name="mm"),
+                 onnx.helper.make_node("Reshape", ["dot", "one"], ["y"], name="as_1d")]
+        inits = [_i64("one", [1])]
+    model = _typed_model(nodes, {"a": (dtype, list(sa)), "b": (dtype, list(sb))}, {"y": (dtype, list(want.shape))}, 13,
+                         inits)
+    _check(model, {"a": a, "b": b}, want, f"MatMul {sa} x {sb}", device=dev)
 
 
 # ---- the indexing operators at run time (Gather, GatherElements, Pad, Slice, Where) ----------------
@@ -566,25 +641,16 @@ def _typed_model(nodes, inputs, outputs, opset: int, inits=()):
     return model
 
 
-def run_layouts(model, feeds: dict) -> list:
+def run_layouts(model, feeds: dict, device: str = "cpu") -> list:
     """run_gaio in each layout of 4-D values (NCHW, NHWC): both must give the same bits."""
-    outs = []
-    for layout in ("nchw", "nhwc"):
-        m = gaio.Model(model.SerializeToString())
-        ex = m.exec("cpu", layout=layout)
-        s = gaio.Stream("cpu")
-        xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]).view(np.uint8) if feeds[t.name].dtype == np.bool_
-                          else np.ascontiguousarray(feeds[t.name]), device="cpu", stream=s) for t in m.inputs]
-        ys = ex.empty_outputs(s)
-        ex.run(s, xs, ys).result(timeout=60)
-        outs.append([y.numpy() for y in ys])
+    outs = [run_gaio(model, feeds, layout, device) for layout in ("nchw", "nhwc")]
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b, err_msg="NCHW and NHWC engines differ")
     return outs[0]
 
 
-def _check(model, feeds, want, what):
-    got = run_layouts(model, feeds)
+def _check(model, feeds, want, what, device="cpu"):
+    got = run_layouts(model, feeds, device)
     assert_close(got[0], want, f"{what} vs numpy")
     if ort is not None:
         assert_close(got[0], np.asarray(run_ort(model, feeds)[0]), f"{what} vs onnxruntime {ort.__version__}")
@@ -593,7 +659,7 @@ def _check(model, feeds, want, what):
 @pytest.mark.parametrize("itype", [np.int64, np.int32])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("axis", [0, 1, -1])
-def test_gather_runtime(dtype, itype, axis):
+def test_gather_runtime(dtype, itype, axis, dev):
     """Gather of a 4-D tensor by 2-D indices fed at run time (negative ones too): a 5-D output."""
     rng = np.random.default_rng(axis + 7)
     x = rng.uniform(-4, 4, (3, 5, 2, 4)).astype(dtype)
@@ -602,17 +668,17 @@ def test_gather_runtime(dtype, itype, axis):
     want = np.take(x, np.where(ind < 0, ind + s, ind), axis=axis)
     node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=axis)
     model = _typed_model([node], {"x": (dtype, list(x.shape)), "i": (itype, [2, 2])}, {"y": (dtype, list(want.shape))}, 13)
-    _check(model, {"x": x, "i": ind}, want, f"Gather axis {axis}")
+    _check(model, {"x": x, "i": ind}, want, f"Gather axis {axis}", device=dev)
 
 
-def test_gather_runtime_clamps_out_of_range():
+def test_gather_runtime_clamps_out_of_range(dev):
     """ONNX calls an index outside [-s, s) an error; a kernel cannot report one, so gaio
     clamps it to the nearest end (include/gaio/dnn.h) rather than read past x."""
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     ind = np.array([7, -9, 2, -1], np.int64)
     node = onnx.helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)
     model = _typed_model([node], {"x": (np.float32, [4, 5]), "i": (np.int64, [4])}, {"y": (np.float32, [4, 4])}, 13)
-    got, = run_layouts(model, {"x": x, "i": ind})
+    got, = run_layouts(model, {"x": x, "i": ind}, dev)
     np.testing.assert_array_equal(got, x[:, [4, 0, 2, 4]])
 
 
@@ -626,7 +692,7 @@ def test_gather_constant_out_of_range_refused():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_gather_scalar_index_and_elements(dtype):
+def test_gather_scalar_index_and_elements(dtype, dev):
     """A 0-D index drops the axis; GatherElements of channels per position, its indices fed."""
     rng = np.random.default_rng(3)
     x = rng.uniform(-4, 4, (2, 6, 3, 4)).astype(dtype)
@@ -637,7 +703,7 @@ def test_gather_scalar_index_and_elements(dtype):
     want = np.take_along_axis(x, np.where(pick < 0, pick + 6, pick), axis=1)[:, :, -1, :]
     model = _typed_model(nodes, {"x": (dtype, list(x.shape)), "p": (np.int64, list(pick.shape))},
                          {"y": (dtype, list(want.shape))}, 13, [init])
-    _check(model, {"x": x, "p": pick}, want, "GatherElements then a scalar Gather")
+    _check(model, {"x": x, "p": pick}, want, "GatherElements then a scalar Gather", device=dev)
 
 
 def _np_pad(x, pads, mode, value):
@@ -652,7 +718,7 @@ def _np_pad(x, pads, mode, value):
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_pad_modes(mode, dtype):
+def test_pad_modes(mode, dtype, dev):
     """Every mode (wrap: opset 19) on H and W with pads of both signs, and on channels."""
     rng = np.random.default_rng(11)
     x = rng.uniform(-4, 4, (2, 3, 5, 6)).astype(dtype)
@@ -663,7 +729,7 @@ def test_pad_modes(mode, dtype):
     node = onnx.helper.make_node("Pad", ins, ["y"], name="pad", mode=mode)
     model = _typed_model([node], {"x": (dtype, list(x.shape))}, {"y": (dtype, list(want.shape))}, 19,
                          inits[:len(ins) - 1])
-    _check(model, {"x": x}, want, f"Pad {mode}")
+    _check(model, {"x": x}, want, f"Pad {mode}", device=dev)
 
 
 def test_pad_cutting_everything_refused():
@@ -683,7 +749,7 @@ _I64_MAX, _I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
     ([1, 0, 9], [_I64_MAX, 5, -10], [0, 1, 2], [1, 2, -1]),
     ([-2], [-7], [-1], [-1]),
 ], ids=["flip_w", "steps_below_minus_1", "mixed", "negative_bounds"])
-def test_slice_negative_steps(starts, ends, axes, steps):
+def test_slice_negative_steps(starts, ends, axes, steps, dev):
     """Slice's clamping (INT64_MAX and INT64_MIN ends, starts past the ends) with negative
     steps, as numpy slices; 4-D, so NHWC engines run it on channels-innermost memory."""
     x = np.random.default_rng(5).uniform(-4, 4, (2, 3, 6, 7)).astype(np.float32)
@@ -695,11 +761,11 @@ def test_slice_negative_steps(starts, ends, axes, steps):
     inits = [i64("s", starts), i64("e", ends), i64("a", axes), i64("t", steps)]
     node = onnx.helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"], name="slice")
     model = _typed_model([node], {"x": (np.float32, list(x.shape))}, {"y": (np.float32, list(want.shape))}, 13, inits)
-    _check(model, {"x": x}, want, f"Slice {starts}:{ends}:{steps} on {axes}")
+    _check(model, {"x": x}, want, f"Slice {starts}:{ends}:{steps} on {axes}", device=dev)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_where_runtime(dtype):
+def test_where_runtime(dtype, dev):
     """Where with a bool condition fed at run time, broadcast against X and a constant Y."""
     rng = np.random.default_rng(2)
     cond = rng.integers(0, 2, (1, 4, 1, 5)).astype(np.bool_)
@@ -709,7 +775,7 @@ def test_where_runtime(dtype):
     node = onnx.helper.make_node("Where", ["c", "x", "b"], ["y"], name="where")
     model = _typed_model([node], {"c": (np.bool_, list(cond.shape)), "x": (dtype, list(x.shape))},
                          {"y": (dtype, list(want.shape))}, 16, [numpy_helper.from_array(yv, "b")])
-    _check(model, {"c": cond, "x": x}, want, "Where")
+    _check(model, {"c": cond, "x": x}, want, "Where", device=dev)
 
 
 # ---- reductions, ArgMax / TopK, Softmax / LogSoftmax beyond ONNX's cases ----------------------
@@ -741,7 +807,7 @@ def _axes_in(op: str, opset: int) -> bool:
                                                                      "default", "noop"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("layout", ["nhwc", "nchw"])
-def test_reduce_hand(op, opset, axes, keepdims, dtype, layout):
+def test_reduce_hand(op, opset, axes, keepdims, dtype, layout, dev):
     """Every Reduce* over 4-D inputs (NHWC inside the engine) at both forms of its axes (attribute, input),
     with and without keepdims, the default (all axes) and noop_with_empty_axes, in f32 and f16."""
     h, elem = onnx.helper, onnx.TensorProto.FLOAT if dtype == np.float32 else onnx.TensorProto.FLOAT16
@@ -775,7 +841,7 @@ def test_reduce_hand(op, opset, axes, keepdims, dtype, layout):
         with pytest.raises(gaio.NotSupportedError, match="is a scalar"):
             load_and_plan(model)
         return
-    got, = run_gaio(model, {"x": x}, layout)
+    got, = run_gaio(model, {"x": x}, layout, device=dev)
     tol = dict(rtol=2e-3, atol=2e-3) if dtype == np.float16 else dict(rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), **tol)
 
@@ -784,7 +850,7 @@ def test_reduce_hand(op, opset, axes, keepdims, dtype, layout):
 @pytest.mark.parametrize("opset", [11, 13])
 @pytest.mark.parametrize("axis", [0, 1, 2, 3, -1, -3])
 @pytest.mark.parametrize("layout", ["nhwc", "nchw"])
-def test_softmax_axes(op, opset, axis, layout):
+def test_softmax_axes(op, opset, axis, layout, dev):
     """Softmax and LogSoftmax of a 4-D input (NHWC inside the engine) on every axis: opset 13's one axis, and
     opset 11's dimensions from axis on as one."""
     rng = np.random.default_rng(3)
@@ -802,14 +868,14 @@ def test_softmax_axes(op, opset, axis, layout):
     if op == "Softmax":
         want = np.exp(want)
     node = onnx.helper.make_node(op, ["x"], ["y"], name="s", axis=axis)
-    got, = run_gaio(_model([node], {"x": list(x.shape)}, {"y": list(x.shape)}, opset), {"x": x}, layout)
+    got, = run_gaio(_model([node], {"x": list(x.shape)}, {"y": list(x.shape)}, opset), {"x": x}, layout, dev)
     np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("largest", [1, 0])
 @pytest.mark.parametrize("axis", [1, 3, -4])
 @pytest.mark.parametrize("layout", ["nhwc", "nchw"])
-def test_topk_argmax_ties(largest, axis, layout):
+def test_topk_argmax_ties(largest, axis, layout, dev):
     """TopK (K from a constant) and ArgMax / ArgMin over 4-D inputs with many equal values: the lower index
     first (TopK), the first or last (select_last_index), as numpy's stable sort and argmax / argmin give."""
     h = onnx.helper
@@ -837,7 +903,7 @@ def test_topk_argmax_ties(largest, axis, layout):
                          [numpy_helper.from_array(np.array([k], np.int64), "k")])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
     model.ir_version = 8
-    v, i, first, last = run_gaio(model, {"x": x}, layout)
+    v, i, first, last = run_gaio(model, {"x": x}, layout, device=dev)
     assert i.dtype == np.int64 and first.dtype == np.int64
     np.testing.assert_array_equal(v, want_v)
     np.testing.assert_array_equal(i, want_i)
@@ -990,14 +1056,14 @@ def _resize_model(x_shape, opset, elem=None, scales=None, sizes=None, roi=None, 
     return model
 
 
-def _check_resize(x, opset, ref_kw, dtype=np.float32, **attrs):
+def _check_resize(x, opset, ref_kw, dtype=np.float32, device="cpu", **attrs):
     elem = onnx.TensorProto.FLOAT if dtype == np.float32 else onnx.TensorProto.FLOAT16
     args = {k: ref_kw.get(k) for k in ("scales", "sizes", "roi")}
     if "axes" in ref_kw:
         attrs["axes"] = ref_kw["axes"]
     model = _resize_model(x.shape, opset, elem, **args, **attrs)
     want = _resize_ref(x, **{k: v for k, v in ref_kw.items()}).astype(dtype)
-    got, = run_gaio(model, {"x": x})
+    got, = run_gaio(model, {"x": x}, device=device)
     what = f"Resize-{opset} {attrs} {args}"
     assert_close(got, want, f"{what} vs ONNX's reference")
     if ort is not None:
@@ -1022,7 +1088,7 @@ _RULES = ["half_pixel", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_n
 @pytest.mark.parametrize("coord", _RULES)
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 @pytest.mark.parametrize("by", ["scales", "sizes"])
-def test_resize_rules(coord, mode, by):
+def test_resize_rules(coord, mode, by, dev):
     """Every coordinate rule and mode at opset 19, up on one axis and down on the other
     by scales that are no whole numbers or to sizes, against ONNX's reference."""
     rng = np.random.default_rng(hash((coord, mode, by)) & 0xFFFF)
@@ -1035,22 +1101,22 @@ def test_resize_rules(coord, mode, by):
         attrs["extrapolation_value"] = -2.5
     if coord == "tf_half_pixel_for_nn" and mode != "nearest":
         pytest.skip("SKIPPED: tf_half_pixel_for_nn moves the batch and channels (refused: test_resize_refused)")
-    _check_resize(x, 19, kw, **attrs)
+    _check_resize(x, 19, kw, device=dev, **attrs)
 
 
 @pytest.mark.parametrize("nearest", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
 @pytest.mark.parametrize("coord", ["half_pixel", "asymmetric", "align_corners", "half_pixel_symmetric"])
-def test_resize_nearest_modes(nearest, coord):
+def test_resize_nearest_modes(nearest, coord, dev):
     """Nearest's four roundings, where ties fall (scale 2 and 0.5 sample halfway)."""
     rng = np.random.default_rng(7)
     x = rng.uniform(-1, 1, (1, 2, 6, 4)).astype(np.float32)
     _check_resize(x, 19, dict(mode="nearest", coord=coord, nearest=nearest, scales=[1, 1, 0.5, 2.5]), mode="nearest",
-                  coordinate_transformation_mode=coord, nearest_mode=nearest)
+                  coordinate_transformation_mode=coord, nearest_mode=nearest, device=dev)
 
 
 @pytest.mark.parametrize("keep", ["stretch", "not_larger", "not_smaller"])
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
-def test_resize_axes_keep_aspect(keep, mode):
+def test_resize_axes_keep_aspect(keep, mode, dev):
     """Opset 18's axes (negative, of H and W only) and keep_aspect_ratio_policy, with a
     cubic exclude_outside and coefficient -0.5, in float16 too."""
     rng = np.random.default_rng(3)
@@ -1061,16 +1127,16 @@ def test_resize_axes_keep_aspect(keep, mode):
     if mode == "cubic":
         attrs.update(cubic_coeff_a=-0.5, exclude_outside=1)
         kw.update(cubic_a=-0.5, exclude_outside=1)
-    _check_resize(x, 18, kw, **attrs)
-    _check_resize(x.astype(np.float16), 18, kw, dtype=np.float16, **attrs)
+    _check_resize(x, 18, kw, device=dev, **attrs)
+    _check_resize(x.astype(np.float16), 18, kw, dtype=np.float16, device=dev, **attrs)
     if keep == "stretch":  # the policy takes sizes only
         kw.update(scales=[1.5, 0.7], sizes=None)
-        _check_resize(x, 18, kw, **attrs)
+        _check_resize(x, 18, kw, device=dev, **attrs)
 
 
 @pytest.mark.parametrize("coord", ["half_pixel", "align_corners", "half_pixel_symmetric", "tf_crop_and_resize"])
 @pytest.mark.parametrize("mode", ["linear", "cubic"])
-def test_resize_antialias(mode, coord):
+def test_resize_antialias(mode, coord, dev):
     """Opset 18's antialias: downscaling by 0.3 (H, sizes) and 0.55 (W), the filter
     stretched to 8 and 4 taps (linear) or 14 and 8 (cubic); upscaling (no stretch)."""
     rng = np.random.default_rng(11)
@@ -1079,9 +1145,9 @@ def test_resize_antialias(mode, coord):
     kw = dict(mode=mode, coord=coord, antialias=1)
     if coord == "tf_crop_and_resize":
         kw["roi"] = [0.05, 0.1, 0.9, 1.0]
-    _check_resize(x, 19, dict(kw, sizes=[6, 6], axes=[2, 3]), **attrs)
-    _check_resize(x, 19, dict(kw, scales=[0.3, 0.55], axes=[2, 3]), **attrs)
-    _check_resize(x, 19, dict(kw, scales=[1.6, 0.4], axes=[2, 3], exclude_outside=1), exclude_outside=1, **attrs)
+    _check_resize(x, 19, dict(kw, sizes=[6, 6], axes=[2, 3]), device=dev, **attrs)
+    _check_resize(x, 19, dict(kw, scales=[0.3, 0.55], axes=[2, 3]), device=dev, **attrs)
+    _check_resize(x, 19, dict(kw, scales=[1.6, 0.4], axes=[2, 3], exclude_outside=1), exclude_outside=1, device=dev, **attrs)
 
 
 def test_resize_symbolic_batch():
@@ -1152,12 +1218,12 @@ def _resize10(scales, mode="nearest"):
     ([1, 1, 2, 2], "linear", [[[[1, 1.5, 2, 2.5, 3, 3.5, 4, 4], [3, 3.5, 4, 4.5, 5, 5.5, 6, 6],
                                 [5, 5.5, 6, 6.5, 7, 7.5, 8, 8], [5, 5.5, 6, 6.5, 7, 7.5, 8, 8]]]]),
 ])
-def test_resize10(scales, mode, want):
+def test_resize10(scales, mode, want, dev):
     """Resize-10 (asymmetric; nearest floors when upscaling and rounds up when
     downscaling, as onnxruntime does and ONNX 1.5's cases expect)."""
     x = np.arange(1, 9, dtype=np.float32).reshape(1, 1, 2, 4)
     model = _resize10(scales, mode)
-    got, = run_gaio(model, {"x": x})
+    got, = run_gaio(model, {"x": x}, device=dev)
     assert_close(got, np.array(want, np.float32), f"Resize-10 {mode} {scales}")
     if ort is not None:
         assert_close(got, run_ort(model, {"x": x})[0], f"Resize-10 {mode} {scales} vs onnxruntime")
@@ -1203,7 +1269,7 @@ EINSUM_CASES = [
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("eq,sa,sb", EINSUM_CASES, ids=[c[0].replace(" ", "") for c in EINSUM_CASES])
-def test_einsum_equations(eq, sa, sb, dtype):
+def test_einsum_equations(eq, sa, sb, dtype, dev):
     """Einsum (opset 12) as one batched GEMM, against numpy.einsum in float64 (and
     onnxruntime), in both engine layouts."""
     rng = np.random.default_rng(len(eq) * 31 + len(sa))
@@ -1213,7 +1279,7 @@ def test_einsum_equations(eq, sa, sb, dtype):
     node = onnx.helper.make_node("Einsum", ["a", "b"], ["y"], name="einsum", equation=eq)
     model = _typed_model([node], {"a": (dtype, list(sa)), "b": (dtype, list(sb))},
                          {"y": (dtype, list(want.shape))}, 12)
-    _check(model, {"a": a, "b": b}, want, f"Einsum {eq}")
+    _check(model, {"a": a, "b": b}, want, f"Einsum {eq}", device=dev)
 
 
 @pytest.mark.parametrize("eq,sa,sb,piece", [
@@ -1395,7 +1461,7 @@ def test_scatter_nd_at_run_time_refused():
 
 
 @pytest.mark.parametrize("perm", [(0, 2, 4, 3, 5, 1), (0, 1, 3, 2, 4, 5), (5, 4, 3, 2, 1, 0)])
-def test_six_dimensional_transposes(perm):
+def test_six_dimensional_transposes(perm, dev):
     """Window partitions: a 4-D input viewed as 6-D, permuted, viewed back. (0, 1, 3, 2,
     4, 5) collapses to 4-D (Swin's); (0, 2, 4, 3, 5, 1) and the reversal run as 5-D
     transposes, one per index of the output's shortest dimension (MaxViT's)."""
@@ -1411,12 +1477,8 @@ def test_six_dimensional_transposes(perm):
     x = np.random.default_rng(sum(perm)).standard_normal((2, 6, 4, 10)).astype(np.float32)
     want = x.reshape(dims6).transpose(perm).reshape(y4)
     for layout in ("nchw", "nhwc"):
-        m = gaio.Model(model.SerializeToString())
-        ex = m.exec("cpu", layout=layout)
-        s = gaio.Stream("cpu")
-        ys = ex.empty_outputs(s)
-        ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], ys).result(timeout=60)
-        np.testing.assert_array_equal(ys[0].numpy(), want, err_msg=f"layout {layout}")
+        got, = run_gaio(model, {"x": x}, layout, dev)
+        np.testing.assert_array_equal(got, want, err_msg=f"layout {layout}")
 
 
 def test_seven_dimensional_transpose_refused():

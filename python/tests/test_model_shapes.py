@@ -54,19 +54,19 @@ def detector(rng: np.random.Generator) -> bytes:
     return m.SerializeToString()
 
 
-def run_host(ex: gaio.ModelExec, x: np.ndarray) -> list:
-    s = gaio.Stream("cpu")
+def run_on(ex: gaio.ModelExec, x: np.ndarray, device: str = "cpu") -> list:
+    s = gaio.Stream(device)
     outs = ex.empty_outputs(s)
-    ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], outs).result(timeout=60)
+    ex.run(s, [gaio.tensor(x, device=device, stream=s)], outs).result(timeout=60)
     return [o.numpy() for o in outs]
 
 
-def test_symbolic_height_and_width_set_at_build(rng):
+def test_symbolic_height_and_width_set_at_build(rng, dev):
     data = detector(rng)
     m = gaio.Model(data)
     assert m.inputs[0].shape == (None, 3, None, None) and m.inputs[0].dim_names == ("N", "", "H", "W")
     with pytest.raises(gaio.InvalidArgumentError, match="'H'"):
-        m.build("cpu", batch=1, precision="model")  # H and W have no value
+        m.build(dev, batch=1, precision="model")  # H and W have no value
     try:
         import onnxruntime as ort
     except ImportError:
@@ -74,12 +74,12 @@ def test_symbolic_height_and_width_set_at_build(rng):
             raise
         ort = None
     for shape in ((1, 3, 32, 48), (2, 3, 64, 40)):
-        e = m.build("cpu", shapes={"x": shape}, precision="model")
+        e = m.build(dev, shapes={"x": shape}, precision="model")
         n, _, h, w = shape
         assert e.inputs[0].shape == shape
         assert e.outputs[0].shape == (n, 6, h * w) and e.outputs[1].shape == (n, 6, h, w)
         x = rng.standard_normal(shape).astype(np.float32)
-        y, head = run_host(e.exec(), x)
+        y, head = run_on(e.exec(), x, dev)
         if ort is None:
             print("SKIPPED: the onnxruntime comparison (onnxruntime does not import)")
             continue
@@ -90,7 +90,7 @@ def test_symbolic_height_and_width_set_at_build(rng):
         np.testing.assert_allclose(y, ref_y, rtol=1e-4, atol=1e-5)
 
 
-def test_profile_runs_any_shape_in_range(rng):
+def test_profile_runs_any_shape_in_range(rng, dev):
     """An engine built with a profile (min, opt, max per input dimension) runs at opt,
     then at any shape in range once an exec is set to it (that shape's engine built on
     first use, then shared with the engine's other execs), matching onnxruntime; a
@@ -106,16 +106,16 @@ def test_profile_runs_any_shape_in_range(rng):
         sess = None
         print("SKIPPED: the onnxruntime comparison (onnxruntime does not import)")
     lo, opt, hi = (1, 3, 8, 8), (2, 3, 16, 16), (3, 3, 32, 48)
-    e = m.build("cpu", profile={"x": (lo, opt, hi)})
+    e = m.build(dev, profile={"x": (lo, opt, hi)}, precision="model")
     assert e.inputs[0].shape == opt
     ex, ex2 = e.exec(), e.exec()
     for shape in (opt, (1, 3, 8, 24), hi, lo, opt):
         ex.set_shapes({"x": shape})
         assert ex.input_shapes[0] == shape and ex.output_shapes[1] == (shape[0], 6, shape[2], shape[3])
         x = rng.standard_normal(shape).astype(np.float32)
-        got = run_host(ex, x)
+        got = run_on(ex, x, dev)
         ex2.set_shapes({"x": shape})  # another exec of the engine: its own arena, the shared engine
-        for a, b in zip(got, run_host(ex2, x)):
+        for a, b in zip(got, run_on(ex2, x, dev)):
             np.testing.assert_array_equal(a, b)
         if sess is not None:
             for a, b in zip(got, sess.run(None, {"x": x})):
@@ -124,23 +124,23 @@ def test_profile_runs_any_shape_in_range(rng):
     with pytest.raises(gaio.InvalidArgumentError, match=r"dimension 3 of input 'x' is 64: the engine takes 8 to 48"):
         ex.set_shapes({"x": (1, 3, 32, 64)})
     with pytest.raises(gaio.InvalidArgumentError, match=r"1 <= min <= opt <= max"):
-        m.build("cpu", profile={"x": (opt, lo, hi)})
+        m.build(dev, profile={"x": (opt, lo, hi)}, precision="model")
     with pytest.raises(gaio.InvalidArgumentError, match=r"dimension 1 of input 'x' is 3 in the model"):
-        m.build("cpu", profile={"x": ((1, 2, 8, 8), opt, hi)})
+        m.build(dev, profile={"x": ((1, 2, 8, 8), opt, hi)}, precision="model")
     with pytest.raises(gaio.NotSupportedError, match=r"shape profile"):
         e.save(os.devnull)
-    fixed = m.build("cpu", shapes={"x": opt}).exec()
+    fixed = m.build(dev, shapes={"x": opt}, precision="model").exec()
     with pytest.raises(gaio.InvalidArgumentError, match=r"built without a profile"):
         fixed.set_shapes({"x": lo})
     fixed.set_shapes({"x": opt})  # its own shapes: fine
 
 
-def test_profile_shape_built_once_for_concurrent_execs(rng):
+def test_profile_shape_built_once_for_concurrent_execs(rng, dev):
     """Execs of one engine set to the same new shape from several threads at once: the
     shape's engine is built once (the family's lock) and every exec runs it alike."""
     import threading
     m = gaio.Model(detector(rng))
-    e = m.build("cpu", profile={"x": ((1, 3, 8, 8), (1, 3, 16, 16), (2, 3, 40, 40))})
+    e = m.build(dev, profile={"x": ((1, 3, 8, 8), (1, 3, 16, 16), (2, 3, 40, 40))}, precision="model")
     execs = [e.exec() for _ in range(4)]
     shape = (2, 3, 24, 40)
     errors = []
@@ -158,7 +158,7 @@ def test_profile_shape_built_once_for_concurrent_execs(rng):
         t.join()
     assert not errors, errors
     x = rng.standard_normal(shape).astype(np.float32)
-    outs = [run_host(ex, x) for ex in execs]
+    outs = [run_on(ex, x, dev) for ex in execs]
     for o in outs[1:]:
         for a, b in zip(outs[0], o):
             np.testing.assert_array_equal(a, b)
@@ -182,7 +182,7 @@ def test_profile_async_build_and_batch_only_model(rng):
         ex.set_shapes({"x": (n, 4)})
         assert ex.output_shapes[0] == (n, 6)
         x = rng.standard_normal((n, 4)).astype(np.float32)
-        y, = run_host(ex, x)
+        y, = run_on(ex, x)
         np.testing.assert_allclose(y, x @ numpy_helper.to_array(w), rtol=1e-5, atol=1e-5)
     with pytest.raises(gaio.InvalidArgumentError, match=r"dimension 0 of input 'x' is 9: the engine takes 1 to 8"):
         ex.set_shapes({"x": (9, 4)})
