@@ -266,8 +266,16 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
     int32_t kop = (int32_t)op;
     gaio_kpw_act ka = {GAIO_KPW_IDENTITY, 0.0f, 0.0f};
     if (act) ka.op = (int32_t)act->op, ka.alpha = act->alpha, ka.beta = act->beta;
-    gaio_arg args[5] = {GAIO_ARG(ta.k), GAIO_ARG(tb.k), GAIO_ARG(ty.k), GAIO_ARG(kop), GAIO_ARG(ka)};
     gaio_buffer *held[3] = {ta.t.buffer, tb.t.buffer, ty.t.buffer};
+    if (ty.k.ndim == 1 && ty.k.strides[0] == 1 && ta.k.strides[0] == 1 && tb.k.strides[0] == 1) {
+        /* one packed row each: the kernel of scalar arguments, 16 bytes per access */
+        int64_t n = ty.k.shape[0];
+        int32_t dt = ty.k.dtype;
+        gaio_arg args[7] = {GAIO_ARG(ta.k.ptr), GAIO_ARG(tb.k.ptr), GAIO_ARG(ty.k.ptr), GAIO_ARG(n),
+                            GAIO_ARG(dt),       GAIO_ARG(kop),      GAIO_ARG(ka)};
+        return launch(fn, stream, "gaio_dnn_binary_packed", (n + 7) / 8, args, 7, held, 3);
+    }
+    gaio_arg args[5] = {GAIO_ARG(ta.k), GAIO_ARG(tb.k), GAIO_ARG(ty.k), GAIO_ARG(kop), GAIO_ARG(ka)};
     return launch(fn, stream, "gaio_dnn_binary", elements(&ty.k), args, 5, held, 3);
 }
 

@@ -1,6 +1,8 @@
 /* Host kernels of the pointwise ops (CUDA twins in src/kernels/dnn/pointwise.cu):
  *   gaio_dnn_unary(gaio_ktensor x, gaio_ktensor y, gaio_kpw_act act)
  *   gaio_dnn_binary(gaio_ktensor a, gaio_ktensor b, gaio_ktensor y, int32_t op, gaio_kpw_act act)
+ *   gaio_dnn_binary_packed(uint64_t a, uint64_t b, uint64_t y, int64_t n, int32_t dtype, int32_t op,
+ *                          gaio_kpw_act act)
  *   gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
  *                       gaio_ktensor mean, gaio_ktensor var, float epsilon)
  * Every tensor comes over y's shape, simplified by src/dnn/pointwise.c (a packed op is
@@ -226,6 +228,27 @@ static gaio_status dnn_binary(const gaio_launch_info *info, void *const *args) {
     return pw_run(&j);
 }
 
+/* The packed form: three rows of n elements of one dtype, run as dnn_binary's. */
+static gaio_status dnn_binary_packed(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    pw_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = KIND_BINARY;
+    j.n = 3;
+    int64_t n;
+    int32_t dtype;
+    arg(&n, args, 3, sizeof n);
+    arg(&dtype, args, 4, sizeof dtype);
+    const int from[3] = {2, 0, 1}; /* y, a, b */
+    for (int k = 0; k < 3; k++) {
+        arg(&j.t[k].ptr, args, from[k], sizeof j.t[k].ptr);
+        j.t[k].ndim = 1, j.t[k].dtype = dtype, j.t[k].shape[0] = n, j.t[k].strides[0] = 1;
+    }
+    arg(&j.op, args, 5, sizeof j.op);
+    arg(&j.act, args, 6, sizeof j.act);
+    return pw_run(&j);
+}
+
 static gaio_status dnn_batch_norm(const gaio_launch_info *info, void *const *args) {
     (void)info;
     pw_job j;
@@ -242,11 +265,14 @@ static gaio_status dnn_batch_norm(const gaio_launch_info *info, void *const *arg
 #define KT sizeof(gaio_ktensor)
 static const size_t unary_sizes[3] = {KT, KT, sizeof(gaio_kpw_act)};
 static const size_t binary_sizes[5] = {KT, KT, KT, sizeof(int32_t), sizeof(gaio_kpw_act)};
+static const size_t binary_packed_sizes[7] = {sizeof(uint64_t), sizeof(uint64_t), sizeof(uint64_t), sizeof(int64_t),
+                                             sizeof(int32_t),  sizeof(int32_t),  sizeof(gaio_kpw_act)};
 static const size_t batch_norm_sizes[7] = {KT, KT, KT, KT, KT, KT, sizeof(float)};
 
 const gaio_builtin_kernel gaio__dnn_pointwise_kernels[] = {
     {"gaio_dnn_unary", dnn_unary, 3, unary_sizes},
     {"gaio_dnn_binary", dnn_binary, 5, binary_sizes},
+    {"gaio_dnn_binary_packed", dnn_binary_packed, 7, binary_packed_sizes},
     {"gaio_dnn_batch_norm", dnn_batch_norm, 7, batch_norm_sizes},
     {NULL, NULL, 0, NULL},
 };
