@@ -187,6 +187,15 @@ static gaio_status unfused_epilogue(const char *fn, gaio_stream *stream, const c
     return GAIO_OK;
 }
 
+/* y = act(y + residual) after a plan that fused the bias alone (gaio__conv_fusion's
+ * residual_after): one pass of gaio's element-wise kernel. */
+static gaio_status residual_epilogue(const char *fn, gaio_stream *stream, const conv_checked *c,
+                                     const gaio_tensor *residual, const gaio_tensor *y) {
+    gaio_status st = gaio_binary(stream, GAIO_BINARY_ADD, y, residual, y, c->a.has_act ? &c->a.act : NULL);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "its residual epilogue: %s", gaio_last_error());
+    return GAIO_OK;
+}
+
 /* A depthwise convolution (one filter per channel) on a GPU runs as gaio's own kernel
  * (kernels/dnn/depthwise.cu): cuDNN's grouped direct kernel takes several times longer
  * than reading x and writing y needs. GAIO_DNN_DEPTHWISE=cudnn keeps cuDNN, to compare. */
@@ -252,7 +261,7 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
     if (st != GAIO_OK) return st;
     bool cuda = stream->ctx->be->kind == GAIO_DEVICE_CUDA;
     gaio__conv_plan *plan = NULL;
-    gaio__conv_fusion f = {true, true, false};
+    gaio__conv_fusion f = {.bias = true, .act = true};
     if (cuda && gaio_depthwise(&c)) {
         if (submit) return depthwise_launch(fn, stream, &c);
         if (info) {
@@ -303,6 +312,7 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
         free(job);
         return st;
     }
+    if (c.has_res && f.residual_after) return residual_epilogue(fn, stream, &c, residual, y); /* bias fused */
     if ((c.has_bias && !f.bias) || (c.a.has_act && !f.act)) return unfused_epilogue(fn, stream, &c, y, f);
     return GAIO_OK;
 }

@@ -42,7 +42,7 @@ gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio
 }
 gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p) {
     (void)p;
-    gaio__conv_fusion f = {false, false, false};
+    gaio__conv_fusion f = {.bias = false};
     return f;
 }
 bool gaio__conv_plan_graph_hazard(const gaio__conv_plan *p) {

@@ -169,6 +169,10 @@ typedef struct gaio__conv_plan gaio__conv_plan;
 typedef struct gaio__conv_fusion {
     bool bias, act;       /* inside the plan (when present) */
     bool residual_from_y; /* the residual is the convolution's beta = 1 over y */
+    /* The plan fused the bias alone; y = act(y + residual) runs after it as gaio's own
+     * kernel (so that cuDNN's runtime-fusion engines, refused with a fused residual,
+     * may run the convolution: cudnn_graph.c suitable()). */
+    bool residual_after;
 } gaio__conv_fusion;
 gaio_status gaio__conv_cuda_plan(const char *fn, gaio_stream *stream, const gaio__conv_args *a, int tune,
                                  gaio__conv_plan **plan, gaio_conv2d_info *info);

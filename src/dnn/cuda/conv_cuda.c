@@ -46,7 +46,8 @@ gaio__conv_fusion gaio__conv_plan_fusion(const gaio__conv_plan *p) { return p->b
 bool gaio__conv_plan_graph_hazard(const gaio__conv_plan *p) {
     /* The engine's name carries the runtime-compilation note (describe(); kept in plan
      * files), so a loaded plan answers as the built one did. */
-    return p && p->key.has_res && !p->b.fusion.residual_from_y && strstr(p->b.engine, "(runtime fusion)");
+    return p && p->key.has_res && !p->b.fusion.residual_from_y && !p->b.fusion.residual_after &&
+           strstr(p->b.engine, "(runtime fusion)");
 }
 
 static void cache_free(void *value, gaio_context *ctx) {
@@ -170,7 +171,8 @@ int gaio__conv_cache_put(conv_cache *c, const conv_key *k, const conv_built *b, 
 static void fill_info(gaio_conv2d_info *info, const gaio__conv_plan *p, bool from_cache) {
     if (!info) return;
     const gaio__conv_fusion *f = &p->b.fusion;
-    info->fused = (!p->key.has_bias || f->bias) && (!p->key.has_act || f->act) && !f->residual_from_y;
+    info->fused = (!p->key.has_bias || f->bias) && (!p->key.has_act || f->act) && !f->residual_from_y &&
+                  !f->residual_after;
     info->cuda_graph_native = p->b.cuda_graph_native;
     info->from_cache = from_cache;
     info->workspace = (size_t)p->b.workspace;

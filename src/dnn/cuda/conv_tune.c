@@ -40,6 +40,18 @@ static bool capturable(const gaio_dnn_cu_table *cu, const gaio_cudnn_table *t, c
     return cr == CUDNN_STATUS_SUCCESS && r == CUDA_SUCCESS && g != NULL;
 }
 
+/* RUNS copies of `bytes` from src to dst on stream, timed: *ms in all. */
+static gaio_status time_copy(const char *fn, const gaio_dnn_cu_table *cu, CUstream stream, CUevent ev[2],
+                             CUdeviceptr dst, CUdeviceptr src, size_t bytes, float *ms) {
+    CUresult r = cu->cuMemcpyAsync(dst, src, bytes, stream); /* warm-up */
+    if (r == CUDA_SUCCESS) r = cu->cuEventRecord(ev[0], stream);
+    for (int j = 0; j < RUNS && r == CUDA_SUCCESS; j++) r = cu->cuMemcpyAsync(dst, src, bytes, stream);
+    if (r == CUDA_SUCCESS) r = cu->cuEventRecord(ev[1], stream);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(stream);
+    if (r == CUDA_SUCCESS) r = cu->cuEventElapsedTime(ms, ev[0], ev[1]);
+    return r == CUDA_SUCCESS ? GAIO_OK : gaio__dnn_cu_fail(fn, "timing a copy of y (cuMemcpyAsync / cuEventRecord)", r);
+}
+
 gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t h, const conv_key *k,
                             const conv_built *cands, int n, int *best) {
     *best = 0;
@@ -88,6 +100,14 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
                      (void *)(uintptr_t)mem[3], k->res_is_y ? (void *)(uintptr_t)mem[2] : (void *)(uintptr_t)mem[4]};
     if (!k->has_bias) ptrs[3] = NULL;
     if (!k->has_res) ptrs[4] = NULL;
+    /* A plan that leaves y = act(y + residual) to gaio's kernel (residual_after) pays one
+     * more pass: reading y and the residual and writing y, estimated as 1.5 times a copy
+     * of y (which reads it and writes it) timed here. */
+    float after_ms = 0;
+    for (int i = 0; i < n && st == GAIO_OK && !after_ms; i++)
+        if (cands[i].fusion.residual_after && mem[4])
+            st = time_copy(fn, cu, stream, ev, mem[4], mem[2], sizes[2] < sizes[4] ? sizes[2] : sizes[4], &after_ms);
+    after_ms *= 1.5f;
     float best_ms = 0;
     bool timed = false, best_graph = false; /* a candidate that cannot run is never the best */
     for (int i = 0; i < n && st == GAIO_OK; i++) {
@@ -112,8 +132,10 @@ gaio_status gaio__conv_tune(const char *fn, const gaio_cudnn_table *t, cudnnHand
             break;
         }
         bool graph = capturable(cu, t, h, &cands[i], ptrs, (void *)(uintptr_t)mem[5], stream);
+        if (cands[i].fusion.residual_after) ms += after_ms;
         if (getenv("GAIO_DNN_TRACE"))
-            fprintf(stderr, "gaio: conv plan %d: %s: %.4f ms%s\n", i, cands[i].engine, ms / RUNS,
+            fprintf(stderr, "gaio: conv plan %d: %s%s: %.4f ms%s\n", i, cands[i].engine,
+                    cands[i].fusion.residual_after ? " + residual after" : "", ms / RUNS,
                     graph ? "" : " (breaks a stream capture)");
         /* A capturable plan beats any other: a model's layers replay as one CUDA graph. */
         if (!timed || (graph && !best_graph) || (graph == best_graph && ms < best_ms))

@@ -201,7 +201,7 @@ static cudnnBackendDescriptor_t graph(builder *b, const conv_key *k, const gaio_
     /* The chain's tensors: each step's output is virtual but for the last. */
     int steps[3], nsteps = 0;
     if (k->has_bias && f->bias) steps[nsteps++] = CONV_UID_BIAS;
-    if (k->has_res && !f->residual_from_y) steps[nsteps++] = CONV_UID_RES;
+    if (k->has_res && !f->residual_from_y && !f->residual_after) steps[nsteps++] = CONV_UID_RES;
     if (k->has_act && f->act) steps[nsteps++] = 0;
     /* Virtual tensors are packed in y's order (channels innermost or not): engines
      * read their strides as a layout, and y's own may be padded. */
@@ -318,8 +318,9 @@ static bool all_nhwc(const conv_key *k) {
  * wrong, 8 and 64 right; graphs or none, one stream), and more when replayed from CUDA
  * graphs on several streams (docs/perf-notes.md). GAIO_DNN_NO_RTC=1 refuses
  * runtime-compiled engines everywhere, =0 nowhere (the old choice, to measure what
- * they bring), =res (the default) where the residual is fused. */
-static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k) {
+ * they bring), =res (the default) where the residual is fused: res_fused says whether
+ * this graph holds it as a tensor. */
+static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k, bool res_fused) {
     int32_t dtype = k->dtype;
     const gaio_cudnn_table *t = b->t;
     cudnnBackendDescriptor_t eng = NULL;
@@ -334,7 +335,7 @@ static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k
     int64_t nb = 0;
     const char *no_rtc = getenv("GAIO_DNN_NO_RTC");
     if (!no_rtc || !*no_rtc) no_rtc = "res";
-    bool refuse_rtc = strcmp(no_rtc, "res") ? strcmp(no_rtc, "0") != 0 : k->has_res != 0;
+    bool refuse_rtc = strcmp(no_rtc, "res") ? strcmp(no_rtc, "0") != 0 : res_fused;
     if (ok && (!all_nhwc(k) || refuse_rtc) &&
         t->cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 16, &nb,
                                     behavior) == CUDNN_STATUS_SUCCESS)
@@ -354,8 +355,9 @@ static bool suitable(builder *b, cudnnBackendDescriptor_t cfg, const conv_key *k
 
 /* Up to `want` plans from the heuristics' configs (mode), in their order, each
  * suitable and finalized: *got of them in out. */
-static gaio_status plans_from(builder *b, cudnnBackendDescriptor_t g, int heur_mode, const conv_key *k, int want,
-                              conv_built *out, int *got_plans) {
+static gaio_status plans_from(builder *b, cudnnBackendDescriptor_t g, int heur_mode, const conv_key *k,
+                              const gaio__conv_fusion *f, int want, conv_built *out, int *got_plans) {
+    bool res_fused = k->has_res && !f->residual_from_y && !f->residual_after;
     const gaio_cudnn_table *t = b->t;
     *got_plans = 0;
     cudnnBackendDescriptor_t h = make(b, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -381,7 +383,7 @@ static gaio_status plans_from(builder *b, cudnnBackendDescriptor_t g, int heur_m
     bool trace = getenv("GAIO_DNN_TRACE") != NULL;
     if (trace) fprintf(stderr, "gaio: heuristics mode %d: %lld configs\n", heur_mode, (long long)got);
     for (int64_t i = 0; r == CUDNN_STATUS_SUCCESS && i < got && i < made && *got_plans < want; i++) {
-        if (!suitable(b, cfgs[i], k)) {
+        if (!suitable(b, cfgs[i], k, res_fused)) {
             if (trace) {
                 conv_built d = {0};
                 describe(b, cfgs[i], &d);
@@ -426,7 +428,7 @@ cudnnStatus_t gaio__conv_execute(const gaio_cudnn_table *t, cudnnHandle_t h, con
     uids[n] = CONV_UID_W, p[n++] = ptrs[1];
     uids[n] = CONV_UID_Y, p[n++] = ptrs[2];
     if (ptrs[3] && b->fusion.bias) uids[n] = CONV_UID_BIAS, p[n++] = ptrs[3];
-    if (ptrs[4] && !b->fusion.residual_from_y) uids[n] = CONV_UID_RES, p[n++] = ptrs[4];
+    if (ptrs[4] && !b->fusion.residual_from_y && !b->fusion.residual_after) uids[n] = CONV_UID_RES, p[n++] = ptrs[4];
     cudnnBackendDescriptor_t vp = NULL;
     *call = "cudnnBackendCreateDescriptor (variant pack)";
     cudnnStatus_t r = t->cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp);
@@ -450,56 +452,87 @@ cudnnStatus_t gaio__conv_execute(const gaio_cudnn_table *t, cudnnHandle_t h, con
     return r;
 }
 
+/* Appends to cands[*got] up to `tune` plans of k's graph with epilogue f (each marked
+ * with f). Fails when the graph has none. */
+static gaio_status collect(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t handle, const conv_key *k,
+                           gaio__conv_fusion f, int tune, conv_built *cands, int *got) {
+    builder b = {.fn = fn, .t = t, .handle = handle, .st = GAIO_OK};
+    cudnnBackendDescriptor_t g = graph(&b, k, &f);
+    gaio_status st = b.st;
+    int n = 0, more = 0;
+    /* Tuning also times a few of the fallback list's engines (cuDNN's older kernels),
+     * which mode A's list can leave out: for ResNet-50's 3-channel stem they were the
+     * fast ones. */
+    int reserve = tune > 1 ? tune / 2 : 0;
+    if (st == GAIO_OK) st = plans_from(&b, g, CUDNN_HEUR_MODE_A, k, &f, tune - reserve, cands + *got, &n);
+    if (st != GAIO_OK && st != GAIO_ERR_NO_MEMORY && g) {
+        b.st = GAIO_OK;
+        st = plans_from(&b, g, CUDNN_HEUR_MODE_FALLBACK, k, &f, tune, cands + *got, &n);
+    } else if (st == GAIO_OK && reserve &&
+               plans_from(&b, g, CUDNN_HEUR_MODE_FALLBACK, k, &f, reserve, cands + *got + n, &more) == GAIO_OK) {
+        n += more;
+    }
+    builder_end(&b);
+    if (st != GAIO_OK) return st;
+    if (!k->has_bias) f.bias = false;
+    if (!k->has_act) f.act = false;
+    for (int j = 0; j < n; j++) cands[*got + j].fusion = f;
+    *got += n;
+    return GAIO_OK;
+}
+
 gaio_status gaio__conv_graph_build(const char *fn, const gaio_cudnn_table *t, cudnnHandle_t handle,
                                    const conv_key *k, int tune, conv_built *out) {
     memset(out, 0, sizeof *out);
     if (tune < 1) tune = 1;
     if (tune > MAX_TUNE) tune = MAX_TUNE;
-    /* First everything fused (an activation cuDNN has no mode for stays out), then the
-     * convolution alone, with the residual as its beta. */
-    gaio__conv_fusion tries[2] = {{.bias = true, .act = act_mode(k->act_op) >= 0, .residual_from_y = false},
-                                  {.bias = false, .act = false, .residual_from_y = k->has_res != 0}};
-    int ntries = k->has_bias || k->has_res || (k->has_act && tries[0].act) ? 2 : 1;
+    /* First everything fused (an activation cuDNN has no mode for stays out); with a
+     * residual, then the convolution and bias with y = act(y + residual) after it as
+     * gaio's kernel (not where the residual is y itself); last the convolution alone,
+     * with the residual as its beta. Tuning times the first two together: the second
+     * lets cuDNN's runtime-fusion engines run ResNet's Conv+Add+Relu, which the first
+     * refuses (suitable()), at the cost of one more pass over y.
+     * GAIO_DNN_RESIDUAL=after takes the second first, alone (to test and measure it);
+     * =fused never takes it. */
+    const char *how = getenv("GAIO_DNN_RESIDUAL");
+    bool split = k->has_res && !k->res_is_y && !k->transposed && !(how && !strcmp(how, "fused"));
+    bool split_first = split && how && !strcmp(how, "after");
+    gaio__conv_fusion tries[3], full = {.bias = true, .act = act_mode(k->act_op) >= 0},
+                                after = {.bias = true, .residual_after = true};
+    int ntries = 0;
+    if (split_first) tries[ntries++] = after;
+    tries[ntries++] = full;
+    if (split && !split_first) tries[ntries++] = after;
+    if (k->has_bias || k->has_res || (k->has_act && full.act))
+        tries[ntries++] = (gaio__conv_fusion){.residual_from_y = k->has_res != 0};
+    int pooled = split && !split_first && tune > 1 ? 2 : 1; /* tries timed against each other */
     gaio_status st = GAIO_OK;
     char first_why[GAIO_MSG_MAX] = "";
+    conv_built cands[2 * MAX_TUNE];
+    int got = 0;
     for (int i = 0; i < ntries; i++) {
-        builder b = {.fn = fn, .t = t, .handle = handle, .st = GAIO_OK};
-        cudnnBackendDescriptor_t g = graph(&b, k, &tries[i]);
-        st = b.st;
-        conv_built cands[MAX_TUNE];
-        int got = 0;
-        /* Tuning also times a few of the fallback list's engines (cuDNN's older
-         * kernels), which mode A's list can leave out: for ResNet-50's 3-channel stem
-         * they were the fast ones. */
-        int reserve = tune > 1 ? tune / 2 : 0, more = 0;
-        if (st == GAIO_OK) st = plans_from(&b, g, CUDNN_HEUR_MODE_A, k, tune - reserve, cands, &got);
-        if (st != GAIO_OK && st != GAIO_ERR_NO_MEMORY && g) {
-            b.st = GAIO_OK;
-            st = plans_from(&b, g, CUDNN_HEUR_MODE_FALLBACK, k, tune, cands, &got);
-        } else if (st == GAIO_OK && reserve &&
-                   plans_from(&b, g, CUDNN_HEUR_MODE_FALLBACK, k, reserve, cands + got, &more) == GAIO_OK) {
-            got += more;
+        st = collect(fn, t, handle, k, tries[i], tune, cands, &got);
+        if (st == GAIO_ERR_NO_MEMORY) break;
+        if (st != GAIO_OK && !first_why[0]) snprintf(first_why, sizeof first_why, "%s", gaio_last_error());
+        if (i < pooled - 1 || !got) continue;
+        int best = 0;
+        st = got > 1 ? gaio__conv_tune(fn, t, handle, k, cands, got, &best) : GAIO_OK;
+        for (int j = 0; j < got; j++)
+            if (j != best || st != GAIO_OK) t->cudnnBackendDestroyDescriptor(cands[j].plan);
+        if (st != GAIO_OK) return st;
+        *out = cands[best];
+        if (got > 1) {
+            size_t len = strlen(out->engine);
+            snprintf(out->engine + len, sizeof out->engine - len, ", fastest of %d", got);
         }
-        builder_end(&b);
-        if (st == GAIO_OK) {
-            gaio__conv_fusion f = tries[i];
-            if (!k->has_bias) f.bias = false;
-            if (!k->has_act) f.act = false;
-            for (int j = 0; j < got; j++) cands[j].fusion = f;
-            int best = 0;
-            if (got > 1) st = gaio__conv_tune(fn, t, handle, k, cands, got, &best);
-            for (int j = 0; j < got; j++)
-                if (j != best || st != GAIO_OK) t->cudnnBackendDestroyDescriptor(cands[j].plan);
-            if (st != GAIO_OK) return st;
-            *out = cands[best];
-            if (got > 1) {
-                size_t len = strlen(out->engine);
-                snprintf(out->engine + len, sizeof out->engine - len, ", fastest of %d", got);
-            }
-            return GAIO_OK;
+        if (out->fusion.residual_after) {
+            size_t len = strlen(out->engine);
+            snprintf(out->engine + len, sizeof out->engine - len, ", residual after");
         }
-        if (i == 0) snprintf(first_why, sizeof first_why, "%s", gaio_last_error());
+        return GAIO_OK;
     }
+    for (int j = 0; j < got; j++) t->cudnnBackendDestroyDescriptor(cands[j].plan);
+    if (st == GAIO_OK) st = GAIO_ERR_NOT_SUPPORTED;
     return gaio__fail(st, fn, "cuDNN has no engine for this %s (%s): %s",
                       k->transposed ? "transposed convolution (backward data)" : "convolution",
                       k->dtype == GAIO_DTYPE_F16 ? "f16; tensor cores want NHWC with C and K multiples of 8" : "f32",

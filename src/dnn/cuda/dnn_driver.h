@@ -13,8 +13,8 @@
 /* X(name): the base name; cuda.h's macros give the versioned function's prototype. */
 #define GAIO_DNN_CU_FUNCTIONS(X)                                                                               \
     X(cuStreamCreateWithPriority) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)            \
-    X(cuStreamEndCapture) X(cuGraphDestroy) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8Async) X(cuEventCreate)     \
-    X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime)
+    X(cuStreamEndCapture) X(cuGraphDestroy) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8Async) X(cuMemcpyAsync)     \
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventElapsedTime)
 
 typedef struct gaio_dnn_cu_table {
 #define GAIO_DNN_CU_FIELD(name) __typeof__(&name) name;

@@ -19,7 +19,9 @@
 #include "dnn/dnn_internal.h"
 
 #define MAGIC "GAIOCDNN"
-#define FORMAT 2 /* 2: no runtime-compiled plans with a fused residual (cudnn_graph.c suitable()) */
+/* 2: no runtime-compiled plans with a fused residual (cudnn_graph.c suitable());
+ * 3: the residual may run after the plan (RES_AFTER) */
+#define FORMAT 3
 #define MAX_JSON ((uint64_t)64 << 20)
 #define MAX_ENTRIES 4096
 
@@ -34,11 +36,19 @@ typedef struct file_header {
 
 typedef struct file_entry {
     conv_key key;
-    int32_t bias_in, act_in, residual_from_y, cuda_graph_native;
+    int32_t bias_in, act_in, residual, cuda_graph_native; /* residual: RES_* */
     int64_t workspace;
     char engine[64];
     uint64_t json_size;
 } file_entry;
+
+/* Where a plan's residual goes (gaio__conv_fusion). */
+enum { RES_FUSED = 0, RES_FROM_Y = 1, RES_AFTER = 2 };
+
+static void entry_fusion(file_entry *e, const gaio__conv_fusion *f) {
+    e->bias_in = f->bias, e->act_in = f->act;
+    e->residual = f->residual_from_y ? RES_FROM_Y : f->residual_after ? RES_AFTER : RES_FUSED;
+}
 
 /* The arguments checked, cuDNN loaded and the context's cache found. */
 static gaio_status prologue(const char *fn, gaio_context *ctx, const char *path, size_t *count,
@@ -112,7 +122,7 @@ gaio_status gaio_dnn_plan_cache_save(gaio_context *ctx, const char *path, size_t
         file_entry e;
         memset(&e, 0, sizeof e);
         e.key = *gaio__conv_plan_key(plans[i]);
-        e.bias_in = b->fusion.bias, e.act_in = b->fusion.act, e.residual_from_y = b->fusion.residual_from_y;
+        entry_fusion(&e, &b->fusion);
         e.cuda_graph_native = b->cuda_graph_native;
         e.workspace = b->workspace;
         memcpy(e.engine, b->engine, sizeof e.engine);
@@ -170,7 +180,8 @@ static gaio_status load_plan(const char *fn, const gaio_cudnn_table *t, conv_cac
     b->workspace = ws;
     b->fusion.bias = e->bias_in != 0;
     b->fusion.act = e->act_in != 0;
-    b->fusion.residual_from_y = e->residual_from_y != 0;
+    b->fusion.residual_from_y = e->residual == RES_FROM_Y;
+    b->fusion.residual_after = e->residual == RES_AFTER;
     b->cuda_graph_native = e->cuda_graph_native != 0;
     memcpy(b->engine, e->engine, sizeof b->engine);
     b->engine[sizeof b->engine - 1] = 0;
@@ -277,7 +288,7 @@ gaio_status gaio__conv_plan_export(const char *fn, gaio_context *ctx, const gaio
     file_entry e;
     memset(&e, 0, sizeof e);
     e.key = *gaio__conv_plan_key(p);
-    e.bias_in = b->fusion.bias, e.act_in = b->fusion.act, e.residual_from_y = b->fusion.residual_from_y;
+    entry_fusion(&e, &b->fusion);
     e.cuda_graph_native = b->cuda_graph_native;
     e.workspace = b->workspace;
     memcpy(e.engine, b->engine, sizeof e.engine);
