@@ -120,7 +120,9 @@ GAIO_PW_HD float gaio_pw_batch_norm(float x, float scale, float bias, float mean
 GAIO_PW_HD void gaio_pw_offsets(const gaio_ktensor *const *t, int n, const int64_t *shape, int32_t ndim, int64_t i,
                                 int64_t *off) {
     for (int k = 0; k < n; k++) off[k] = 0;
-    for (int32_t d = ndim - 1; d >= 0; d--) {
+    GAIO_KT_UNROLL
+    for (int32_t d = GAIO_KT_MAX_NDIM - 1; d >= 0; d--) {
+        if (d >= ndim) continue;
         int64_t q = i / shape[d], c = i - q * shape[d];
         i = q;
         for (int k = 0; k < n; k++) off[k] += c * t[k]->strides[d];

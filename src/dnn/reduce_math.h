@@ -50,8 +50,9 @@ GAIO_HD void gaio_kt_put(const gaio_ktensor *t, int64_t off, float v) {
 GAIO_HD void gaio_kt_row(const gaio_ktensor *x, const gaio_ktensor *y, int32_t axis, int64_t r, int64_t *ox,
                          int64_t *oy) {
     int64_t a = 0, b = 0;
-    for (int32_t d = x->ndim - 1; d >= 0; d--) {
-        if (d == axis) continue;
+    GAIO_KT_UNROLL
+    for (int32_t d = GAIO_KT_MAX_NDIM - 1; d >= 0; d--) {
+        if (d >= x->ndim || d == axis) continue;
         int64_t n = x->shape[d], i = r % n;
         r /= n;
         a += i * x->strides[d];

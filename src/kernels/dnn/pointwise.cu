@@ -35,9 +35,7 @@ __device__ __forceinline__ void store(const gaio_ktensor &t, int64_t off, float 
 }
 
 __device__ __forceinline__ int64_t count(const gaio_ktensor &t) {
-    int64_t n = 1;
-    for (int32_t d = 0; d < t.ndim; d++) n *= t.shape[d];
-    return n;
+    return gaio_kt_count(&t);
 }
 
 __device__ __forceinline__ int64_t first() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
@@ -48,7 +46,9 @@ __device__ __forceinline__ int64_t step() { return (int64_t)gridDim.x * blockDim
 __device__ __forceinline__ void offsets32(const gaio_ktensor *const *t, int n, const int64_t *shape, int32_t ndim,
                                           uint32_t i, int64_t *off) {
     for (int k = 0; k < n; k++) off[k] = 0;
-    for (int32_t d = ndim - 1; d >= 0; d--) {
+    GAIO_KT_UNROLL
+    for (int32_t d = GAIO_KT_MAX_NDIM - 1; d >= 0; d--) {
+        if (d >= ndim) continue;
         const uint32_t e = (uint32_t)shape[d], q = i / e, c = i - q * e;
         i = q;
         for (int k = 0; k < n; k++) off[k] += (int64_t)c * t[k]->strides[d];
@@ -60,15 +60,18 @@ __device__ __forceinline__ void offsets32(const gaio_ktensor *const *t, int n, c
 // act as on the other paths.
 __device__ __forceinline__ bool channels_inner(const gaio_ktensor &x, const gaio_ktensor &y) {
     const int32_t d = y.ndim - 1;
-    return (y.ndim == 2 || y.ndim == 3) && y.strides[d] == 1 && x.strides[d - 1] == 1 && y.shape[d] <= 8;
+    return (y.ndim == 2 || y.ndim == 3) && gaio_kt_stride(&y, d) == 1 && gaio_kt_stride(&x, d - 1) == 1 &&
+           gaio_kt_extent(&y, d) <= 8;
 }
 
 __device__ __forceinline__ void unary_channels_inner(const gaio_ktensor &x, const gaio_ktensor &y,
                                                      const gaio_kpw_act &act) {
     const bool batched = y.ndim == 3;
-    const int64_t N = batched ? y.shape[0] : 1, P = y.shape[batched], C = y.shape[batched + 1], rows = N * P;
+    // (constant indices only: see GAIO_KT_UNROLL)
+    const int64_t N = batched ? y.shape[0] : 1, P = batched ? y.shape[1] : y.shape[0];
+    const int64_t C = batched ? y.shape[2] : y.shape[1], rows = N * P;
     const int64_t xs0 = batched ? x.strides[0] : 0, ys0 = batched ? y.strides[0] : 0;
-    const int64_t xsc = x.strides[batched + 1], ysp = y.strides[batched];
+    const int64_t xsc = batched ? x.strides[2] : x.strides[1], ysp = batched ? y.strides[1] : y.strides[0];
     if (rows < INT32_MAX) {
         const uint32_t p32 = (uint32_t)P, step32 = gridDim.x * blockDim.x;
         for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < (uint32_t)rows; j += step32) {
@@ -149,25 +152,29 @@ namespace {
 template <typename V, int N>
 __device__ __forceinline__ void binary_vectors(const V *a, const V *b, V *y, int64_t nv, int32_t op,
                                                const gaio_kpw_act &act) {
+    // Unions, not pointer casts, between the vector and its lanes: they stay in
+    // registers (a cast pointer put them in local memory).
+    union lanes {
+        V v;
+        __half2 h[4];
+        float f[4];
+    };
     for (int64_t i = first(); i < nv; i += step()) {
-        V ra = a[i], rb = b[i], ry;
+        lanes ra, rb, ry;
+        ra.v = a[i], rb.v = b[i];
         if (N == 8) { // 8 halves
-            const __half2 *ha = (const __half2 *)&ra, *hb = (const __half2 *)&rb;
-            __half2 *hy = (__half2 *)&ry;
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                const float2 fa = __half22float2(ha[k]), fb = __half22float2(hb[k]);
-                hy[k] = __floats2half2_rn(gaio_pw_unary(act.op, gaio_pw_binary(op, fa.x, fb.x), act.alpha, act.beta),
-                                          gaio_pw_unary(act.op, gaio_pw_binary(op, fa.y, fb.y), act.alpha, act.beta));
+                const float2 fa = __half22float2(ra.h[k]), fb = __half22float2(rb.h[k]);
+                ry.h[k] = __floats2half2_rn(gaio_pw_unary(act.op, gaio_pw_binary(op, fa.x, fb.x), act.alpha, act.beta),
+                                            gaio_pw_unary(act.op, gaio_pw_binary(op, fa.y, fb.y), act.alpha, act.beta));
             }
         } else { // 4 floats
-            const float *fa = (const float *)&ra, *fb = (const float *)&rb;
-            float *fy = (float *)&ry;
 #pragma unroll
             for (int k = 0; k < 4; k++)
-                fy[k] = gaio_pw_unary(act.op, gaio_pw_binary(op, fa[k], fb[k]), act.alpha, act.beta);
+                ry.f[k] = gaio_pw_unary(act.op, gaio_pw_binary(op, ra.f[k], rb.f[k]), act.alpha, act.beta);
         }
-        y[i] = ry;
+        y[i] = ry.v;
     }
 }
 } // namespace

@@ -45,7 +45,9 @@ __device__ __forceinline__ void st(float *p, int32_t i, float v) { p[i] = v; }
 // Every element offset of t, and its shape, fit in int32_t (non-negative strides).
 __device__ __forceinline__ bool fits32(const gaio_ktensor &t) {
     int64_t span = 0;
-    for (int32_t d = 0; d < t.ndim; d++) {
+    GAIO_KT_UNROLL
+    for (int32_t d = 0; d < GAIO_KT_MAX_NDIM; d++) {
+        if (d >= t.ndim) continue;
         if (t.strides[d] < 0 || t.shape[d] > INT32_MAX) return false;
         if (t.shape[d] > 0) span += (t.shape[d] - 1) * t.strides[d];
     }
@@ -126,10 +128,8 @@ __device__ __forceinline__ void gap_nhwc(const gaio_ktensor &x, const gaio_ktens
 
 extern "C" __global__ void gaio_dnn_softmax(gaio_ktensor x, gaio_ktensor y, int32_t axis) {
     const int lane = (int)(threadIdx.x & 31u);
-    const int64_t len = x.shape[axis], sx = x.strides[axis], sy = y.strides[axis];
-    int64_t total = 1;
-    for (int32_t d = 0; d < x.ndim; d++) total *= x.shape[d];
-    const int64_t rows = total / len;
+    const int64_t len = gaio_kt_extent(&x, axis), sx = gaio_kt_stride(&x, axis), sy = gaio_kt_stride(&y, axis);
+    const int64_t rows = gaio_kt_count(&x) / len;
     // The loop bound is the same for every lane of a warp, as the shuffles need.
     for (int64_t r = global_thread() >> 5; r < rows; r += grid_threads() >> 5) {
         int64_t ox, oy;

@@ -134,10 +134,8 @@ extern "C" __global__ void gaio_dnn_select(gaio_kselect p) {
 // gaio_dnn_softmax's scheme (kernels/dnn/reduce.cu): a warp per row.
 extern "C" __global__ void gaio_dnn_log_softmax(gaio_ktensor x, gaio_ktensor y, int32_t axis) {
     const int lane = (int)(threadIdx.x & 31u);
-    const int64_t len = x.shape[axis], sx = x.strides[axis], sy = y.strides[axis];
-    int64_t total = 1;
-    for (int32_t d = 0; d < x.ndim; d++) total *= x.shape[d];
-    const int64_t rows = total / len;
+    const int64_t len = gaio_kt_extent(&x, axis), sx = gaio_kt_stride(&x, axis), sy = gaio_kt_stride(&y, axis);
+    const int64_t rows = gaio_kt_count(&x) / len;
     for (int64_t r = global_thread() >> 5; r < rows; r += grid_threads() >> 5) {
         int64_t ox, oy;
         gaio_kt_row(&x, &y, axis, r, &ox, &oy);
