@@ -626,6 +626,60 @@ def test_matmul_vectors(sa, sb, dtype, dev):
     _check(model, {"a": a, "b": b}, want, f"MatMul {sa} x {sb}", device=dev)
 
 
+# ---- convolution epilogues the planner fuses (src/model/plan.c) -------------------------------
+
+_EPILOGUES = {  # name -> (nodes after the convolution "c", writing "y"; the fused step's operators)
+    "relu": ([("Relu", ["c"], {})], "Conv+Relu"),
+    "sigmoid": ([("Sigmoid", ["c"], {})], "Conv+Sigmoid"),
+    "tanh": ([("Tanh", ["c"], {})], "Conv+Tanh"),
+    "hard_sigmoid": ([("HardSigmoid", ["c"], {"alpha": 0.3, "beta": 0.4})], "Conv+HardSigmoid"),
+    "hard_swish": ([("HardSwish", ["c"], {})], "Conv+HardSwish"),
+    "silu": ([("Sigmoid", ["c"], {}), ("Mul", ["c", "t0"], {})], "Conv+Sigmoid+Mul"),
+    "silu_swapped": ([("Sigmoid", ["c"], {}), ("Mul", ["t0", "c"], {})], "Conv+Sigmoid+Mul"),
+    # c read a third time: no SiLU fused (the Add still needs c), the result unchanged
+    "silu_shared": ([("Sigmoid", ["c"], {}), ("Mul", ["c", "t0"], {}), ("Add", ["t1", "c"], {})], None),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("epilogue", sorted(_EPILOGUES))
+def test_conv_epilogue_fusion(epilogue, dtype, dev, monkeypatch):
+    """An activation after a convolution (SiLU as x * Sigmoid(x), as exporters write it)
+    runs inside the convolution's step, against onnxruntime; a SiLU whose input has
+    another reader is left as it is. GAIO_MODEL_FUSE_ACTS=relu turns the wider fusion
+    off (checked here on the host too)."""
+    if ort is None:
+        pytest.skip("SKIPPED: onnxruntime does not import (the reference)")
+    h = onnx.helper
+    rng = np.random.default_rng(7)
+    chain, fused_ops = _EPILOGUES[epilogue]
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1])]
+    for i, (op, ins, attrs) in enumerate(chain):
+        nodes.append(h.make_node(op, ins, ["y" if i == len(chain) - 1 else f"t{i}"], name=f"{op.lower()}{i}", **attrs))
+    inits = [numpy_helper.from_array((rng.standard_normal((8, 4, 3, 3)) * 0.3).astype(dtype), "w"),
+             numpy_helper.from_array(rng.standard_normal(8).astype(dtype), "b")]
+    model = _typed_model(nodes, {"x": (dtype, [2, 4, 9, 11])}, {"y": (dtype, [2, 8, 9, 11])}, 17, inits)
+    x = rng.uniform(-3, 3, (2, 4, 9, 11)).astype(dtype)
+    want = np.asarray(run_ort(model, {"x": x})[0])
+    engine = gaio.Model(model.SerializeToString()).build(dev, precision="model", tune=False)
+    ops = [st.ops for st in engine.steps]
+    # On a GPU the activations beyond Relu and Clip fuse only with GAIO_MODEL_FUSE_ACTS=all
+    # (src/model/engine.c says why).
+    if dev != "cpu" and epilogue != "relu" and os.environ.get("GAIO_MODEL_FUSE_ACTS") != "all":
+        fused_ops = None
+    if fused_ops:
+        assert ops == [fused_ops], f"{epilogue}: steps {ops}, expected one {fused_ops!r}"
+    else:
+        assert ops[0] == "Conv" and len(ops) == len(chain) + 1, f"{epilogue}: steps {ops}"
+    got = run_gaio(model, {"x": x}, device=dev)[0]
+    assert_close(got, want, f"Conv then {epilogue} vs onnxruntime {ort.__version__}")
+    if dev == "cpu" and epilogue == "silu":
+        monkeypatch.setenv("GAIO_MODEL_FUSE_ACTS", "relu")
+        plain = gaio.Model(model.SerializeToString()).build(dev, precision="model", tune=False)
+        assert [st.ops for st in plain.steps] == ["Conv", "Sigmoid", "Mul"]
+        assert_close(run_gaio(model, {"x": x}, device=dev)[0], want, "Conv, Sigmoid, Mul unfused")
+
+
 # ---- the indexing operators at run time (Gather, GatherElements, Pad, Slice, Where) ----------------
 
 

@@ -631,7 +631,14 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     e->nhwc = o->layout != GAIO_MODEL_LAYOUT_NCHW;
     const char *env = getenv("GAIO_MODEL_CUDA_GRAPH");
     e->cuda_graph = e->gpu && !(o->flags & GAIO_ENGINE_NO_CUDA_GRAPH) && !(env && !strcmp(env, "0"));
-    gaio_status st = gaio__plan_make(fn, g, &e->plan);
+    /* The activations beyond Relu and Clip fuse on the host; on a GPU only with
+     * GAIO_MODEL_FUSE_ACTS=all until the model sweep has run them there (cuDNN's fused
+     * engines of conv+bias+swish at a model's shapes are unproven: its runtime-fused
+     * residual engines were wrong at some batches). =relu keeps the host to Relu and
+     * Clip too (to compare). */
+    const char *acts = getenv("GAIO_MODEL_FUSE_ACTS");
+    bool all_acts = acts && !strcmp(acts, "all") ? true : acts && !strcmp(acts, "relu") ? false : !e->gpu;
+    gaio_status st = gaio__plan_make(fn, g, all_acts, &e->plan);
     e->nv = g->nvalues + e->plan.nextra;
     if (st == GAIO_OK) st = alloc_tables(fn, e);
     if (st == GAIO_OK) st = place_values(fn, e);

@@ -77,7 +77,56 @@ static bool same_shape(const mvalue *a, const mvalue *b) {
     return true;
 }
 
-gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
+/* The activation a single-input node applies, as a convolution's fused epilogue takes
+ * it: false for other nodes, and for a Clip whose bounds are not constant scalars. */
+static bool act_of(const mgraph *g, const mnode *a, gaio_unary_params *act) {
+    memset(act, 0, sizeof *act);
+    switch (a->op) {
+    case OP_RELU: act->op = GAIO_UNARY_RELU; return true;
+    case OP_SIGMOID: act->op = GAIO_UNARY_SIGMOID; return true;
+    case OP_TANH: act->op = GAIO_UNARY_TANH; return true;
+    case OP_HARD_SWISH: act->op = GAIO_UNARY_HARD_SWISH; return true;
+    case OP_HARD_SIGMOID:
+        act->op = GAIO_UNARY_HARD_SIGMOID, act->alpha = a->a.alpha, act->beta = a->a.beta;
+        return true;
+    case OP_CLIP:
+        /* Opsets before 11: attributes (unbounded unless given); later: inputs. */
+        act->op = GAIO_UNARY_CLIP, act->alpha = a->a.clip_min, act->beta = a->a.clip_max;
+        for (int32_t k = 1; k < a->nin && k < 3; k++) {
+            if (a->in[k] < 0) continue;
+            const mvalue *b = &g->values[a->in[k]];
+            if (!is_const_float(b) || count(b) != 1) return false;
+            if (k == 1) act->alpha = (float)get(b, 0);
+            else act->beta = (float)get(b, 0);
+        }
+        return true;
+    default: return false;
+    }
+}
+
+/* SiLU as exporters write it, x * Sigmoid(x) (no SiLU operator before opset 24): v read
+ * by exactly a Sigmoid and a Mul of v with the Sigmoid's output, which nothing else
+ * reads. The Sigmoid's and the Mul's node indexes in *sig and *mul. */
+static bool silu_of(const mgraph *g, const int32_t *readers, const bool *absorbed, int32_t from, int32_t v,
+                    int32_t *sig, int32_t *mul) {
+    if (g->values[v].is_output || readers[v] != 2) return false;
+    *sig = *mul = -1;
+    for (int32_t i = from; i < g->nnodes; i++) {
+        const mnode *n = &g->nodes[i];
+        if (n->op == OP_SIGMOID && n->in[0] == v && *sig < 0) *sig = i;
+    }
+    if (*sig < 0 || absorbed[*sig]) return false;
+    int32_t s = g->nodes[*sig].out[0];
+    if (g->values[s].is_output || readers[s] != 1) return false;
+    for (int32_t i = *sig + 1; i < g->nnodes && *mul < 0; i++) {
+        const mnode *n = &g->nodes[i];
+        if (n->op == OP_MUL && n->nin == 2 && ((n->in[0] == v && n->in[1] == s) || (n->in[0] == s && n->in[1] == v)))
+            *mul = i;
+    }
+    return *mul >= 0 && !absorbed[*mul] && same_shape(&g->values[g->nodes[*mul].out[0]], &g->values[v]);
+}
+
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xplan *p) {
     memset(p, 0, sizeof *p);
     int32_t nn = g->nnodes, nv = g->nvalues;
     int32_t *readers = calloc((size_t)nv + 1, sizeof *readers), *reader = calloc((size_t)nv + 1, sizeof *reader);
@@ -127,23 +176,17 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p) {
                 absorbed[j] = true, s->res = other, s->out = add->out[0], last = j, p->fused_add++;
             }
         }
-        if ((j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
-            (g->nodes[j].op == OP_RELU || g->nodes[j].op == OP_CLIP)) {
-            const mnode *a = &g->nodes[j];
-            bool ok = true;
-            s->act.op = GAIO_UNARY_RELU;
-            if (a->op == OP_CLIP) {
-                /* Opsets before 11: attributes (unbounded unless given); later: inputs. */
-                s->act.op = GAIO_UNARY_CLIP, s->act.alpha = a->a.clip_min, s->act.beta = a->a.clip_max;
-                for (int32_t k = 1; k < a->nin && k < 3; k++) {
-                    if (a->in[k] < 0) continue;
-                    const mvalue *b = &g->values[a->in[k]];
-                    if (!is_const_float(b) || count(b) != 1) ok = false;
-                    else if (k == 1) s->act.alpha = (float)get(b, 0);
-                    else s->act.beta = (float)get(b, 0);
-                }
-            }
-            if (ok) s->has_act = true, absorbed[j] = true, s->out = a->out[0], last = j, p->fused_act++;
+        int32_t sig, mul;
+        if ((j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] && act_of(g, &g->nodes[j], &s->act) &&
+            (all_acts || s->act.op == GAIO_UNARY_RELU || s->act.op == GAIO_UNARY_CLIP)) {
+            s->has_act = true, absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_act++;
+        } else if (all_acts && silu_of(g, readers, absorbed, i + 1, s->out, &sig, &mul)) {
+            memset(&s->act, 0, sizeof s->act);
+            s->act.op = GAIO_UNARY_SILU;
+            s->has_act = true, absorbed[sig] = absorbed[mul] = true, s->out = g->nodes[mul].out[0], last = mul;
+            p->fused_act++;
+        } else {
+            memset(&s->act, 0, sizeof s->act);
         }
         emit_at[last] = i;
     }

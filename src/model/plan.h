@@ -5,8 +5,10 @@
  *   b' = (b - mean) * g / sqrt(var + eps) + beta.
  * - A convolution's epilogue fuses into it: an Add of another tensor of its output's
  *   shape (the residual of ResNets), then Relu or Clip, when each intermediate has one
- *   reader and is no graph output. The fused step runs where its last absorbed node
- *   stood, so the residual is computed by then.
+ *   reader and is no graph output; with all_acts, also Sigmoid, Tanh, HardSigmoid,
+ *   HardSwish, and SiLU written as x * Sigmoid(x) (EfficientNet, MobileNetV3, RegNetY).
+ *   The fused step runs where its last absorbed node stood, so the residual is
+ *   computed by then.
  * Folded weights are new constants (extra values after the graph's own). */
 #ifndef GAIO_MODEL_PLAN_H
 #define GAIO_MODEL_PLAN_H
@@ -39,7 +41,7 @@ typedef struct xplan {
     int32_t folded_bn, fused_add, fused_act; /* what the rewrites did, for tests and logs */
 } xplan;
 
-gaio_status gaio__plan_make(const char *fn, const mgraph *g, xplan *p);
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xplan *p);
 void gaio__plan_free(xplan *p);
 
 #endif
