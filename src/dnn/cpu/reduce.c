@@ -174,11 +174,42 @@ static void gap_planes(void *arg, size_t begin, size_t end) {
     }
 }
 
+/* Channels innermost (NHWC): items are (n, a run of CBLOCK channels), each summing its
+ * channels over the plane a contiguous run at a time, in gap_planes' (h, w) order (so
+ * the sums are the same bits); a plane per item read elements C apart. */
+static void gap_nhwc(void *arg, size_t begin, size_t end) {
+    const gap_job *j = arg;
+    const int64_t C = j->x.shape[1], H = j->x.shape[2], W = j->x.shape[3], blocks = (C + CBLOCK - 1) / CBLOCK;
+    float acc[CBLOCK], v[CBLOCK];
+    for (size_t r = begin; r < end; r++) {
+        const int64_t n = (int64_t)r / blocks, c0 = (int64_t)r % blocks * CBLOCK;
+        const int64_t nc = C - c0 < CBLOCK ? C - c0 : CBLOCK;
+        for (int64_t c = 0; c < nc; c++) acc[c] = 0.0f;
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t w = 0; w < W; w++) {
+                const int64_t off = n * j->x.strides[0] + h * j->x.strides[2] + w * j->x.strides[3] + c0;
+                const float *src = v;
+                if (j->x.dtype == GAIO_KT_F32)
+                    src = (const float *)(uintptr_t)j->x.ptr + off;
+                else
+                    load_half(&j->x, off, nc, v);
+                for (int64_t c = 0; c < nc; c++) acc[c] += src[c];
+            }
+        for (int64_t c = 0; c < nc; c++)
+            gaio_kt_put(&j->y, n * j->y.strides[0] + (c0 + c) * j->y.strides[1], acc[c] / (float)(H * W));
+    }
+}
+
 static gaio_status dnn_global_avg_pool(const gaio_launch_info *info, void *const *args) {
     (void)info;
     gap_job j;
     memcpy(&j.x, args[0], sizeof j.x);
     memcpy(&j.y, args[1], sizeof j.y);
+    if (j.x.strides[1] == 1 && j.x.shape[1] > 1) {
+        const int64_t blocks = (j.x.shape[1] + CBLOCK - 1) / CBLOCK;
+        gaio__parallel_for((size_t)(j.x.shape[0] * blocks), 1, gap_nhwc, &j);
+        return GAIO_OK;
+    }
     gaio__parallel_for((size_t)(j.x.shape[0] * j.x.shape[1]), grain(j.x.shape[2] * j.x.shape[3]), gap_planes, &j);
     return GAIO_OK;
 }
