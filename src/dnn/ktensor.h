@@ -15,8 +15,10 @@
  * each thread's local memory (on memory-bound kernels, more traffic than the data). */
 #ifdef __CUDACC__
 #define GAIO_KT_UNROLL _Pragma("unroll")
+#define GAIO_KT_HD __host__ __device__ __forceinline__
 #else
 #define GAIO_KT_UNROLL
+#define GAIO_KT_HD static inline
 #endif
 
 /* gaio_dtype values (gaio/types.h), for the C++ side that does not include it. */
@@ -40,12 +42,7 @@ typedef struct gaio_ktensor {
 
 /* t's extent and stride along d (0 <= d < GAIO_KT_MAX_NDIM), d known at run time only,
  * and its element count: selected over every dimension (see GAIO_KT_UNROLL). */
-#ifdef __CUDACC__
-__host__ __device__ __forceinline__
-#else
-static inline
-#endif
-int64_t gaio_kt_extent(const gaio_ktensor *t, int32_t d) {
+GAIO_KT_HD int64_t gaio_kt_extent(const gaio_ktensor *t, int32_t d) {
     /* Masks, not selects: nvcc folds a chain of selects back into one indexed load. */
     int64_t v = 0;
     GAIO_KT_UNROLL
@@ -53,24 +50,14 @@ int64_t gaio_kt_extent(const gaio_ktensor *t, int32_t d) {
     return v;
 }
 
-#ifdef __CUDACC__
-__host__ __device__ __forceinline__
-#else
-static inline
-#endif
-int64_t gaio_kt_stride(const gaio_ktensor *t, int32_t d) {
+GAIO_KT_HD int64_t gaio_kt_stride(const gaio_ktensor *t, int32_t d) {
     int64_t v = 0;
     GAIO_KT_UNROLL
     for (int32_t k = 0; k < GAIO_KT_MAX_NDIM; k++) v |= t->strides[k] & -(int64_t)(k == d);
     return v;
 }
 
-#ifdef __CUDACC__
-__host__ __device__ __forceinline__
-#else
-static inline
-#endif
-int64_t gaio_kt_count(const gaio_ktensor *t) {
+GAIO_KT_HD int64_t gaio_kt_count(const gaio_ktensor *t) {
     int64_t n = 1;
     GAIO_KT_UNROLL
     for (int32_t k = 0; k < GAIO_KT_MAX_NDIM; k++)

@@ -80,9 +80,13 @@ static void pool_rows(void *arg, size_t begin, size_t end) {
  * NaN wins the max as there. */
 #define CBLOCK 256
 
-static void load_half(const gaio_ktensor *t, int64_t off, int64_t n, float *v) {
+/* n contiguous elements of t from element off as floats: f32 read in place, f16
+ * widened into v. */
+static const float *run_of(const gaio_ktensor *t, int64_t off, int64_t n, float *v) {
+    if (t->dtype == GAIO_KT_F32) return (const float *)(uintptr_t)t->ptr + off;
     const uint16_t *h = (const uint16_t *)(uintptr_t)t->ptr + off;
     for (int64_t c = 0; c < n; c++) v[c] = gaio_k_f16_to_f32(h[c]);
+    return v;
 }
 
 static void pool_rows_nhwc(void *arg, size_t begin, size_t end) {
@@ -114,12 +118,8 @@ static void pool_rows_nhwc(void *arg, size_t begin, size_t end) {
                     for (int32_t b = 0; b < p->kw; b++) {
                         const int64_t w = w0 + (int64_t)b * p->dw;
                         if (w < 0 || w >= W) continue;
-                        const int64_t off = n * j->x.strides[0] + h * j->x.strides[2] + w * j->x.strides[3] + c0;
-                        const float *src = v;
-                        if (j->x.dtype == GAIO_KT_F32)
-                            src = (const float *)(uintptr_t)j->x.ptr + off;
-                        else
-                            load_half(&j->x, off, nc, v);
+                        const float *src = run_of(
+                            &j->x, n * j->x.strides[0] + h * j->x.strides[2] + w * j->x.strides[3] + c0, nc, v);
                         if (p->mode == 0)
                             for (int64_t c = 0; c < nc; c++) acc[c] = gaio_kt_max(acc[c], src[c]);
                         else
@@ -187,12 +187,8 @@ static void gap_nhwc(void *arg, size_t begin, size_t end) {
         for (int64_t c = 0; c < nc; c++) acc[c] = 0.0f;
         for (int64_t h = 0; h < H; h++)
             for (int64_t w = 0; w < W; w++) {
-                const int64_t off = n * j->x.strides[0] + h * j->x.strides[2] + w * j->x.strides[3] + c0;
-                const float *src = v;
-                if (j->x.dtype == GAIO_KT_F32)
-                    src = (const float *)(uintptr_t)j->x.ptr + off;
-                else
-                    load_half(&j->x, off, nc, v);
+                const float *src =
+                    run_of(&j->x, n * j->x.strides[0] + h * j->x.strides[2] + w * j->x.strides[3] + c0, nc, v);
                 for (int64_t c = 0; c < nc; c++) acc[c] += src[c];
             }
         for (int64_t c = 0; c < nc; c++)
