@@ -110,7 +110,7 @@ static int failed(gaio_status st, const char *what) {
 
 void gaio_cmd_model_usage(FILE *out, const char *lead) {
     fprintf(out,
-            "%smodel MODEL.onnx [--batch N | --shape NAME=DIMS ...] [--precision auto|model|f16]\n"
+            "%smodel MODEL.onnx [--batch N | --shape NAME=DIMS ...] [--precision auto|model|f16|f16-fast]\n"
             "             [--layout auto|nchw|nhwc] [--device host|gpu|N] [--save FILE]\n"
             "             [--load FILE] [--iterations N] [--warmup N] [--seed S] [--no-tune]\n"
             "             build an engine of an ONNX model for one device and time it (trtexec's\n"
@@ -124,7 +124,8 @@ void gaio_cmd_model_usage(FILE *out, const char *lead) {
             "             --batch: the symbolic dimensions' value (default 1); --shape: an\n"
             "             input's whole shape, as input=4x3x224x224 (repeatable; --batch then\n"
             "             serves the inputs not named); --precision: auto = f16 on a GPU, the\n"
-            "             model's on the host; --layout: of 4-D intermediates (auto = NHWC);\n"
+            "             model's on the host; f16-fast = f16 with convolutions that may sum in\n"
+            "             f16 (PyTorch's default); --layout: of 4-D intermediates (auto = NHWC);\n"
             "             --device: host (= 0), gpu (the first GPU) or an index of gaio info\n"
             "             (default: the first GPU, else the host); --save FILE: write the\n"
             "             engine; --load FILE: load a saved engine instead of building one\n"
@@ -223,7 +224,8 @@ static int parse(opts *o, int argc, char **argv) {
             if (!strcmp(v, "auto")) o->precision = GAIO_MODEL_PRECISION_AUTO;
             else if (!strcmp(v, "model")) o->precision = GAIO_MODEL_PRECISION_MODEL;
             else if (!strcmp(v, "f16")) o->precision = GAIO_MODEL_PRECISION_F16;
-            else return usage_error("--precision '%s' is not auto, model or f16", v);
+            else if (!strcmp(v, "f16-fast")) o->precision = GAIO_MODEL_PRECISION_F16_FAST;
+            else return usage_error("--precision '%s' is not auto, model, f16 or f16-fast", v);
             if (!o->build_opt) o->build_opt = a;
         } else if (!strcmp(a, "--layout")) {
             if (!strcmp(v, "auto")) o->layout = GAIO_MODEL_LAYOUT_AUTO;
@@ -305,8 +307,9 @@ static const char *fmt_bytes(size_t bytes, char *buf, size_t size) {
     return buf;
 }
 
-static const char *precision_name(gaio_dtype d) {
-    return d == GAIO_DTYPE_F16 ? "f16" : d == GAIO_DTYPE_F32 ? "f32" : gaio_dtype_name(d);
+static const char *precision_name(const gaio_engine_info *in) {
+    if (in->f16_accumulation) return "f16 (convolutions may sum in f16: f16-fast)";
+    return in->dtype == GAIO_DTYPE_F16 ? "f16" : in->dtype == GAIO_DTYPE_F32 ? "f32" : gaio_dtype_name(in->dtype);
 }
 
 static const char *layout_name(gaio_model_layout l) {
@@ -400,7 +403,7 @@ static int print_plan(job *j, double wall) {
     char batch[96];
     if (in->batch > 0) snprintf(batch, sizeof batch, "batch %lld", (long long)in->batch);
     else snprintf(batch, sizeof batch, "batch fixed by the model%s", j->o.batch ? " (--batch not used)" : "");
-    printf("  %s, precision %s, layout %s, CUDA graph %s\n", batch, precision_name(in->dtype), layout_name(in->layout),
+    printf("  %s, precision %s, layout %s, CUDA graph %s\n", batch, precision_name(in), layout_name(in->layout),
            in->cuda_graph ? "yes (one replay per run)" : "no");
     printf("  %d node%s -> %d step%s (%d convolution%s): %d batch norm%s folded, %d add%s and %d activation%s "
            "fused\n",

@@ -98,7 +98,11 @@ typedef struct gaio_model_exec gaio_model_exec;
 typedef enum gaio_model_precision {
     GAIO_MODEL_PRECISION_AUTO = 0,  /* f16 on a GPU, the model's own on the host */
     GAIO_MODEL_PRECISION_MODEL = 1, /* the model's (f32 for an f32 model) */
-    GAIO_MODEL_PRECISION_F16 = 2
+    GAIO_MODEL_PRECISION_F16 = 2,
+    /* f16 with cuDNN's f16-accumulating convolution engines allowed as well (PyTorch's
+     * f16 default; gaio_conv2d_params.f16_accumulation): faster where short sums
+     * dominate, less precise. The host computes as for F16. */
+    GAIO_MODEL_PRECISION_F16_FAST = 3
 } gaio_model_precision;
 
 typedef enum gaio_model_layout {
@@ -170,6 +174,7 @@ typedef struct gaio_engine_info {
     int32_t cuda_graph;          /* contexts replay one CUDA graph per run */
     int32_t loaded;              /* 1: from gaio_engine_load, 0: built */
     double build_seconds;        /* the build's (or the load's) wall time */
+    int32_t f16_accumulation;    /* built with GAIO_MODEL_PRECISION_F16_FAST */
 } gaio_engine_info;
 
 gaio_status gaio_engine_get_info(gaio_engine *e, gaio_engine_info *out);

@@ -304,7 +304,7 @@ class EngineInfo(Structure):
     _fields_ = [("batch", c_int64), ("dtype", c_int), ("layout", c_int), ("weight_bytes", c_size_t),
                 ("arena_bytes", c_size_t), ("nodes", c_int32), ("steps", c_int32), ("folded_bn", c_int32),
                 ("fused_add", c_int32), ("fused_act", c_int32), ("convs", c_int32), ("cuda_graph", c_int32),
-                ("loaded", c_int32), ("build_seconds", c_double)]
+                ("loaded", c_int32), ("build_seconds", c_double), ("f16_accumulation", c_int32)]
 
 
 class EngineStep(Structure):

@@ -64,7 +64,7 @@ __all__ = ["Model", "Engine", "EngineInfo", "EngineStep", "ModelExec", "TensorIn
            "LAYOUTS", "onnx_supported"]
 
 #: ``precision=`` names and their gaio_model_precision codes
-PRECISIONS = {"auto": 0, "model": 1, "f16": 2}
+PRECISIONS = {"auto": 0, "model": 1, "f16": 2, "f16-fast": 3}
 #: ``layout=`` names and their gaio_model_layout codes
 LAYOUTS = {"auto": 0, "nchw": 1, "nhwc": 2}
 _LAYOUT_NAMES = {1: "nchw", 2: "nhwc"}
@@ -174,6 +174,7 @@ class EngineInfo:
     cuda_graph: bool      # contexts replay one CUDA graph per run
     loaded: bool          # read by Engine.load, not built
     build_seconds: float  # the build's (or the load's) wall time
+    f16_accumulation: bool  # precision "f16-fast": convolutions may sum in f16
 
 
 class EngineStep(NamedTuple):
@@ -281,8 +282,9 @@ class Model:
         ``batch`` is the value of the symbolic dimensions (needed when the model has
         any, unless ``shapes`` gives it); ``shapes`` maps input names to their whole
         shape (``{"input": (4, 3, 224, 224)}``; fixed dimensions must match the model).
-        ``precision``: "auto" (f16 on a GPU, the model's own on the host), "model" or
-        "f16"; ``layout``: "auto" (NHWC), "nchw" or "nhwc", of intermediates and
+        ``precision``: "auto" (f16 on a GPU, the model's own on the host), "model",
+        "f16", or "f16-fast" (f16 with convolutions that may sum in f16, as PyTorch's f16
+        does: faster, less precise; on the host as "f16"); ``layout``: "auto" (NHWC), "nchw" or "nhwc", of intermediates and
         convolution weights. ``tune=False`` takes cuDNN's first plan per convolution
         untimed (a faster build); ``cuda_graph=False`` makes the execution contexts
         enqueue the layers one by one instead of replaying a CUDA graph. ``profile`` maps
@@ -485,7 +487,7 @@ class Engine:
         check(lib.gaio_engine_model(e._h, byref(mh)))
         e.model = Model._retained(mh.value, src)
         info = e.info
-        e.precision = "f16" if info.dtype == _numpy_dtype(4) else "model"
+        e.precision = "f16-fast" if info.f16_accumulation else "f16" if info.dtype == _numpy_dtype(4) else "model"
         e.layout = info.layout
         return e
 
@@ -509,7 +511,7 @@ class Engine:
             self._info = EngineInfo(int(i.batch), _numpy_dtype(i.dtype), _LAYOUT_NAMES.get(i.layout, str(i.layout)),
                                     int(i.weight_bytes), int(i.arena_bytes), i.nodes, i.steps, i.folded_bn,
                                     i.fused_add, i.fused_act, i.convs, bool(i.cuda_graph), bool(i.loaded),
-                                    float(i.build_seconds))
+                                    float(i.build_seconds), bool(i.f16_accumulation))
         return self._info
 
     @property

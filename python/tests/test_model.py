@@ -297,6 +297,27 @@ def test_engine_info(weights):
     f16 = m.build("cpu", batch=1, precision="f16")
     assert f16.info.dtype == np.float16
     assert f16.info.weight_bytes < engine.info.weight_bytes
+    assert engine.info.f16_accumulation is False and f16.info.f16_accumulation is False
+
+
+def test_f16_fast_precision(weights, rng, tmp_path):
+    """precision "f16-fast": an f16 engine whose convolutions may accumulate in f16 (on a
+    GPU; the host computes as for "f16": the same bits), kept by save and load."""
+    m = _tiny(weights)
+    fast = m.build("cpu", batch=2, precision="f16-fast")
+    plain = m.build("cpu", batch=2, precision="f16")
+    assert fast.info.dtype == np.float16 and fast.info.f16_accumulation is True and fast.precision == "f16-fast"
+    x = rng.standard_normal((2, CIN, H, W)).astype(np.float32)
+    y = run_host(fast.exec(), x)
+    np.testing.assert_array_equal(y, run_host(plain.exec(), x))
+    np.testing.assert_allclose(y, reference(x, weights), rtol=2e-2, atol=2e-2)
+    path = tmp_path / "fast.engine"
+    fast.save(path)
+    loaded = gaio.Engine.load(path, "cpu")
+    assert loaded.info.f16_accumulation is True and loaded.precision == "f16-fast"
+    np.testing.assert_array_equal(run_host(loaded.exec(), x), y)
+    with pytest.raises(gaio.InvalidArgumentError, match="precision 'f16_fast'"):
+        m.build("cpu", batch=2, precision="f16_fast")
 
 
 def test_engine_steps(weights):

@@ -163,11 +163,14 @@ def test_fp32_matches_torch(torch, nets, exports, name, exporter):
         assert err <= bound, f"{name} ({exporter}) fp32: max abs error {err:.3g} > {bound:.3g}"
 
 
+@pytest.mark.parametrize("precision", ["f16", "f16-fast"])
 @pytest.mark.parametrize("name", MODELS)
-def test_fp16_top1_agreement(torch, nets, exports, name):
+def test_fp16_top1_agreement(torch, nets, exports, name, precision):
+    """f16 within PyTorch fp16's error and agreement; "f16-fast" (convolutions may sum
+    in f16) measured the same way, its bar a little lower (it trades precision)."""
     exporter = "torchscript"
     m = _load(exports, name, exporter)
-    ex = m.exec(gaio.default_context("cuda"), batch=FP16_BATCH, precision="f16")
+    ex = m.exec(gaio.default_context("cuda"), batch=FP16_BATCH, precision=precision)
     s = gaio.Stream("cuda")
     g = torch.Generator(device="cuda").manual_seed(SEED + 3)
     import copy
@@ -188,19 +191,20 @@ def test_fp16_top1_agreement(torch, nets, exports, name):
         worst_abs, worst = max(worst_abs, err), max(worst, ratio)
         worst16 = max(worst16, _fp16_errors(ref16, ref)[1])
     rate, rate16 = agree / total, agree16 / total
-    print(f"{name} ({exporter}) fp16: element-wise against torch fp32, max abs error {worst_abs:.3g}, at most "
+    print(f"{name} ({exporter}) {precision}: element-wise against torch fp32, max abs error {worst_abs:.3g}, at most "
           f"{worst:.3f} of the tolerance 2e-2 max|ref| + 2e-2 |ref| (PyTorch's own fp16: {worst16:.3f}); top-1 "
           f"agreement {agree}/{total} = {rate:.2%} (issue's target 99%: {'met' if rate >= 0.99 else 'MISSED'}); "
           f"PyTorch's own fp16 agrees {agree16}/{total} = {rate16:.2%}")
     # The bound is PyTorch's own fp16 on the same inputs where that exceeds the fixed
     # tolerance (random-weight ResNet-50: 1.93 of it on an H200, gaio 1.42): gaio's f16
     # must stay within PyTorch's fp16 error scale, and within the tolerance elsewhere.
-    bound = max(1.0, 1.5 * worst16)
-    assert worst <= bound, (f"{name} fp16: an element {worst:.3g} times the tolerance away from torch fp32 "
+    bound = max(1.0, 1.5 * worst16) * (1 if precision == "f16" else 2)
+    assert worst <= bound, (f"{name} {precision}: an element {worst:.3g} times the tolerance away from torch fp32 "
                             f"(bound {bound:.3g}; PyTorch's own fp16: {worst16:.3g})")
     # Random weights leave small gaps between the top logits, so fp16 rounding flips
     # some; the bar gaio must clear is PyTorch's own fp16 on the same inputs.
-    assert rate >= min(0.99, rate16 - 0.01)
+    slack = 0.01 if precision == "f16" else 0.03
+    assert rate >= min(0.99, rate16 - slack)
 
 
 def _run_concurrently(torch, ctx, execs, xs, expect, rounds):

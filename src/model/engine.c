@@ -238,7 +238,7 @@ static bool has_symbolic(const mgraph *g) {
  * dimension value (the loader infers shapes with a symbolic batch), so every shape
  * must agree on it. */
 static gaio_status resolve_options(const char *fn, const mgraph *g, const gaio_engine_options *o, int64_t *batch) {
-    if (o->precision < GAIO_MODEL_PRECISION_AUTO || o->precision > GAIO_MODEL_PRECISION_F16)
+    if (o->precision < GAIO_MODEL_PRECISION_AUTO || o->precision > GAIO_MODEL_PRECISION_F16_FAST)
         return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "options->precision %d is not a gaio_model_precision",
                           (int)o->precision);
     if (o->layout < GAIO_MODEL_LAYOUT_AUTO || o->layout > GAIO_MODEL_LAYOUT_NHWC)
@@ -626,8 +626,9 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     double t0 = now_s();
     const mgraph *g = &e->model->g;
     e->batch = batch;
-    e->flags = o->flags;
-    e->f16 = o->precision == GAIO_MODEL_PRECISION_F16 || (o->precision == GAIO_MODEL_PRECISION_AUTO && e->gpu);
+    e->flags = o->flags | (o->precision == GAIO_MODEL_PRECISION_F16_FAST ? GAIO__ENGINE_F16_FAST : 0u);
+    e->f16 = o->precision == GAIO_MODEL_PRECISION_F16 || o->precision == GAIO_MODEL_PRECISION_F16_FAST ||
+             (o->precision == GAIO_MODEL_PRECISION_AUTO && e->gpu);
     e->nhwc = o->layout != GAIO_MODEL_LAYOUT_NCHW;
     const char *env = getenv("GAIO_MODEL_CUDA_GRAPH");
     e->cuda_graph = e->gpu && !(o->flags & GAIO_ENGINE_NO_CUDA_GRAPH) && !(env && !strcmp(env, "0"));
@@ -844,6 +845,7 @@ gaio_status gaio_engine_get_info(gaio_engine *e, gaio_engine_info *out) {
     out->cuda_graph = e->cuda_graph;
     out->loaded = e->loaded;
     out->build_seconds = e->build_seconds;
+    out->f16_accumulation = (e->flags & GAIO__ENGINE_F16_FAST) != 0;
     return GAIO_OK;
 }
 

@@ -644,6 +644,7 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
     e->batch = get_i64(&r), e->f16 = get_u8(&r) != 0, e->nhwc = get_u8(&r) != 0, e->cuda_graph = get_u8(&r) != 0;
     e->flags = get_u32(&r);
     if (e->cuda_graph && !e->gpu) fail(&r, "it asks for CUDA graphs on the host");
+    if ((e->flags & GAIO__ENGINE_F16_FAST) && !e->f16) fail(&r, "it asks for f16 accumulation in an f32 engine");
     const char *env = getenv("GAIO_MODEL_CUDA_GRAPH");
     if (env && !strcmp(env, "0")) e->cuda_graph = false;
     get_graph(&r, &m->g);

@@ -41,6 +41,10 @@ typedef struct xvalue {
 
 #define GAIO_ENGINE_KERNEL_TEXT 96
 
+/* In gaio_engine.flags, beside the options' bits: precision F16_FAST (engine files keep
+ * the flags, so a loaded engine's convolutions accumulate as the built one's did). */
+#define GAIO__ENGINE_F16_FAST (1u << 31)
+
 struct gaio_engine {
     gaio_ref ref;
     gaio_model *model;  /* the graph; a loaded engine's is rebuilt from the file */
@@ -50,7 +54,7 @@ struct gaio_engine {
     int64_t batch;      /* 0 when the model has no symbolic dimension */
     bool f16, nhwc;
     bool cuda_graph;    /* contexts capture the steps into a CUDA graph */
-    uint32_t flags;
+    uint32_t flags; /* the options' GAIO_ENGINE_* flags, and GAIO__ENGINE_F16_FAST */
     /* The plan. */
     xplan plan;
     int32_t nv;         /* the graph's values, then the planner's constants */

@@ -251,6 +251,7 @@ static void conv_of(const run_state *r, const xstep *sp, conv_call *c) {
     for (int i = 0; i < 4; i++) c->p.pad[i] = (int32_t)a->pads[i];
     c->p.groups = (int32_t)a->group;
     c->p.act = sp->has_act ? &sp->act : NULL;
+    c->p.f16_accumulation = (r->e->flags & GAIO__ENGINE_F16_FAST) != 0;
 }
 
 /* A ConvTranspose step's arguments (pads explicit since inference). */

@@ -182,6 +182,7 @@ static void test_contexts(gaio_context *ctx, const ref_model *r, gaio_model *m, 
     gaio_engine_info info;
     OK(gaio_engine_get_info(e, &info));
     CHECK(info.steps >= 1 && info.steps <= info.nodes && info.weight_bytes > 0 && info.loaded == 0);
+    CHECK(info.f16_accumulation == (precision == GAIO_MODEL_PRECISION_F16_FAST));
     gaio_stream *s[CONTEXTS];
     gaio_model_exec *x[CONTEXTS];
     int known = 0;
@@ -233,7 +234,10 @@ static void test_contexts(gaio_context *ctx, const ref_model *r, gaio_model *m, 
         OK(gaio_stream_release(s[i]));
     }
     printf("contexts: %d of one %s engine (%s) ran at once, same bits as one; weights %zu bytes once, arena %zu a "
-           "context%s\n", CONTEXTS, r->name, precision == GAIO_MODEL_PRECISION_F16 ? "f16" : "model's precision",
+           "context%s\n", CONTEXTS, r->name,
+           precision == GAIO_MODEL_PRECISION_F16        ? "f16"
+           : precision == GAIO_MODEL_PRECISION_F16_FAST ? "f16-fast"
+                                                        : "model's precision",
            info.weight_bytes, info.arena_bytes, known ? "" : " (no pool statistics on this backend)");
 }
 
@@ -602,6 +606,7 @@ static void run(int device) {
         test_mixed(ctx, ms, seed);
         test_contexts(ctx, r, m, GAIO_MODEL_PRECISION_MODEL);
         test_contexts(ctx, r, m, GAIO_MODEL_PRECISION_F16);
+        test_contexts(ctx, r, m, GAIO_MODEL_PRECISION_F16_FAST);
         test_async(ctx, r, m);
         test_save_load(device, ctx, r, m);
         test_bad(ctx, r, m);
