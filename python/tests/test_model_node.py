@@ -310,12 +310,13 @@ def prepare(case, promote_int64: bool = True, raise_opset: bool = True, promote_
     return model, feeds, [np.asarray(o) for o in outs]
 
 
-def run_gaio(model, feeds: dict, layout: str = "auto", device: str = "cpu") -> list:
+def run_gaio(model, feeds: dict, layout: str = "auto", device: str = "cpu", batch=None) -> list:
     """Loads, plans and runs `model` on `device` (layout auto: 4-D values NHWC on the
-    host); returns its outputs in order, as numpy arrays."""
+    host; batch: its symbolic dimensions' value); returns its outputs in order, as
+    numpy arrays."""
     m = gaio.Model(model.SerializeToString())
     # precision "model": "auto" would run f16 on a GPU; untuned: the cases are tiny
-    ex = m.build(device, layout=layout, precision="model", tune=False).exec()
+    ex = m.build(device, batch=batch, layout=layout, precision="model", tune=False).exec()
     s = gaio.Stream(device)
 
     def fed(a):  # gaio keeps bool as u8
@@ -1210,11 +1211,7 @@ def test_resize_symbolic_batch():
     for opset, kw in ((13, dict(scales=[1, 1, 1.5, 0.8])), (18, dict(sizes=[7, 3], axes=[2, 3]))):
         attrs = dict(mode="linear", **({"axes": kw["axes"]} if "axes" in kw else {}))
         model = _resize_model(["N", 2, 4, 5], opset, scales=kw.get("scales"), sizes=kw.get("sizes"), **attrs)
-        m = gaio.Model(model.SerializeToString())
-        ex, s = m.exec("cpu", batch=3), gaio.Stream("cpu")
-        ys = ex.empty_outputs(s)
-        ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], ys).result(timeout=60)
-        assert_close(ys[0].numpy(), _resize_ref(x, mode="linear", **kw).astype(np.float32),
+        assert_close(run_gaio(model, {"x": x}, batch=3)[0], _resize_ref(x, mode="linear", **kw).astype(np.float32),
                      f"Resize-{opset} {kw} batch N")
 
 
@@ -1403,15 +1400,10 @@ def test_integer_shape_arithmetic_folds_at_build():
     """Integer Div and Mul on the input's shape with a symbolic batch: the model's
     shapes wait for the build (engine's batch), where the arithmetic folds."""
     model = _channel_shuffle_model(3)
-    m = gaio.Model(model.SerializeToString())
     x = np.random.default_rng(5).standard_normal((2, 6, 4, 5)).astype(np.float32)
     want = x.reshape(2, 3, 2, 20).transpose(0, 2, 1, 3).reshape(2, 6, 4, 5)
     for layout in ("nchw", "nhwc"):
-        ex = m.exec("cpu", batch=2, layout=layout)
-        s = gaio.Stream("cpu")
-        ys = ex.empty_outputs(s)
-        ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], ys).result(timeout=60)
-        np.testing.assert_array_equal(ys[0].numpy(), want)
+        np.testing.assert_array_equal(run_gaio(model, {"x": x}, layout, batch=2)[0], want)
     if ort is not None:
         np.testing.assert_array_equal(run_ort(model, {"x": x})[0], want)
 
@@ -1432,12 +1424,7 @@ def test_integer_mod_pads_to_a_multiple(fmod):
     model = _typed_model(nodes, {"x": (np.float32, ["N", 2, 4, 5])}, {"y": (np.float32, ["N", 2, 4, 5 + p])}, 13, inits)
     x = np.random.default_rng(6).standard_normal((3, 2, 4, 5)).astype(np.float32)
     want = np.pad(x, [(0, 0)] * 3 + [(0, p)]) if p >= 0 else x[..., :5 + p]
-    m = gaio.Model(model.SerializeToString())
-    ex = m.exec("cpu", batch=3)
-    s = gaio.Stream("cpu")
-    ys = ex.empty_outputs(s)
-    ex.run(s, [gaio.tensor(x, device="cpu", stream=s)], ys).result(timeout=60)
-    np.testing.assert_array_equal(ys[0].numpy(), want)
+    np.testing.assert_array_equal(run_gaio(model, {"x": x}, batch=3)[0], want)
     if ort is not None:
         np.testing.assert_array_equal(run_ort(model, {"x": x})[0], want)
 
@@ -1458,16 +1445,6 @@ def test_integer_arithmetic_refusals():
 
 
 # ---- shape-built constants: what transformers' exports fold at build -------------------
-
-def _run_host(model, feeds, batch=None):
-    m = gaio.Model(model.SerializeToString())
-    ex = m.exec("cpu", batch=batch)
-    s = gaio.Stream("cpu")
-    ys = ex.empty_outputs(s)
-    ex.run(s, [gaio.tensor(np.ascontiguousarray(feeds[t.name]), device="cpu", stream=s) for t in m.inputs],
-           ys).result(timeout=60)
-    return [y.numpy() for y in ys]
-
 
 def test_swin_style_mask_folds():
     """Swin's shifted-window mask as exported: ScatterND slice assignments on zeros,
@@ -1499,7 +1476,7 @@ def test_swin_style_mask_folds():
     want_mask = np.where(d != 0, np.float32(-100), d)
     model = _typed_model(nodes, {"x": (np.float32, [3, 4, 4])}, {"y": (np.float32, [3, 4, 4])}, 16, inits)
     x = rng.standard_normal((3, 4, 4)).astype(np.float32)
-    got, = _run_host(model, {"x": x})
+    got, = run_gaio(model, {"x": x})
     np.testing.assert_array_equal(got, x + want_mask)
     if ort is not None:
         np.testing.assert_array_equal(run_ort(model, {"x": x})[0], x + want_mask)
@@ -1560,6 +1537,6 @@ def test_empty_shape_slice_and_constant_output():
     model = _typed_model(nodes, {"x": (np.float32, [2, 3, 4])}, {"y": (np.float32, [2, 12]), "sf": (np.float32, [3])},
                          13, [_i64("three", [3]), _i64("big", [2 ** 62]), _i64("head", [2, 12])])
     x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
-    y, sf = _run_host(model, {"x": x})
+    y, sf = run_gaio(model, {"x": x})
     np.testing.assert_array_equal(y, x.reshape(2, 12))
     np.testing.assert_array_equal(sf, np.array([2, 3, 4], np.float32))

@@ -199,15 +199,21 @@ static gaio_status pw_run(pw_job *j) {
     return GAIO_OK;
 }
 
+/* A zeroed job of `kind` over n tensors. */
+static pw_job job_of(int kind, int n) {
+    pw_job j;
+    memset(&j, 0, sizeof j);
+    j.kind = kind;
+    j.n = n;
+    return j;
+}
+
 /* A copy of by-value argument i (arguments are only 16-byte aligned). */
 static void arg(void *out, void *const *args, int i, size_t size) { memcpy(out, args[i], size); }
 
 static gaio_status dnn_unary(const gaio_launch_info *info, void *const *args) {
     (void)info;
-    pw_job j;
-    memset(&j, 0, sizeof j);
-    j.kind = KIND_UNARY;
-    j.n = 2;
+    pw_job j = job_of(KIND_UNARY, 2);
     arg(&j.t[1], args, 0, sizeof(gaio_ktensor));
     arg(&j.t[0], args, 1, sizeof(gaio_ktensor));
     arg(&j.act, args, 2, sizeof j.act);
@@ -216,10 +222,7 @@ static gaio_status dnn_unary(const gaio_launch_info *info, void *const *args) {
 
 static gaio_status dnn_binary(const gaio_launch_info *info, void *const *args) {
     (void)info;
-    pw_job j;
-    memset(&j, 0, sizeof j);
-    j.kind = KIND_BINARY;
-    j.n = 3;
+    pw_job j = job_of(KIND_BINARY, 3);
     arg(&j.t[1], args, 0, sizeof(gaio_ktensor));
     arg(&j.t[2], args, 1, sizeof(gaio_ktensor));
     arg(&j.t[0], args, 2, sizeof(gaio_ktensor));
@@ -231,10 +234,7 @@ static gaio_status dnn_binary(const gaio_launch_info *info, void *const *args) {
 /* The packed form: three rows of n elements of one dtype, run as dnn_binary's. */
 static gaio_status dnn_binary_packed(const gaio_launch_info *info, void *const *args) {
     (void)info;
-    pw_job j;
-    memset(&j, 0, sizeof j);
-    j.kind = KIND_BINARY;
-    j.n = 3;
+    pw_job j = job_of(KIND_BINARY, 3);
     int64_t n;
     int32_t dtype;
     arg(&n, args, 3, sizeof n);
@@ -251,10 +251,7 @@ static gaio_status dnn_binary_packed(const gaio_launch_info *info, void *const *
 
 static gaio_status dnn_batch_norm(const gaio_launch_info *info, void *const *args) {
     (void)info;
-    pw_job j;
-    memset(&j, 0, sizeof j);
-    j.kind = KIND_BN;
-    j.n = 6;
+    pw_job j = job_of(KIND_BN, 6);
     arg(&j.t[1], args, 0, sizeof(gaio_ktensor));
     arg(&j.t[0], args, 1, sizeof(gaio_ktensor));
     for (int k = 2; k < 6; k++) arg(&j.t[k], args, k, sizeof(gaio_ktensor));

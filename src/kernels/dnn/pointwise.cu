@@ -34,10 +34,6 @@ __device__ __forceinline__ void store(const gaio_ktensor &t, int64_t off, float 
         ((float *)(uintptr_t)t.ptr)[off] = v;
 }
 
-__device__ __forceinline__ int64_t count(const gaio_ktensor &t) {
-    return gaio_kt_count(&t);
-}
-
 __device__ __forceinline__ int64_t first() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t step() { return (int64_t)gridDim.x * blockDim.x; }
 
@@ -98,7 +94,7 @@ extern "C" __global__ void gaio_dnn_unary(gaio_ktensor x, gaio_ktensor y, gaio_k
         unary_channels_inner(x, y, act);
         return;
     }
-    const int64_t n = count(y);
+    const int64_t n = gaio_kt_count(&y);
     if (y.ndim == 1) {
         for (int64_t i = first(); i < n; i += step())
             store(y, i * y.strides[0], gaio_pw_unary(act.op, load(x, i * x.strides[0]), act.alpha, act.beta));
@@ -123,7 +119,7 @@ extern "C" __global__ void gaio_dnn_unary(gaio_ktensor x, gaio_ktensor y, gaio_k
 
 extern "C" __global__ void gaio_dnn_binary(gaio_ktensor a, gaio_ktensor b, gaio_ktensor y, int32_t op,
                                            gaio_kpw_act act) {
-    const int64_t n = count(y);
+    const int64_t n = gaio_kt_count(&y);
     const gaio_ktensor *ts[3] = {&y, &a, &b};
     const bool narrow = n < INT32_MAX;
     for (int64_t i = first(); i < n; i += step()) {
@@ -200,7 +196,7 @@ extern "C" __global__ void gaio_dnn_binary_packed(uint64_t a, uint64_t b, uint64
 
 extern "C" __global__ void gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
                                                gaio_ktensor mean, gaio_ktensor var, float epsilon) {
-    const int64_t n = count(y);
+    const int64_t n = gaio_kt_count(&y);
     const gaio_ktensor *ts[6] = {&y, &x, &scale, &bias, &mean, &var};
     for (int64_t i = first(); i < n; i += step()) {
         int64_t off[6];
