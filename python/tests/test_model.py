@@ -320,6 +320,37 @@ def test_f16_fast_precision(weights, rng, tmp_path):
         m.build("cpu", batch=2, precision="f16_fast")
 
 
+@pytest.mark.parametrize("precision", ["model", "f16"])
+def test_padded_stem_channels(weights, rng, tmp_path, monkeypatch, precision):
+    """A 3-channel input read only by a convolution is staged with its channels padded to
+    8 (zeros) and the weights with it, so that a GPU's tensor-core engines take the stem
+    (the default there; GAIO_MODEL_PAD_CHANNELS=1 asks for it on the host too). Same
+    results as unpadded, across runs (the arena's bytes are reused, so the padding is
+    cleared at each run) and through save and load."""
+    m = _tiny(weights)
+    monkeypatch.setenv("GAIO_MODEL_PAD_CHANNELS", "0")
+    plain = m.build("cpu", batch=2, precision=precision, layout="nhwc")
+    monkeypatch.setenv("GAIO_MODEL_PAD_CHANNELS", "1")
+    padded = m.build("cpu", batch=2, precision=precision, layout="nhwc")
+    monkeypatch.delenv("GAIO_MODEL_PAD_CHANNELS")
+    # W [8, 3, 3, 3] stored as [8, 3, 3, 8]: 8 * 9 * 5 more elements
+    grew = 8 * 9 * 5 * (4 if precision == "model" else 2)
+    assert padded.info.weight_bytes >= plain.info.weight_bytes + grew - 256
+    assert padded.info.weight_bytes > plain.info.weight_bytes
+    ex, ref_ex = padded.exec(), plain.exec()
+    tol = 1e-5 if precision == "model" else 2e-2
+    for _ in range(2):  # the second run finds the first's bytes in the arena
+        x = rng.standard_normal((2, CIN, H, W)).astype(np.float32)
+        y = run_host(ex, x)
+        np.testing.assert_allclose(y, run_host(ref_ex, x), rtol=tol, atol=tol)
+        np.testing.assert_allclose(y, reference(x, weights), rtol=tol, atol=tol)
+    path = tmp_path / "padded.engine"
+    padded.save(path)
+    loaded = gaio.Engine.load(path, "cpu")
+    assert loaded.info.weight_bytes == padded.info.weight_bytes
+    np.testing.assert_array_equal(run_host(loaded.exec(), x), y)
+
+
 def test_engine_steps(weights):
     engine = _tiny(weights).build("cpu", batch=2)
     steps = engine.steps

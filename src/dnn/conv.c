@@ -197,8 +197,9 @@ static gaio_status residual_epilogue(const char *fn, gaio_stream *stream, const 
 }
 
 /* A depthwise convolution (one filter per channel) on a GPU runs as gaio's own kernel
- * (kernels/dnn/depthwise.cu): cuDNN's grouped direct kernel takes several times longer
- * than reading x and writing y needs. GAIO_DNN_DEPTHWISE=cudnn keeps cuDNN, to compare. */
+ * (kernels/dnn/depthwise.cu, depthwise_tiled.cu): cuDNN's grouped direct kernel takes
+ * several times longer than reading x and writing y needs. GAIO_DNN_DEPTHWISE=cudnn keeps
+ * cuDNN, to compare. */
 static bool gaio_depthwise(const conv_checked *c) {
     if (c->a.groups != c->a.c || c->a.c != c->a.k) return false;
     const char *e = getenv("GAIO_DNN_DEPTHWISE");
@@ -215,10 +216,8 @@ static bool fits32(const gaio_ktensor *t) {
     return span < INT32_MAX;
 }
 
-/* One launch of gaio_dnn_conv_depthwise over y (bias, residual and activation fused):
- * the checks are conv_check's. Its grid is capped (GAIO_DNN_MAX_BLOCKS, dnn_internal.h). */
-static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const conv_checked *c) {
-    enum { BLOCK = 256, MAX_BLOCKS = GAIO_DNN_MAX_BLOCKS };
+/* The kernels' arguments of a checked depthwise convolution. */
+static gaio_kdw dw_params(const conv_checked *c) {
     gaio_kdw p;
     memset(&p, 0, sizeof p);
     p.sh = c->a.stride[0], p.sw = c->a.stride[1];
@@ -234,20 +233,68 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
                c->a.q * p.sw + c->a.s * p.dw < INT32_MAX / 2;
     p.act.op = GAIO_KPW_IDENTITY;
     if (c->a.has_act) p.act.op = (int32_t)c->a.act.op, p.act.alpha = c->a.act.alpha, p.act.beta = c->a.act.beta;
+    return p;
+}
+
+/* A tensor whose channels are runs of 16-byte vectors: channels innermost, every other
+ * stride a multiple of 8 elements, 16-byte aligned (f16). */
+static bool vectors_of_8(const gaio_ktensor *t) {
+    return t->strides[1] == 1 && t->ptr % 16 == 0 && t->strides[0] % 8 == 0 && t->strides[2] % 8 == 0 &&
+           t->strides[3] % 8 == 0;
+}
+
+/* Whether gaio_dnn_conv_depthwise_tiled takes the layer (its case is in its file's head):
+ * f16, C a multiple of 8, x, y and the residual in channel vectors, R <= 7, S 3, 5 or 7,
+ * column stride 1 or 2 without column dilation, 32-bit offsets (p->narrow).
+ * GAIO_DNN_DEPTHWISE=generic keeps the one-output-per-thread kernel, to compare;
+ * =strips and =pixels force its long strips or those of 1 output (to test both). */
+static bool depthwise_tiled_ok(const conv_checked *c, const gaio_kdw *p) {
+    const char *e = getenv("GAIO_DNN_DEPTHWISE");
+    if (e && strcmp(e, "generic") == 0) return false;
+    if (c->x.k.dtype != GAIO_KT_F16 || c->a.k % 8 || !p->narrow || p->dw != 1 || p->sw > 2) return false;
+    if (c->a.r > 7 || (c->a.s != 3 && c->a.s != 5 && c->a.s != 7)) return false;
+    return vectors_of_8(&c->x.k) && vectors_of_8(&c->y.k) && (!c->has_res || vectors_of_8(&c->res.k));
+}
+
+/* One launch of gaio_dnn_conv_depthwise, or of its tiled form, over y (bias, residual
+ * and activation fused): the checks are conv_check's. Its grid is capped
+ * (GAIO_DNN_MAX_BLOCKS, dnn_internal.h). */
+static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const conv_checked *c) {
+    enum { BLOCK = 256, MAX_BLOCKS = GAIO_DNN_MAX_BLOCKS };
+    const gaio_kdw p = dw_params(c);
     gaio_ktensor none;
     memset(&none, 0, sizeof none);
-    gaio_arg args[6] = {GAIO_ARG(c->x.k), GAIO_ARG(c->w.k), GAIO_ARG(none), GAIO_ARG(none), GAIO_ARG(c->y.k),
-                        GAIO_ARG(p)};
+    const bool tiled = depthwise_tiled_ok(c, &p);
+    /* The tiled kernel's block: cv vectors of 8 channels by 256 / cv strips of owt outputs.
+     * Strips of 4 (2 for 7-wide windows) unless that leaves fewer threads than the GPU
+     * holds at once (about 2^16: 2 blocks of 256 on each of 132 SMs), as batch 1's small
+     * late layers do; then strips of 1. */
+    int32_t cv = (int32_t)(c->a.k / 8 < 32 ? c->a.k / 8 : 32), owt = c->a.s == 7 ? 2 : 4;
+    const char *force = getenv("GAIO_DNN_DEPTHWISE");
+    if (force && !strcmp(force, "pixels"))
+        owt = 1;
+    else if (!(force && !strcmp(force, "strips")) && c->a.n * c->a.p * ((c->a.q + owt - 1) / owt) * (c->a.k / 8) < 65536)
+        owt = 1;
+    gaio_arg args[8] = {GAIO_ARG(c->x.k), GAIO_ARG(c->w.k), GAIO_ARG(none), GAIO_ARG(none), GAIO_ARG(c->y.k),
+                        GAIO_ARG(p),      GAIO_ARG(cv),     GAIO_ARG(owt)};
     gaio_buffer *held[5] = {c->x.t.buffer, c->w.t.buffer, c->y.t.buffer};
     size_t nheld = 3;
     if (c->has_bias) args[2] = GAIO_ARG(c->bias.k), held[nheld++] = c->bias.t.buffer;
     if (c->has_res) args[3] = GAIO_ARG(c->res.k), held[nheld++] = c->res.t.buffer;
-    const int64_t outputs = c->a.n * c->a.k * c->a.p * c->a.q, blocks = (outputs + BLOCK - 1) / BLOCK;
-    gaio_dim3 grid = {(uint32_t)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS), 1, 1}, block = {BLOCK, 1, 1};
+    gaio_dim3 grid = {1, 1, 1}, block = {BLOCK, 1, 1};
+    if (tiled) {
+        const int64_t strips = c->a.n * c->a.p * ((c->a.q + owt - 1) / owt), per_block = BLOCK / cv;
+        const int64_t groups = (c->a.k + 8 * cv - 1) / (8 * cv), need = (strips + per_block - 1) / per_block;
+        const int64_t cap = MAX_BLOCKS / groups > 0 ? MAX_BLOCKS / groups : 1;
+        grid.x = (uint32_t)(need < cap ? need : cap), grid.y = (uint32_t)groups;
+    } else {
+        const int64_t outputs = c->a.n * c->a.k * c->a.p * c->a.q, blocks = (outputs + BLOCK - 1) / BLOCK;
+        grid.x = (uint32_t)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS);
+    }
     gaio_kernel *k;
-    gaio_status st = gaio__kernel_builtin("gaio_dnn_conv_depthwise", &k);
+    gaio_status st = gaio__kernel_builtin(tiled ? "gaio_dnn_conv_depthwise_tiled" : "gaio_dnn_conv_depthwise", &k);
     if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
-    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, 6, held, nheld);
+    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, tiled ? 8 : 6, held, nheld);
     gaio__kernel_unref(k);
     return st;
 }
@@ -267,7 +314,9 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
         if (info) {
             memset(info, 0, sizeof *info);
             info->fused = 1;
-            snprintf(info->engine, sizeof info->engine, "gaio depthwise");
+            const gaio_kdw p = dw_params(&c);
+            snprintf(info->engine, sizeof info->engine, "gaio depthwise%s",
+                     depthwise_tiled_ok(&c, &p) ? " (tiled)" : "");
         }
         return GAIO_OK;
     }

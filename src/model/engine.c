@@ -52,7 +52,11 @@ size_t gaio__xvalue_count(const xvalue *x) {
     return n;
 }
 
-size_t gaio__xvalue_bytes(const xvalue *x) { return gaio__xvalue_count(x) * gaio_dtype_size(x->dtype); }
+size_t gaio__xvalue_bytes(const xvalue *x) {
+    size_t n = gaio__xvalue_count(x);
+    if (x->cpitch > 0 && x->ndim == 4 && x->dims[1] > 0) n = n / (size_t)x->dims[1] * (size_t)x->cpitch;
+    return n * gaio_dtype_size(x->dtype);
+}
 
 static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
@@ -328,12 +332,13 @@ static void convert(const void *data, int32_t elem, const xvalue *x, unsigned ch
         return;
     }
     int64_t c = x->ndim == 4 ? x->dims[1] : 1, hw = x->ndim == 4 ? x->dims[2] * x->dims[3] : 1;
+    const size_t pitch = x->cpitch > 0 ? (size_t)x->cpitch : (size_t)c; /* dst is zeroed: pads stay 0 */
     for (size_t i = 0; i < n; i++) {
         float f = elem == MT_F16 ? h2f(((const uint16_t *)data)[i]) : ((const float *)data)[i];
         size_t j = i;
-        if (x->nhwc) { /* i = ((k * C + ci) * HW + p) -> ((k * HW + p) * C + ci) */
+        if (x->nhwc) { /* i = ((k * C + ci) * HW + p) -> ((k * HW + p) * pitch + ci) */
             size_t k = i / (size_t)(c * hw), ci = i / (size_t)hw % (size_t)c, p = i % (size_t)hw;
-            j = (k * (size_t)hw + p) * (size_t)c + ci;
+            j = (k * (size_t)hw + p) * pitch + ci;
         }
         if (x->dtype == GAIO_DTYPE_F16)
             ((uint16_t *)dst)[j] = f2h(f);
@@ -536,6 +541,54 @@ static bool *layout_wants(const gaio_engine *e) {
     return want;
 }
 
+/* Graph inputs that only convolutions read as x (groups 1, weights constant and read
+ * by those convolutions alone), with C not a multiple of 8, are staged with their
+ * channels padded with zeros to the next multiple, and so are the weights: cuDNN's
+ * tensor-core engines want C % 8 == 0. Measured with cuDNN 9.14 on an H200 (f16, batch
+ * 32), only a stem that fuses an activation other than ReLU needed it: MobileNetV2's
+ * (ReLU6) ran in a grouped direct kernel, 0.57 ms of the model's 1.65, and padded the
+ * model took 1.25 ms; stems with ReLU or none (ResNet-50, EfficientNet-B0, MNASNet,
+ * MobileNetV3) had fast engines already, and padding cost them 0-6% (the memset and
+ * the wider reads). So on a GPU, f16 NHWC engines pad those stems;
+ * GAIO_MODEL_PAD_CHANNELS=1 pads every one on any NHWC engine (to test the host's
+ * side of it), =0 none. */
+static void pad_stems(gaio_engine *e, const bool *want) {
+    const char *env = getenv("GAIO_MODEL_PAD_CHANNELS");
+    bool forced = env && *env && strcmp(env, "0") != 0, on = env && *env ? forced : e->gpu && e->f16;
+    if (!on || !e->nhwc) return;
+    const mgraph *g = &e->model->g;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+        int32_t v = g->inputs[i];
+        xvalue *x = &e->v[v];
+        if (x->ndim != 4 || x->dims[1] % 8 == 0 || !want[v] ||
+            (x->dtype != GAIO_DTYPE_F32 && x->dtype != GAIO_DTYPE_F16))
+            continue;
+        bool ok = true, any = false, slow = forced; /* a stem without a fast engine */
+        for (int32_t o = 0; o < g->noutputs; o++) ok = ok && g->outputs[o] != v;
+        for (int32_t s = 0; s < e->plan.nsteps && ok; s++) {
+            const xstep *sp = &e->plan.steps[s];
+            bool reads = false;
+            for (int32_t j = 0; j < sp->n->nin + 3; j++) reads = reads || gaio__step_value(sp, j) == v;
+            if (!reads) continue;
+            int32_t elem = MT_F32;
+            ok = sp->n->op == OP_CONV && sp->n->in[0] == v && sp->res != v && sp->n->a.group == 1 && sp->w >= 0 &&
+                 sp->w != v && e->v[sp->w].ndim == 4 && const_data(e, sp->w, &elem) != NULL;
+            any = true;
+            slow = slow || (sp->has_act && sp->act.op != GAIO_UNARY_RELU);
+            for (int32_t t = 0; t < e->plan.nsteps && ok; t++) /* the weights: these convolutions' only */
+                for (int32_t j = 0; j < e->plan.steps[t].n->nin + 3 && ok; j++)
+                    if (gaio__step_value(&e->plan.steps[t], j) == sp->w)
+                        ok = e->plan.steps[t].n->op == OP_CONV && e->plan.steps[t].w == sp->w &&
+                             e->plan.steps[t].n->in[0] == v;
+        }
+        if (!ok || !any || !slow) continue;
+        int32_t pitch = (int32_t)((x->dims[1] + 7) / 8 * 8);
+        x->cpitch = pitch;
+        for (int32_t s = 0; s < e->plan.nsteps; s++)
+            if (e->plan.steps[s].n->op == OP_CONV && e->plan.steps[s].n->in[0] == v) e->v[e->plan.steps[s].w].cpitch = pitch;
+    }
+}
+
 /* Every value's dtype, layout and place. */
 static gaio_status place_values(const char *fn, gaio_engine *e) {
     const mgraph *g = &e->model->g;
@@ -559,6 +612,7 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
     for (int32_t i = 0; i < g->ninputs; i++) e->v[g->inputs[i]].input = i;
     bool *want = layout_wants(e);
     if (!want) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    pad_stems(e, want);
     gaio_status st = place_weights(fn, e);
     /* Graph inputs in another precision or layout than the caller's are copied in; so
      * are all of them under a graph, whose kernels read fixed addresses. */

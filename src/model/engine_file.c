@@ -31,9 +31,10 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 6u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
+#define FORMAT 7u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
                    * approximate; 4: integer values and weights; 5: the reductions, indexing,
-                   * ConvTranspose, general Resize and the normalizations; 6: Einsum */
+                   * ConvTranspose, general Resize and the normalizations; 6: Einsum; 7: values'
+                   * channel pitch (padded stems) */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -169,7 +170,7 @@ static void put_plan(wbuf *w, const gaio_engine *e) {
         put_i32(w, x->ndim);
         for (int32_t d = 0; d < x->ndim; d++) put_i64(w, x->dims[d]);
         put_i32(w, (int32_t)x->dtype), put_i32(w, (int32_t)x->mem), put_u64(w, x->off), put_i32(w, x->root);
-        put_u8(w, x->nhwc), put_u8(w, x->staged), put_i32(w, x->input);
+        put_u8(w, x->nhwc), put_u8(w, x->staged), put_i32(w, x->input), put_i32(w, x->cpitch);
     }
 }
 
@@ -557,12 +558,14 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         int32_t dt = get_i32(r), mem = get_i32(r);
         x->off = (size_t)get_u64(r);
         x->root = get_i32(r), x->nhwc = get_u8(r) != 0, x->staged = get_u8(r) != 0, x->input = get_i32(r);
+        x->cpitch = get_i32(r);
         uint64_t count = 0;
         if ((dt != GAIO_DTYPE_F32 && dt != GAIO_DTYPE_F16 && dt != GAIO_DTYPE_S32 && dt != GAIO_DTYPE_S64 &&
              dt != GAIO_DTYPE_U8) ||
             mem < XM_NONE || mem > XM_ARENA ||
             !count_dims(x->ndim, x->dims, &count) || x->root < 0 || x->root >= nv || x->input < -1 ||
-            x->input >= g->ninputs)
+            x->input >= g->ninputs ||
+            (x->cpitch != 0 && (x->ndim != 4 || !x->nhwc || x->cpitch < x->dims[1] || x->cpitch > 4096)))
             FAIL_RETURN(r, "a value's type, shape or place is out of range");
         x->dtype = (gaio_dtype)dt, x->mem = (xmem)mem;
     }

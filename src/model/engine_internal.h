@@ -37,6 +37,10 @@ typedef struct xvalue {
     bool nhwc;     /* 4-D and stored channels innermost */
     bool staged;   /* a graph input copied in at each run (another precision or layout, or a graph) */
     int32_t input; /* the graph input index this value is, or -1 */
+    /* NHWC with room for cpitch channels per pixel, those past dims[1] zeros (0: packed):
+     * a staged image input and its convolutions' weights, so that a GPU runs the stem
+     * (3 channels) as an 8-channel convolution on tensor cores (engine.c pad_stems). */
+    int32_t cpitch;
 } xvalue;
 
 #define GAIO_ENGINE_KERNEL_TEXT 96

@@ -221,6 +221,10 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     for (int32_t d = 0; d < t.ndim; d++) t.shape[d] = x->dims[d + skip + merge];
     for (int32_t d = skip; d < skip + merge; d++) t.shape[0] *= x->dims[d];
     if (t.ndim == 0) t.ndim = 1, t.shape[0] = 1; /* a scalar as one element */
+    if (x->cpitch > 0) { /* channels padded (engine.c pad_stems): the logical ones, strided */
+        const int64_t q = x->cpitch;
+        t.strides[0] = x->dims[2] * x->dims[3] * q, t.strides[1] = 1, t.strides[2] = x->dims[3] * q, t.strides[3] = q;
+    }
     return t;
 }
 
@@ -244,6 +248,11 @@ static void conv_of(const run_state *r, const xstep *sp, conv_call *c) {
     const mattrs *a = &sp->n->a;
     memset(c, 0, sizeof *c);
     c->x = tensor(r, sp->n->in[0]), c->y = tensor(r, sp->out), c->w = tensor(r, sp->w);
+    const int32_t pitch = r->e->v[sp->n->in[0]].cpitch;
+    if (pitch > 0 && r->e->v[sp->w].cpitch == pitch) { /* the zero channels too: C % 8 == 0 */
+        c->x.shape[1] = c->w.shape[1] = pitch;
+        memset(c->x.strides, 0, sizeof c->x.strides), memset(c->w.strides, 0, sizeof c->w.strides);
+    }
     c->has_b = sp->b >= 0, c->has_res = sp->res >= 0;
     if (c->has_b) c->b = tensor(r, sp->b);
     if (c->has_res) c->res = tensor(r, sp->res);
@@ -922,7 +931,10 @@ gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_t
     for (int32_t i = 0; i < ninputs && st == GAIO_OK; i++) {
         if (!e->v[g->inputs[i]].staged) continue;
         gaio_tensor to = tensor(&r, g->inputs[i]);
-        st = copy_value(stream, &inputs[i], &to);
+        /* Padded channels must read as zeros; the arena's bytes are shared by lifetime. */
+        if (e->v[g->inputs[i]].cpitch > 0)
+            st = gaio_memset_async(stream, to.buffer, to.offset, 0, gaio__xvalue_bytes(&e->v[g->inputs[i]]));
+        if (st == GAIO_OK) st = copy_value(stream, &inputs[i], &to);
     }
     if (st == GAIO_OK && x->graph) {
         gaio_buffer *held[2] = {e->weights, x->arena};

@@ -1,5 +1,5 @@
-/* Host kernel of gaio's depthwise convolution, gaio_dnn_conv_depthwise (the CUDA one is
- * src/kernels/dnn/depthwise.cu). gaio_conv2d launches it only on a GPU (the host runs
+/* Host kernel of gaio's depthwise convolution, gaio_dnn_conv_depthwise and its tiled
+ * form (the CUDA ones are src/kernels/dnn/depthwise.cu and depthwise_tiled.cu). gaio_conv2d launches it only on a GPU (the host runs
  * convolutions through oneDNN); it is here because every built-in kernel has a host
  * twin under its name, which also registers the arguments' sizes. An output row at a
  * time, split over the worker pool; the arithmetic is depthwise_math.h's. */
@@ -48,10 +48,14 @@ static gaio_status dnn_conv_depthwise(const gaio_launch_info *info, void *const 
     return GAIO_OK;
 }
 
-static const size_t dw_sizes[6] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_ktensor),
-                                   sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_kdw)};
+static const size_t dw_sizes[8] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_ktensor),
+                                   sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_kdw),
+                                   sizeof(int32_t),      sizeof(int32_t)};
 
+/* gaio_dnn_conv_depthwise_tiled (kernels/dnn/depthwise_tiled.cu) computes the same sums
+ * in the same order; its last two arguments only shape the CUDA threads' work. */
 const gaio_builtin_kernel gaio__dnn_depthwise_kernels[] = {
     {"gaio_dnn_conv_depthwise", dnn_conv_depthwise, 6, dw_sizes},
+    {"gaio_dnn_conv_depthwise_tiled", dnn_conv_depthwise, 8, dw_sizes},
     {NULL, NULL, 0, NULL},
 };
