@@ -150,6 +150,7 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
 typedef struct conv_job {
     gaio__conv_args a;
     gaio__conv_plan *plan; /* CUDA: a reference, dropped when the job ends */
+    gaio__conv_cpu_weights *packed; /* host: a reference to a.packed, dropped likewise */
     gaio_stream *stream;
 } conv_job;
 
@@ -163,6 +164,7 @@ static gaio_status run_conv(void *native_stream, gaio_status stream_status, void
             st = gaio__conv_cpu(&job->a);
     }
     if (job->plan) gaio__conv_plan_release(job->plan);
+    if (job->packed) gaio__conv_cpu_weights_release(job->packed);
     free(job);
     return st;
 }
@@ -302,7 +304,7 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
 static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                         const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                         const gaio_conv2d_params *params, gaio_conv2d_info *info, bool submit, int tune,
-                        gaio__conv_plan **keep) {
+                        gaio__conv_plan **keep, gaio__conv_cpu_weights *packed) {
     conv_checked c;
     gaio_status st = conv_check(fn, stream, x, w, bias, residual, y, params, &c);
     if (st != GAIO_OK) return st;
@@ -352,12 +354,14 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
     job->a = c.a;
     job->plan = plan;
     job->stream = stream;
+    if (packed && !cuda) job->a.packed = job->packed = gaio__conv_cpu_weights_ref(packed);
     gaio_buffer *held[5] = {c.x.t.buffer, c.w.t.buffer, c.y.t.buffer, c.has_bias ? c.bias.t.buffer : NULL,
                             c.has_res ? c.res.t.buffer : NULL};
     /* On failure the native fn was not enqueued and never runs: free the job here. */
     st = gaio__enqueue_native_held(fn, stream, run_conv, job, held, 5);
     if (st != GAIO_OK) {
         if (plan) gaio__conv_plan_release(plan);
+        if (job->packed) gaio__conv_cpu_weights_release(job->packed);
         free(job);
         return st;
     }
@@ -368,14 +372,30 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
 
 gaio_status gaio_conv2d(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w, const gaio_tensor *bias,
                         const gaio_tensor *residual, const gaio_tensor *y, const gaio_conv2d_params *params) {
-    return conv(__func__, stream, x, w, bias, residual, y, params, NULL, true, 1, NULL);
+    return conv(__func__, stream, x, w, bias, residual, y, params, NULL, true, 1, NULL, NULL);
+}
+
+gaio_status gaio__conv2d_packed(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                const gaio_conv2d_params *params, gaio__conv_cpu_weights *packed) {
+    return conv("gaio_conv2d", stream, x, w, bias, residual, y, params, NULL, true, 1, NULL, packed);
+}
+
+gaio_status gaio__conv2d_pack_weights(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                      const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                      const gaio_conv2d_params *params, gaio__conv_cpu_weights **out) {
+    *out = NULL;
+    conv_checked c;
+    gaio_status st = conv_check("gaio_conv2d", stream, x, w, bias, residual, y, params, &c);
+    if (st != GAIO_OK || stream->ctx->be->kind == GAIO_DEVICE_CUDA) return st;
+    return gaio__conv_cpu_pack(&c.a, out);
 }
 
 gaio_status gaio_conv2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                                 const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                 const gaio_conv2d_params *params, gaio_conv2d_info *info) {
     if (info) memset(info, 0, sizeof *info);
-    return conv(__func__, stream, x, w, bias, residual, y, params, info, false, TUNE_CANDIDATES, NULL);
+    return conv(__func__, stream, x, w, bias, residual, y, params, info, false, TUNE_CANDIDATES, NULL, NULL);
 }
 
 gaio_status gaio__conv2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
@@ -385,5 +405,5 @@ gaio_status gaio__conv2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x,
     *keep = NULL;
     if (info) memset(info, 0, sizeof *info);
     return conv("gaio_conv2d_prepare", stream, x, w, bias, residual, y, params, info, false,
-                tune ? TUNE_CANDIDATES : 1, keep);
+                tune ? TUNE_CANDIDATES : 1, keep, NULL);
 }

@@ -128,6 +128,8 @@ typedef struct gaio__conv_args {
      * gaio_conv_transpose2d: x is then written (the transposed convolution's output)
      * from y (its input); no bias, residual or activation. */
     bool transposed;
+    /* Host: w already in the primitive's layout (gaio__conv_cpu_pack), or NULL. */
+    const struct gaio__conv_cpu_weights *packed;
 } gaio__conv_args;
 
 /* The host convolution (src/dnn/cpu/conv_cpu.c): runs on the calling worker thread
@@ -136,6 +138,14 @@ typedef struct gaio__conv_args {
  * it is missing or GAIO_DNN_NO_ONEDNN is set); *description (may be NULL) says what
  * loaded. */
 gaio_status gaio__conv_cpu(const gaio__conv_args *a);
+/* Constant weights for the host convolution, reordered once into the layout oneDNN's
+ * primitive for problem a takes (each call would otherwise reorder them: 46 MB per
+ * ResNet-18 run). *out is NULL where nothing would be reordered (no oneDNN, or w
+ * already in that layout). Refcounted: a call in flight holds a reference. */
+typedef struct gaio__conv_cpu_weights gaio__conv_cpu_weights;
+gaio_status gaio__conv_cpu_pack(const gaio__conv_args *a, gaio__conv_cpu_weights **out);
+gaio__conv_cpu_weights *gaio__conv_cpu_weights_ref(gaio__conv_cpu_weights *w);
+void gaio__conv_cpu_weights_release(gaio__conv_cpu_weights *w);
 gaio_status gaio__onednn_load(const char *fn, const char **description);
 
 /* A checked transposed convolution for the host (src/dnn/cpu/conv_transpose_cpu.c):
@@ -192,6 +202,15 @@ gaio_status gaio__conv2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x,
                                       const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                       const gaio_conv2d_params *params, gaio_conv2d_info *info, bool tune,
                                       gaio__conv_plan **keep);
+/* For a caller whose w never changes (a model engine's weights): w packed once for the
+ * host convolution of these operands (gaio__conv_cpu_pack; *out NULL on a GPU or where
+ * nothing is reordered), and gaio_conv2d taking it (packed may be NULL: plain). */
+gaio_status gaio__conv2d_pack_weights(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                      const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                      const gaio_conv2d_params *params, gaio__conv_cpu_weights **out);
+gaio_status gaio__conv2d_packed(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
+                                const gaio_conv2d_params *params, gaio__conv_cpu_weights *packed);
 /* gaio_conv_transpose2d_prepare that also hands the caller the CUDA plan (as
  * gaio__conv2d_prepare_keep; NULL on the host). */
 gaio_status gaio__conv_transpose2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,

@@ -91,6 +91,8 @@ void gaio__engine_free(gaio_engine *e) {
     for (int32_t i = 0; e->conv_plans && i < e->plan.nsteps; i++)
         if (e->conv_plans[i]) gaio__conv_plan_release(e->conv_plans[i]);
     free(e->conv_plans);
+    for (int32_t i = 0; e->packed && i < e->plan.nsteps; i++) gaio__conv_cpu_weights_release(e->packed[i]);
+    free(e->packed);
     free(e->kernel);
     free(e->v);
     free(e->copy);
@@ -662,6 +664,18 @@ static gaio_status alloc_tables(const char *fn, gaio_engine *e) {
     return GAIO_OK;
 }
 
+gaio_status gaio__engine_pack_host(gaio_engine *e) {
+    if (e->gpu) return GAIO_OK;
+    gaio_buffer *arena = NULL;
+    gaio_stream *s = NULL;
+    gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &arena);
+    if (st == GAIO_OK) st = gaio_stream_create(e->ctx, 0, 0, &s);
+    if (st == GAIO_OK) st = gaio__engine_pack_convs(e, s, arena);
+    if (s) gaio_stream_release(s);
+    if (arena) gaio_buffer_release(arena);
+    return st;
+}
+
 /* The convolutions planned over a scratch arena of the contexts' size: cuDNN's plans
  * depend on the tensors' shapes, strides and alignment, which every context shares. */
 static gaio_status prepare(gaio_engine *e) {
@@ -670,6 +684,7 @@ static gaio_status prepare(gaio_engine *e) {
     gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &arena);
     if (st == GAIO_OK) st = gaio_stream_create(e->ctx, 0, 0, &s);
     if (st == GAIO_OK) st = gaio__engine_prepare_convs(e, s, arena);
+    if (st == GAIO_OK) st = gaio__engine_pack_convs(e, s, arena);
     if (st == GAIO_OK) st = gaio_stream_synchronize(s);
     if (s) gaio_stream_release(s);
     if (arena) gaio_buffer_release(arena);

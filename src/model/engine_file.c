@@ -684,6 +684,7 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
     }
     if (st == GAIO_OK && r.at != r.n) st = bad(fn, what, "it has bytes after its end");
     if (st == GAIO_OK) gaio__engine_graph_hazards(e);
+    if (st == GAIO_OK) st = gaio__engine_pack_host(e);
     if (st != GAIO_OK) {
         gaio__engine_free(e);
         return st;

@@ -67,6 +67,9 @@ struct gaio_engine {
     gaio_buffer *weights;
     size_t weight_bytes, arena_bytes;
     gaio__conv_plan **conv_plans;              /* per step: the plan a CUDA convolution runs (a reference), or NULL */
+    /* Host engines, per step: the convolution's constant weights in oneDNN's layout (a
+     * reference), or NULL (not packed: the call reorders them); NULL array until packed. */
+    gaio__conv_cpu_weights **packed;
     char (*kernel)[GAIO_ENGINE_KERNEL_TEXT];   /* per step: what runs a convolution, for gaio_engine_get_step */
     double build_seconds;
     bool loaded;
@@ -120,6 +123,13 @@ gaio_status gaio__engine_place_arena(const char *fn, gaio_engine *e);
 gaio_status gaio__engine_upload(const char *fn, gaio_engine *e, const void *host, size_t bytes);
 
 /* ---- execution (exec.c): what the builder needs of it ---- */
+
+/* Host engines: packs every convolution's constant weights once into the layout its
+ * oneDNN primitive takes (gaio__conv2d_pack_weights) over the given arena; a no-op on
+ * a GPU. A step left unpacked reorders its weights at each call, as before. */
+gaio_status gaio__engine_pack_convs(gaio_engine *e, gaio_stream *s, gaio_buffer *arena);
+/* The same over a scratch arena and stream of its own (a loaded engine's). */
+gaio_status gaio__engine_pack_host(gaio_engine *e);
 
 /* Runs gaio_conv2d_prepare for every convolution step over the given arena (a caller's
  * input read directly is skipped: its plan depends on that buffer's alignment), keeping

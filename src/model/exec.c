@@ -321,6 +321,32 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
     return st;
 }
 
+gaio_status gaio__engine_pack_convs(gaio_engine *e, gaio_stream *s, gaio_buffer *arena) {
+    const char *env = getenv("GAIO_MODEL_PACK_WEIGHTS"); /* =0: reorder at each call, to compare */
+    if (e->gpu || (env && !strcmp(env, "0"))) return GAIO_OK;
+    if (!e->packed && !(e->packed = calloc((size_t)e->plan.nsteps + 1, sizeof *e->packed)))
+        return gaio__fail(GAIO_ERR_NO_MEMORY, "gaio_engine_build", "out of host memory");
+    run_state r = {e, arena, 0, s, NULL};
+    gaio_status st = GAIO_OK;
+    for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        if (sp->n->op != OP_CONV || e->packed[i] || e->v[e->v[sp->w].root].mem != XM_WEIGHT) continue;
+        const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
+        if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) continue; /* a caller's */
+        conv_call c;
+        conv_of(&r, sp, &c);
+        st = gaio__conv2d_pack_weights(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
+                                       &e->packed[i]);
+        char *at = e->packed[i] ? strstr(e->kernel[i], ", w reordered") : NULL;
+        if (at) { /* the step's text says so: "oneDNN jit:avx2, w packed" */
+            char rest[GAIO_ENGINE_KERNEL_TEXT];
+            snprintf(rest, sizeof rest, "%s", at + strlen(", w reordered"));
+            snprintf(at, sizeof e->kernel[i] - (size_t)(at - e->kernel[i]), ", w packed%s", rest);
+        }
+    }
+    return st;
+}
+
 void gaio__engine_graph_hazards(gaio_engine *e) {
     for (int32_t i = 0; e->cuda_graph && i < e->plan.nsteps; i++) {
         if (!e->conv_plans[i] || !gaio__conv_plan_graph_hazard(e->conv_plans[i])) continue;
@@ -571,6 +597,10 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_CONV: {
         conv_call c;
         conv_of(r, sp, &c);
+        gaio__conv_cpu_weights *packed = r->e->packed ? r->e->packed[r->step] : NULL;
+        if (packed)
+            return gaio__conv2d_packed(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
+                                       packed);
         return gaio_conv2d(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p);
     }
     case OP_CONV_TRANSPOSE: {

@@ -17,7 +17,8 @@
  * Formats: x and y keep the caller's strides (no reorder of activations); the weights
  * are "any", so oneDNN picks its blocked layout and its jit kernels, and the weights
  * are reordered into it on every call (a cache of reordered weights keyed by address
- * would go stale when the caller rewrites the buffer). Measured on a 2-vCPU AMD EPYC
+ * would go stale when the caller rewrites the buffer), unless the caller packed them
+ * once (gaio__conv_cpu_pack: a model engine's constant weights). Measured on a 2-vCPU AMD EPYC
  * (AVX2), 3x3 64->64 56x56 NHWC f32 batch 1: see WEIGHTS_ANY below.
  *
  * F16: oneDNN 2.6 has no f16 convolution on AVX2 CPUs, so f16 tensors are widened to
@@ -36,6 +37,7 @@
 #ifdef GAIO_HAVE_ONEDNN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "core/half.h"
 
@@ -86,6 +88,14 @@ typedef struct entry {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *cache[CACHE_ENTRIES];
 static uint64_t cache_clock;
+
+/* Weights packed once (gaio__conv_cpu_pack). */
+struct gaio__conv_cpu_weights {
+    atomic_int refs;
+    entry *e;  /* a reference: the primitive whose w_md the buffer is laid out in */
+    void *buf; /* e->w_bytes */
+};
+
 
 /* ---- messages ---- */
 
@@ -582,15 +592,15 @@ out:
 
 /* Runs e on the f32 buffers (y already holds the residual when e sums). */
 static gaio_status run(const entry *e, thread_state *t, char *scratch, const float *x, const float *w,
-                       const float *bias, float *y) {
+                       const void *w_ready, const float *bias, float *y) {
     const conv_key *key = &e->key;
     gaio_status status = GAIO_OK;
     dnnl_memory_t mx = NULL, mw = NULL, mb = NULL, my = NULL, ms = NULL;
     char *wbuf = scratch, *xbuf = wbuf + up(e->w_bytes), *ybuf = xbuf + up(e->x_bytes);
     char *sbuf = ybuf + up(e->y_bytes), *rsbuf = sbuf + up(e->scratch_bytes);
-    const void *xc = x, *wc = w;
+    const void *xc = x, *wc = w_ready ? w_ready : w;
     void *yc = y;
-    if (e->wr.prim) {
+    if (e->wr.prim && !w_ready) {
         status = reorder_run(e, &e->wr, t, w, wbuf, rsbuf);
         wc = wbuf;
     }
@@ -643,6 +653,9 @@ static gaio_status onednn_conv(const gaio__conv_args *a) {
     if (status != GAIO_OK) return status;
 
     bool f16 = a->dtype == GAIO_DTYPE_F16;
+    /* Packed weights of this very primitive (they hold its entry, so it cannot be a new
+     * one at the same address); anything else reorders as usual. */
+    const void *w_ready = a->packed && a->packed->e == e ? a->packed->buf : NULL;
     int64_t xd[4] = {a->n, a->c, a->h, a->w}, wd[4] = {a->k, a->c / key.groups, a->r, a->s},
             yd[4] = {a->n, a->k, a->p, a->q};
     size_t xe = (size_t)(a->n * a->c * a->h * a->w), we = (size_t)(wd[0] * wd[1] * wd[2] * wd[3]),
@@ -659,19 +672,19 @@ static gaio_status onednn_conv(const gaio__conv_args *a) {
     if (!f16) {
         /* The sum post-op adds what y holds: a residual elsewhere is copied in first. */
         if (a->residual && a->residual != a->y) convert4(CONV_F2F, yd, a->residual, a->rs, a->y, a->ys);
-        status = run(e, t, scratch, a->x, a->wt, a->bias, a->y);
+        status = run(e, t, scratch, a->x, a->wt, w_ready, a->bias, a->y);
     } else {
         char *p = scratch + conv_bytes;
         float *x32 = (float *)p, *w32 = (float *)(p + up(xe * 4)), *b32 = (float *)((char *)w32 + up(we * 4)),
               *y32 = (float *)((char *)b32 + up((size_t)a->k * 4));
         convert4(CONV_H2F, xd, a->x, a->xs, x32, key.xs);
-        convert4(CONV_H2F, wd, a->wt, a->ws, w32, key.ws);
+        if (!w_ready) convert4(CONV_H2F, wd, a->wt, a->ws, w32, key.ws);
         if (a->bias) {
             const uint16_t *b = a->bias;
             for (int64_t i = 0; i < a->k; i++) b32[i] = h2f(b[i]);
         }
         if (a->residual) convert4(CONV_H2F, yd, a->residual, a->rs, y32, key.ys);
-        status = run(e, t, scratch, x32, w32, a->bias ? b32 : NULL, y32);
+        status = run(e, t, scratch, x32, w32, w_ready, a->bias ? b32 : NULL, y32);
         if (status == GAIO_OK) convert4(CONV_F2H, yd, y32, key.ys, a->y, a->ys);
     }
     thread_trim(t);
@@ -690,6 +703,66 @@ static gaio_status onednn_prepare(const gaio__conv_args *a, char *impl, size_t s
     if (impl && size) snprintf(impl, size, "oneDNN %s%s%s", e->impl, e->wr.prim ? ", w reordered" : "",
                                  e->xr.prim || e->yout.prim ? ", x/y reordered" : "");
     entry_release(e);
+    return GAIO_OK;
+}
+
+gaio__conv_cpu_weights *gaio__conv_cpu_weights_ref(gaio__conv_cpu_weights *w) {
+    atomic_fetch_add_explicit(&w->refs, 1, memory_order_relaxed);
+    return w;
+}
+
+void gaio__conv_cpu_weights_release(gaio__conv_cpu_weights *w) {
+    if (!w || atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1) return;
+    entry_release(w->e);
+    free(w->buf);
+    free(w);
+}
+
+gaio_status gaio__conv_cpu_pack(const gaio__conv_args *a, gaio__conv_cpu_weights **out) {
+    *out = NULL;
+    if (!gaio__onednn_ready() || (a->dtype != GAIO_DTYPE_F32 && a->dtype != GAIO_DTYPE_F16) || a->n == 0 ||
+        a->k == 0 || a->p == 0 || a->q == 0)
+        return GAIO_OK;
+    conv_key key;
+    key_fill(a, &key);
+    entry *e = NULL;
+    gaio_status status = entry_get(&key, &e);
+    if (status == GAIO_ERR_NOT_SUPPORTED) return GAIO_OK; /* gaio's own convolution: nothing to pack */
+    if (status != GAIO_OK) return status;
+    if (!e->wr.prim) {
+        entry_release(e);
+        return GAIO_OK;
+    }
+    const bool f16 = a->dtype == GAIO_DTYPE_F16;
+    int64_t wd[4] = {a->k, a->c / key.groups, a->r, a->s};
+    size_t we = (size_t)(wd[0] * wd[1] * wd[2] * wd[3]);
+    gaio__conv_cpu_weights *w = calloc(1, sizeof *w);
+    void *buf = aligned_alloc(ALIGN, up(e->w_bytes));
+    thread_state *t = NULL;
+    if (!w || !buf) status = gaio__fail(GAIO_ERR_NO_MEMORY, FN, "out of host memory for %zu bytes of weights", e->w_bytes);
+    if (status == GAIO_OK) status = thread_get(&key, up(e->reorder_scratch) + (f16 ? up(we * 4) : 0), &t);
+    if (status == GAIO_OK) {
+        const void *src = a->wt;
+        if (f16) { /* widened as onednn_conv widens it: the primitive is the f32 one */
+            float *w32 = (float *)((char *)t->buf + up(e->reorder_scratch));
+            convert4(CONV_H2F, wd, a->wt, a->ws, w32, key.ws);
+            src = w32;
+        }
+        status = reorder_run(e, &e->wr, t, src, buf, t->buf);
+        if (status == GAIO_OK && gaio__dnnl.stream_wait(t->stream) != dnnl_success)
+            status = gaio__fail(GAIO_ERR_DRIVER, FN, "dnnl_stream_wait failed after the weights' reorder");
+        thread_trim(t);
+    }
+    if (status != GAIO_OK) {
+        free(buf);
+        free(w);
+        entry_release(e);
+        return status;
+    }
+    atomic_init(&w->refs, 1);
+    w->e = e;
+    w->buf = buf;
+    *out = w;
     return GAIO_OK;
 }
 
@@ -716,6 +789,16 @@ gaio_status gaio__conv_cpu_prepare(const gaio__conv_args *a, char *impl, size_t 
 #else
 
 gaio_status gaio__conv_cpu(const gaio__conv_args *a) { return gaio__conv_gemm(a); }
+
+gaio_status gaio__conv_cpu_pack(const gaio__conv_args *a, gaio__conv_cpu_weights **out) {
+    (void)a;
+    *out = NULL; /* gaio's own convolution reads w as it is */
+    return GAIO_OK;
+}
+
+gaio__conv_cpu_weights *gaio__conv_cpu_weights_ref(gaio__conv_cpu_weights *w) { return w; }
+
+void gaio__conv_cpu_weights_release(gaio__conv_cpu_weights *w) { (void)w; }
 
 gaio_status gaio__conv_cpu_prepare(const gaio__conv_args *a, char *impl, size_t size) {
     if (impl && size) impl[0] = 0;
