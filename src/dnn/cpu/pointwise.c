@@ -10,6 +10,7 @@
  * through small float buffers a chunk at a time, so each loop is over one dtype and
  * one op (the compiler vectorises the simple ones) and in-place calls need nothing
  * special: a chunk is read before it is written. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/half.h"
@@ -128,9 +129,56 @@ typedef struct pw_job {
     int32_t op;
     float epsilon;
     int64_t len, seg, nseg; /* the last dimension, split in pieces of seg */
+    bool direct;            /* binary_direct_ok: rows run without staging */
 } pw_job;
 
+/* f32 binary ops whose rows are packed or broadcast (y's stride 1, a's and b's 1 or 0:
+ * the squeeze-and-excitation scale, the bias of an unfused epilogue) run straight over
+ * the row, without staging: each op and stride pair its own vectorised loop. Reads
+ * a[k] and b[k] before y[k] is written, as staging does (y may be a or b). */
+#define DIRECT_LOOP(OP)                                                                \
+    case OP:                                                                           \
+        if (sa == 1 && sb == 1)                                                        \
+            for (size_t k = 0; k < n; k++) y[k] = gaio_pw_binary(OP, a[k], b[k]);      \
+        else if (sa == 1)                                                              \
+            for (size_t k = 0; k < n; k++) y[k] = gaio_pw_binary(OP, a[k], b0);        \
+        else                                                                           \
+            for (size_t k = 0; k < n; k++) y[k] = gaio_pw_binary(OP, a0, b[k]);        \
+        break;
+
+static void binary_direct(int32_t op, float *y, const float *a, int64_t sa, const float *b, int64_t sb, size_t n) {
+    const float a0 = a[0], b0 = b[0]; /* a broadcast operand, read before y is written */
+    switch (op) {
+        DIRECT_LOOP(GAIO_KPW_ADD)
+        DIRECT_LOOP(GAIO_KPW_SUB)
+        DIRECT_LOOP(GAIO_KPW_MUL)
+        DIRECT_LOOP(GAIO_KPW_DIV)
+        DIRECT_LOOP(GAIO_KPW_MIN)
+        DIRECT_LOOP(GAIO_KPW_MAX)
+    default: break; /* binary_direct_ok refuses the others */
+    }
+}
+
+static bool binary_direct_ok(const pw_job *j) {
+    if (j->kind != KIND_BINARY) return false;
+    int32_t last = j->t[0].ndim - 1;
+    for (int k = 0; k < 3; k++)
+        if (j->t[k].dtype != GAIO_KT_F32) return false;
+    int64_t sa = j->t[1].strides[last], sb = j->t[2].strides[last];
+    bool ops = j->op == GAIO_KPW_ADD || j->op == GAIO_KPW_SUB || j->op == GAIO_KPW_MUL || j->op == GAIO_KPW_DIV ||
+               j->op == GAIO_KPW_MIN || j->op == GAIO_KPW_MAX;
+    return ops && j->t[0].strides[last] == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1) && (sa | sb) == 1;
+}
+
 static void piece(const pw_job *j, char *const *p, size_t cnt) {
+    if (j->direct) {
+        int32_t last = j->t[0].ndim - 1;
+        float *y = (float *)p[0];
+        binary_direct(j->op, y, (const float *)p[1], j->t[1].strides[last], (const float *)p[2],
+                      j->t[2].strides[last], cnt);
+        apply_unary(&j->act, y, cnt);
+        return;
+    }
     float t[CHUNK], u[CHUNK], s[CHUNK], b[CHUNK], m[CHUNK], v[CHUNK];
     int32_t last = j->t[0].ndim - 1;
     for (size_t i = 0; i < cnt; i += CHUNK) {
@@ -190,6 +238,7 @@ static gaio_status pw_run(pw_job *j) {
     int64_t rows = 1;
     for (int32_t d = 0; d < last; d++) rows *= j->t[0].shape[d];
     j->len = j->t[0].shape[last];
+    j->direct = binary_direct_ok(j);
     j->seg = CHUNK * SEG_CHUNKS;
     j->nseg = (j->len + j->seg - 1) / j->seg;
     /* Work items of at least ~64 KiB: small tensors stay on one thread. */
