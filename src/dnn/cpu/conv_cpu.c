@@ -649,13 +649,21 @@ static gaio_status onednn_conv(const gaio__conv_args *a) {
     conv_key key;
     key_fill(a, &key);
     entry *e = NULL;
-    status = entry_get(&key, &e);
-    if (status != GAIO_OK) return status;
+    /* Packed weights hold their primitive: it runs them even once the cache has evicted
+     * it (a model of more than CACHE_ENTRIES problems would otherwise rebuild entries at
+     * every call). Weights packed for another problem are not used. */
+    const void *w_ready = NULL;
+    if (a->packed && memcmp(&a->packed->e->key, &key, sizeof key) == 0) {
+        e = a->packed->e;
+        pthread_mutex_lock(&cache_lock);
+        e->refs++;
+        pthread_mutex_unlock(&cache_lock);
+        w_ready = a->packed->buf;
+    } else if ((status = entry_get(&key, &e)) != GAIO_OK) {
+        return status;
+    }
 
     bool f16 = a->dtype == GAIO_DTYPE_F16;
-    /* Packed weights of this very primitive (they hold its entry, so it cannot be a new
-     * one at the same address); anything else reorders as usual. */
-    const void *w_ready = a->packed && a->packed->e == e ? a->packed->buf : NULL;
     int64_t xd[4] = {a->n, a->c, a->h, a->w}, wd[4] = {a->k, a->c / key.groups, a->r, a->s},
             yd[4] = {a->n, a->k, a->p, a->q};
     size_t xe = (size_t)(a->n * a->c * a->h * a->w), we = (size_t)(wd[0] * wd[1] * wd[2] * wd[3]),
