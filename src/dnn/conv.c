@@ -381,6 +381,21 @@ gaio_status gaio__conv2d_packed(gaio_stream *stream, const gaio_tensor *x, const
     return conv("gaio_conv2d", stream, x, w, bias, residual, y, params, NULL, true, 1, NULL, packed);
 }
 
+typedef struct pack_job {
+    gaio__conv_args a;
+    gaio__conv_cpu_weights **out;
+    gaio_status st;
+} pack_job;
+
+static gaio_status run_pack(void *native_stream, gaio_status stream_status, void *user) {
+    (void)native_stream;
+    pack_job *j = user;
+    j->st = stream_status == GAIO_OK ? gaio__conv_cpu_pack(&j->a, j->out) : stream_status;
+    return j->st;
+}
+
+/* On the stream's worker, as the convolutions run, and waited for: oneDNN (and its
+ * OpenMP team) stays on gaio's threads, never on the caller's. */
 gaio_status gaio__conv2d_pack_weights(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                                       const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                       const gaio_conv2d_params *params, gaio__conv_cpu_weights **out) {
@@ -388,7 +403,11 @@ gaio_status gaio__conv2d_pack_weights(gaio_stream *stream, const gaio_tensor *x,
     conv_checked c;
     gaio_status st = conv_check("gaio_conv2d", stream, x, w, bias, residual, y, params, &c);
     if (st != GAIO_OK || stream->ctx->be->kind == GAIO_DEVICE_CUDA) return st;
-    return gaio__conv_cpu_pack(&c.a, out);
+    pack_job job = {.a = c.a, .out = out, .st = GAIO_OK};
+    gaio_buffer *held[1] = {c.w.t.buffer};
+    st = gaio__enqueue_native_held("gaio_conv2d", stream, run_pack, &job, held, 1);
+    if (st == GAIO_OK) st = gaio_stream_synchronize(stream);
+    return st != GAIO_OK ? st : job.st;
 }
 
 gaio_status gaio_conv2d_prepare(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
