@@ -597,11 +597,9 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_CONV: {
         conv_call c;
         conv_of(r, sp, &c);
-        gaio__conv_cpu_weights *packed = r->e->packed ? r->e->packed[r->step] : NULL;
-        if (packed)
-            return gaio__conv2d_packed(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
-                                       packed);
-        return gaio_conv2d(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p);
+        gaio__conv_cpu_weights *packed = r->e->packed ? r->e->packed[r->step] : NULL; /* NULL: gaio_conv2d's */
+        return gaio__conv2d_packed(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
+                                   packed);
     }
     case OP_CONV_TRANSPOSE: {
         convt_call c;
