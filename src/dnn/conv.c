@@ -149,8 +149,7 @@ static gaio_status conv_check(const char *fn, gaio_stream *stream, const gaio_te
 
 typedef struct conv_job {
     gaio__conv_args a;
-    gaio__conv_plan *plan; /* CUDA: a reference, dropped when the job ends */
-    gaio__conv_cpu_weights *packed; /* host: a reference to a.packed, dropped likewise */
+    gaio__conv_plan *plan; /* CUDA: a reference, dropped when the job ends (a.packed too) */
     gaio_stream *stream;
 } conv_job;
 
@@ -164,7 +163,7 @@ static gaio_status run_conv(void *native_stream, gaio_status stream_status, void
             st = gaio__conv_cpu(&job->a);
     }
     if (job->plan) gaio__conv_plan_release(job->plan);
-    if (job->packed) gaio__conv_cpu_weights_release(job->packed);
+    if (job->a.packed) gaio__conv_cpu_weights_release(job->a.packed);
     free(job);
     return st;
 }
@@ -354,14 +353,14 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
     job->a = c.a;
     job->plan = plan;
     job->stream = stream;
-    if (packed && !cuda) job->a.packed = job->packed = gaio__conv_cpu_weights_ref(packed);
+    if (packed && !cuda) job->a.packed = gaio__conv_cpu_weights_ref(packed);
     gaio_buffer *held[5] = {c.x.t.buffer, c.w.t.buffer, c.y.t.buffer, c.has_bias ? c.bias.t.buffer : NULL,
                             c.has_res ? c.res.t.buffer : NULL};
     /* On failure the native fn was not enqueued and never runs: free the job here. */
     st = gaio__enqueue_native_held(fn, stream, run_conv, job, held, 5);
     if (st != GAIO_OK) {
         if (plan) gaio__conv_plan_release(plan);
-        if (job->packed) gaio__conv_cpu_weights_release(job->packed);
+        if (job->a.packed) gaio__conv_cpu_weights_release(job->a.packed);
         free(job);
         return st;
     }

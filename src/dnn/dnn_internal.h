@@ -129,7 +129,7 @@ typedef struct gaio__conv_args {
      * from y (its input); no bias, residual or activation. */
     bool transposed;
     /* Host: w already in the primitive's layout (gaio__conv_cpu_pack), or NULL. */
-    const struct gaio__conv_cpu_weights *packed;
+    struct gaio__conv_cpu_weights *packed;
 } gaio__conv_args;
 
 /* The host convolution (src/dnn/cpu/conv_cpu.c): runs on the calling worker thread

@@ -550,8 +550,8 @@ static bool *layout_wants(const gaio_engine *e) {
  * 32), only a stem that fuses an activation other than ReLU needed it: MobileNetV2's
  * (ReLU6) ran in a grouped direct kernel, 0.57 ms of the model's 1.65, and padded the
  * model took 1.25 ms; stems with ReLU or none (ResNet-50, EfficientNet-B0, MNASNet,
- * MobileNetV3) had fast engines already, and padding cost them 0-6% (the memset and
- * the wider reads). So on a GPU, f16 NHWC engines pad those stems;
+ * MobileNetV3) had fast engines already, and padding cost them 0-13% (the memset and
+ * the wider reads; ResNet-50 batch 1 the most). So on a GPU, f16 NHWC engines pad those stems;
  * GAIO_MODEL_PAD_CHANNELS=1 pads every one on any NHWC engine (to test the host's
  * side of it), =0 none. */
 static void pad_stems(gaio_engine *e, const bool *want) {
@@ -587,7 +587,8 @@ static void pad_stems(gaio_engine *e, const bool *want) {
         int32_t pitch = (int32_t)((x->dims[1] + 7) / 8 * 8);
         x->cpitch = pitch;
         for (int32_t s = 0; s < e->plan.nsteps; s++)
-            if (e->plan.steps[s].n->op == OP_CONV && e->plan.steps[s].n->in[0] == v) e->v[e->plan.steps[s].w].cpitch = pitch;
+            if (e->plan.steps[s].n->op == OP_CONV && e->plan.steps[s].n->in[0] == v)
+                e->v[e->plan.steps[s].w].cpitch = pitch;
     }
 }
 
@@ -664,32 +665,24 @@ static gaio_status alloc_tables(const char *fn, gaio_engine *e) {
     return GAIO_OK;
 }
 
-gaio_status gaio__engine_pack_host(gaio_engine *e) {
-    if (e->gpu) return GAIO_OK;
+/* The convolutions planned (when `plan`) and their host weights packed over a scratch
+ * arena of the contexts' size: cuDNN's plans depend on the tensors' shapes, strides and
+ * alignment, which every context shares. */
+static gaio_status over_scratch(gaio_engine *e, bool plan) {
     gaio_buffer *arena = NULL;
     gaio_stream *s = NULL;
     gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &arena);
     if (st == GAIO_OK) st = gaio_stream_create(e->ctx, 0, 0, &s);
-    if (st == GAIO_OK) st = gaio__engine_pack_convs(e, s, arena);
-    if (s) gaio_stream_release(s);
-    if (arena) gaio_buffer_release(arena);
-    return st;
-}
-
-/* The convolutions planned over a scratch arena of the contexts' size: cuDNN's plans
- * depend on the tensors' shapes, strides and alignment, which every context shares. */
-static gaio_status prepare(gaio_engine *e) {
-    gaio_buffer *arena = NULL;
-    gaio_stream *s = NULL;
-    gaio_status st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &arena);
-    if (st == GAIO_OK) st = gaio_stream_create(e->ctx, 0, 0, &s);
-    if (st == GAIO_OK) st = gaio__engine_prepare_convs(e, s, arena);
+    if (st == GAIO_OK && plan) st = gaio__engine_prepare_convs(e, s, arena);
     if (st == GAIO_OK) st = gaio__engine_pack_convs(e, s, arena);
     if (st == GAIO_OK) st = gaio_stream_synchronize(s);
     if (s) gaio_stream_release(s);
     if (arena) gaio_buffer_release(arena);
     return st;
 }
+
+/* A loaded engine: its cuDNN plans came with it; only a host engine's weights to pack. */
+gaio_status gaio__engine_pack_host(gaio_engine *e) { return e->gpu ? GAIO_OK : over_scratch(e, false); }
 
 static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_options *o, int64_t batch) {
     double t0 = now_s();
@@ -713,7 +706,7 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     if (st == GAIO_OK) st = alloc_tables(fn, e);
     if (st == GAIO_OK) st = place_values(fn, e);
     if (st == GAIO_OK) st = upload_weights(fn, e);
-    if (st == GAIO_OK) st = prepare(e);
+    if (st == GAIO_OK) st = over_scratch(e, true);
     if (st == GAIO_OK && gaio__profile_given(o))
         st = gaio__profile_set(fn, e, e->model->parent ? e->model->parent : e->model, o);
     e->build_seconds = now_s() - t0;

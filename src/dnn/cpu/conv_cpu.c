@@ -96,7 +96,6 @@ struct gaio__conv_cpu_weights {
     void *buf; /* e->w_bytes */
 };
 
-
 /* ---- messages ---- */
 
 static void describe(const conv_key *k, char *out, size_t size) {
@@ -339,6 +338,13 @@ static void entry_release(entry *e) {
     bool last = --e->refs == 0;
     pthread_mutex_unlock(&cache_lock);
     if (last) entry_destroy(e);
+}
+
+/* One more reference to an entry the caller holds one of already. */
+static void entry_ref(entry *e) {
+    pthread_mutex_lock(&cache_lock);
+    e->refs++;
+    pthread_mutex_unlock(&cache_lock);
 }
 
 /* The cached entry of key with a reference for the caller, or NULL. Under cache_lock. */
@@ -654,10 +660,7 @@ static gaio_status onednn_conv(const gaio__conv_args *a) {
      * every call). Weights packed for another problem are not used. */
     const void *w_ready = NULL;
     if (a->packed && memcmp(&a->packed->e->key, &key, sizeof key) == 0) {
-        e = a->packed->e;
-        pthread_mutex_lock(&cache_lock);
-        e->refs++;
-        pthread_mutex_unlock(&cache_lock);
+        entry_ref(e = a->packed->e);
         w_ready = a->packed->buf;
     } else if ((status = entry_get(&key, &e)) != GAIO_OK) {
         return status;
