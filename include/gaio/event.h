@@ -25,7 +25,10 @@ gaio_status gaio_event_release(gaio_event *event);
 gaio_status gaio_event_record(gaio_event *event, gaio_stream *stream);
 
 /* Work submitted to `stream` after this call starts only after the event's
- * current point is reached. A failure before that point fails `stream` too. */
+ * current point is reached. A failure before that point fails `stream` too.
+ * On a wrapped (foreign) stream the wait is in the native stream when this returns,
+ * so the owner's own work enqueued there afterwards waits too: where the point is
+ * still held behind host work, this call blocks until the point is reached. */
 gaio_status gaio_stream_wait_event(gaio_stream *stream, gaio_event *event);
 
 /* GAIO_OK if reached, GAIO_ERR_NOT_READY if not yet, or the failure of the recording stream. */

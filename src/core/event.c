@@ -86,6 +86,13 @@ gaio_status gaio_stream_wait_event(gaio_stream *stream, gaio_event *event) {
     if (st != GAIO_OK) return st;
     gaio_future *p = event_point(event);
     if (!p) return GAIO_OK;
+    /* A wrapped stream's owner enqueues on the native stream directly, right after this
+     * returns: the wait must be in that stream by then. A point still held behind host
+     * work (or queued for a deferred stream) has no device event yet, so the caller
+     * waits for the point itself; the wait below then costs nothing. */
+    if (stream->is_foreign && !atomic_load_explicit(&p->be_recorded, memory_order_acquire) &&
+        !gaio__future_is_done(p))
+        (void)gaio_future_wait(p, GAIO_INFINITE);
     if (gaio__future_is_done(p) && p->status == GAIO_OK) {
         gaio__future_unref(p);
         return GAIO_OK;

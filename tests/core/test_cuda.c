@@ -28,6 +28,13 @@ static gaio_status host_scale(const gaio_launch_info *info, void *const *args) {
 }
 
 /* A raw driver stream made outside gaio, as PyTorch or CuPy would. */
+static gaio_status slow_host_fn(gaio_status status, void *user) {
+    (void)user;
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    return status;
+}
+
 static void *foreign_stream(int ordinal, int *priority_out) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     CHECK(lib != NULL);
@@ -122,6 +129,35 @@ static void run(int device) {
     OK(gaio_memcpy_async(wrapped, host, 0, dev, 0, N * sizeof(float)));
     OK(gaio_stream_synchronize(wrapped));
     for (int i = 0; i < N; i++) CHECK(h[i] == ref[i] * a);
+    printf("step: %s\n", "a wait on a foreign str");
+    /* a wait on a foreign stream orders the owner's own work too, even where the
+     * event's point is held behind host work (the DLPack export to PyTorch) */
+    {
+        void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+        CHECK(cuda != NULL);
+        int (*dtoh)(void *, unsigned long long, size_t, void *) =
+            (int (*)(void *, unsigned long long, size_t, void *))dlsym(cuda, "cuMemcpyDtoHAsync_v2");
+        int (*sync)(void *) = (int (*)(void *))dlsym(cuda, "cuStreamSynchronize");
+        CHECK(dtoh && sync);
+        float *back_h = malloc(N * sizeof(float));
+        CHECK(back_h);
+        OK(gaio_memset_async(lo, dev, 0, 0, N * sizeof(float)));
+        OK(gaio_stream_synchronize(lo));
+        OK(gaio_launch_host_func(lo, slow_host_fn, NULL)); /* holds lo's copy below on the host */
+        OK(gaio_memcpy_async(lo, dev, 0, host, 0, N * sizeof(float)));
+        gaio_event *ev;
+        OK(gaio_event_create(ctx, GAIO_EVENT_DISABLE_TIMING, &ev));
+        OK(gaio_event_record(ev, lo));
+        OK(gaio_stream_wait_event(wrapped, ev));
+        void *dp;
+        OK(gaio_buffer_device_ptr(dev, &dp));
+        CHECK(dtoh(back_h, (unsigned long long)(uintptr_t)dp, N * sizeof(float), raw) == 0); /* not through gaio */
+        CHECK(sync(raw) == 0);
+        CHECK(memcmp(back_h, h, N * sizeof(float)) == 0);
+        OK(gaio_event_release(ev));
+        free(back_h);
+        dlclose(cuda);
+    }
     OK(gaio_stream_release(wrapped)); /* raw stays valid: used again below through a new wrap */
     OK(gaio_stream_wrap(ctx, raw, 0, &wrapped));
     OK(gaio_stream_synchronize(wrapped));
