@@ -51,12 +51,24 @@ static void simplify(gaio_ktensor *x, gaio_ktensor *y) {
     memcpy(x->shape, y->shape, sizeof x->shape);
 }
 
-static gaio_dim3 grid_for(gaio_stream *s, const gaio_ktensor *y, gaio_dim3 *block) {
+/* The CUDA kernel's test for moving 16-byte vectors (kernels/dnn/layout.cu
+ * vector_rows): then a thread's work is 16 bytes, not one element. */
+static bool vector_rows(const gaio_ktensor *x, const gaio_ktensor *y) {
+    int64_t es = (int64_t)gaio_dtype_size((gaio_dtype)y->dtype);
+    int32_t last = y->ndim - 1;
+    if (y->ndim > 2 || ((x->ptr | y->ptr) & 15u) != 0 || x->strides[last] != 1 || y->strides[last] != 1 ||
+        (y->shape[last] * es) % 16 != 0)
+        return false;
+    return y->ndim == 1 || ((x->strides[0] * es) % 16 == 0 && (y->strides[0] * es) % 16 == 0);
+}
+
+static gaio_dim3 grid_for(gaio_stream *s, const gaio_ktensor *x, const gaio_ktensor *y, gaio_dim3 *block) {
     gaio_dim3 grid = {1, 1, 1};
     *block = (gaio_dim3){1, 1, 1};
     if (s->ctx->be->kind != GAIO_DEVICE_CUDA) return grid; /* the host kernel splits the work itself */
     int64_t total = 1;
     for (int32_t i = 0; i < y->ndim; i++) total *= y->shape[i];
+    if (vector_rows(x, y)) total = total * (int64_t)gaio_dtype_size((gaio_dtype)y->dtype) / 16;
     *block = (gaio_dim3){256, 1, 1};
     int64_t blocks = (total + 255) / 256;
     /* The kernel strides over the rest: enough blocks to fill any GPU. */
@@ -67,7 +79,7 @@ static gaio_dim3 grid_for(gaio_stream *s, const gaio_ktensor *y, gaio_dim3 *bloc
 static gaio_status launch(const char *fn, gaio_stream *s, gaio_kernel *k, gaio_ktensor x, gaio_ktensor y,
                           gaio_buffer *xb, gaio_buffer *yb) {
     simplify(&x, &y);
-    gaio_dim3 block, grid = grid_for(s, &y, &block);
+    gaio_dim3 block, grid = grid_for(s, &x, &y, &block);
     gaio_arg args[2] = {GAIO_ARG(x), GAIO_ARG(y)};
     gaio_buffer *held[2] = {xb, yb};
     return gaio__launch_held(fn, s, k, grid, block, 0, args, 2, held, 2);

@@ -263,6 +263,14 @@ static void test_concat(env *e) {
     run_concat(e, F16, 4, (int64_t[]){33, 0, 7, 5}, 1, 3, (int64_t[]){3, 16, 1}, false);
     run_concat(e, F32, 4, (int64_t[]){33, 0, 1, 1}, -3, 2, (int64_t[]){5, 7}, true);
     run_concat(e, F32, 2, (int64_t[]){300, 0}, -1, 2, (int64_t[]){129, 1}, false);
+    /* Channels of NHWC feature maps (DenseNet's, SqueezeNet's): rows of 16-byte vectors
+     * on a GPU where channel counts and row pitches allow, elements where they do not. */
+    run_concat(e, F16, 4, (int64_t[]){3, 9, 11, 0}, 3, 3, (int64_t[]){64, 32, 8}, false);
+    run_concat(e, F16, 4, (int64_t[]){2, 14, 14, 0}, -1, 2, (int64_t[]){256, 32}, false);
+    run_concat(e, F32, 4, (int64_t[]){2, 5, 7, 0}, -1, 3, (int64_t[]){4, 8, 12}, false);
+    run_concat(e, F16, 4, (int64_t[]){2, 5, 7, 0}, 3, 2, (int64_t[]){8, 4}, false);  /* rows of 24 bytes */
+    run_concat(e, F16, 1, (int64_t[]){0}, 0, 2, (int64_t[]){1000, 24}, false);      /* long packed slabs */
+    run_concat(e, F16, 1, (int64_t[]){0}, 0, 3, (int64_t[]){3, 16, 8}, false);       /* misaligned slabs */
     /* The most inputs one call takes. */
     int64_t sizes[64];
     for (int j = 0; j < 64; j++) sizes[j] = 1 + (int64_t)(test_rand(&e->rng) % 3);
