@@ -664,21 +664,67 @@ def test_conv_epilogue_fusion(epilogue, dtype, dev, monkeypatch):
     want = np.asarray(run_ort(model, {"x": x})[0])
     engine = gaio.Model(model.SerializeToString()).build(dev, precision="model", tune=False)
     ops = [st.ops for st in engine.steps]
-    # On a GPU the activations beyond Relu and Clip fuse only with GAIO_MODEL_FUSE_ACTS=all
-    # (src/model/engine.c says why).
-    if dev != "cpu" and epilogue != "relu" and os.environ.get("GAIO_MODEL_FUSE_ACTS") != "all":
-        fused_ops = None
     if fused_ops:
         assert ops == [fused_ops], f"{epilogue}: steps {ops}, expected one {fused_ops!r}"
     else:
         assert ops[0] == "Conv" and len(ops) == len(chain) + 1, f"{epilogue}: steps {ops}"
     got = run_gaio(model, {"x": x}, device=dev)[0]
     assert_close(got, want, f"Conv then {epilogue} vs onnxruntime {ort.__version__}")
+    if dev != "cpu" and fused_ops and epilogue != "relu":  # the act after cuDNN's plan (act_in_plan)
+        kernel = engine.steps[0].kernel
+        assert "runtime fusion" not in kernel, f"{epilogue}: {kernel}"
     if dev == "cpu" and epilogue == "silu":
         monkeypatch.setenv("GAIO_MODEL_FUSE_ACTS", "relu")
         plain = gaio.Model(model.SerializeToString()).build(dev, precision="model", tune=False)
         assert [st.ops for st in plain.steps] == ["Conv", "Sigmoid", "Mul"]
         assert_close(run_gaio(model, {"x": x}, device=dev)[0], want, "Conv, Sigmoid, Mul unfused")
+
+
+_BN_ACTS = {  # ONNX activation after the batch norm -> (attributes, numpy of it)
+    "Relu": ({}, lambda t: np.maximum(t, 0)),
+    "Clip": ({}, lambda t: np.clip(t, 0.0, 6.0)),  # bounds as inputs (opset 11 on), below
+    "HardSwish": ({}, lambda t: t * np.clip(t / 6 + 0.5, 0, 1)),
+    "Sigmoid": ({}, lambda t: 1 / (1 + np.exp(-t))),
+}
+
+
+@pytest.mark.parametrize("channels", [16, 12])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("act", sorted(_BN_ACTS))
+def test_batch_norm_act_fusion(act, dtype, channels, dev):
+    """A batch norm no convolution absorbs (DenseNet's BN -> ReLU -> Conv) runs its
+    activation in the same step, against numpy in float64 (and onnxruntime); where the
+    normalized value has a second reader, the activation stays a step of its own. 16
+    channels take the GPU kernel's 16-byte vectors in f16 and f32, 12 only in f32."""
+    h = onnx.helper
+    rng = np.random.default_rng(channels + len(act))
+    shape = [2, channels, 5, 7]
+    attrs, ref = _BN_ACTS[act]
+    prm = [rng.uniform(0.5, 2, channels), rng.uniform(-1, 1, channels), rng.uniform(-1, 1, channels),
+           rng.uniform(0.2, 3, channels)]  # scale, bias, mean, var
+    inits = [numpy_helper.from_array(a.astype(np.float32), n) for a, n in zip(prm, ["s", "b", "m", "v"])]
+    act_in = ["n"]
+    if act == "Clip":
+        inits += [numpy_helper.from_array(np.array(0.0, dtype), "lo"), numpy_helper.from_array(np.array(6.0, dtype), "hi")]
+        act_in += ["lo", "hi"]
+    x = rng.uniform(-3, 3, shape).astype(dtype)
+    c = lambda a: a.reshape(1, -1, 1, 1)
+    t = (x.astype(np.float64) - c(prm[2])) * c(prm[0] / np.sqrt(prm[3] + 1e-5)) + c(prm[1])
+    for shared in (False, True):
+        nodes = [h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["n"], name="bn", epsilon=1e-5),
+                 h.make_node(act, act_in, ["a" if shared else "y"], name="act", **attrs)]
+        if shared:  # n read twice: y = act(n) + n
+            nodes.append(h.make_node("Add", ["a", "n"], ["y"], name="add"))
+        want = (ref(t) + (t if shared else 0)).astype(dtype)
+        model = _typed_model(nodes, {"x": (dtype, shape)}, {"y": (dtype, shape)}, 15, inits)
+        engine = gaio.Model(model.SerializeToString()).build(dev, precision="model", tune=False)
+        ops = [st.ops for st in engine.steps]
+        expect = ["BatchNormalization", act, "Add"] if shared else [f"BatchNormalization+{act}"]
+        assert ops == expect, f"steps {ops}, expected {expect}"
+        got = run_layouts(model, {"x": x}, dev)[0]
+        assert_close(got, want, f"BatchNormalization then {act}{' (shared)' if shared else ''} vs numpy")
+        if ort is not None and dtype == np.float32:
+            assert_close(got, np.asarray(run_ort(model, {"x": x})[0]), f"BatchNormalization then {act} vs onnxruntime")
 
 
 # ---- the indexing operators at run time (Gather, GatherElements, Pad, Slice, Where) ----------------

@@ -230,6 +230,28 @@ static gaio_status broadcast(const char *fn, const char *name, pw_tensor *t, con
     return GAIO_OK;
 }
 
+/* Whether simplify() left y, a and b as [n, p, c] (or [p, c]: n = 1) with y and one
+ * operand packed and the other one row of c per n, broadcast over p: 1 when that row
+ * is b, 0 when it is a, -1 otherwise. */
+static int32_t rows_form(const gaio_ktensor *y, const gaio_ktensor *a, const gaio_ktensor *b, int64_t *n, int64_t *p,
+                         int64_t *c) {
+    const int32_t nd = y->ndim;
+    if (nd != 2 && nd != 3) return -1;
+    *n = nd == 3 ? y->shape[0] : 1, *p = y->shape[nd - 2], *c = y->shape[nd - 1];
+    const int64_t pc = *p * *c;
+    bool packed[3], row[3];
+    const gaio_ktensor *t[3] = {y, a, b};
+    for (int k = 0; k < 3; k++) {
+        const int64_t *st = t[k]->strides + (nd - 2);
+        packed[k] = st[1] == 1 && st[0] == *c && (nd == 2 || t[k]->strides[0] == pc);
+        row[k] = st[1] == 1 && st[0] == 0 && (nd == 2 || t[k]->strides[0] == *c);
+    }
+    if (!packed[0]) return -1;
+    if (packed[1] && row[2]) return 1;
+    if (row[1] && packed[2]) return 0;
+    return -1;
+}
+
 gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tensor *a, const gaio_tensor *b,
                         const gaio_tensor *y, const gaio_unary_params *act) {
     const char *fn = __func__;
@@ -275,6 +297,16 @@ gaio_status gaio_binary(gaio_stream *stream, gaio_binary_op op, const gaio_tenso
                             GAIO_ARG(dt),       GAIO_ARG(kop),      GAIO_ARG(ka)};
         return launch(fn, stream, "gaio_dnn_binary_packed", (n + 7) / 8, args, 7, held, 3);
     }
+    int64_t rn, rp, rc;
+    int32_t row_is_b = rows_form(&ty.k, &ta.k, &tb.k, &rn, &rp, &rc);
+    if (row_is_b >= 0) { /* x * s of a squeeze-and-excitation block: the kernel of scalar arguments */
+        int32_t dt = ty.k.dtype;
+        int64_t per = dt == GAIO_KT_F16 ? 8 : 4, threads = rc % per ? rn * rp * rc : rn * rp * rc / per;
+        gaio_arg args[10] = {GAIO_ARG(ta.k.ptr), GAIO_ARG(tb.k.ptr), GAIO_ARG(ty.k.ptr), GAIO_ARG(rn),
+                             GAIO_ARG(rp),       GAIO_ARG(rc),       GAIO_ARG(dt),       GAIO_ARG(kop),
+                             GAIO_ARG(row_is_b), GAIO_ARG(ka)};
+        return launch(fn, stream, "gaio_dnn_binary_rows", threads, args, 10, held, 3);
+    }
     gaio_arg args[5] = {GAIO_ARG(ta.k), GAIO_ARG(tb.k), GAIO_ARG(ty.k), GAIO_ARG(kop), GAIO_ARG(ka)};
     return launch(fn, stream, "gaio_dnn_binary", elements(&ty.k), args, 5, held, 3);
 }
@@ -299,7 +331,26 @@ static gaio_status channel_param(const char *fn, const char *name, const gaio_te
 
 gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_tensor *scale,
                             const gaio_tensor *bias, const gaio_tensor *mean, const gaio_tensor *var, float epsilon) {
-    const char *fn = __func__;
+    return gaio__batch_norm_act(__func__, stream, x, y, scale, bias, mean, var, epsilon, NULL);
+}
+
+/* The CUDA kernel's rows form (kernels/dnn/pointwise.cu bn_rows_form): y simplified to
+ * [rows, C] or [C] with the channels packed and each parameter one row of C. A thread
+ * then moves up to 16 bytes. */
+static int64_t bn_threads(const gaio_ktensor *const *t) {
+    const gaio_ktensor *y = t[0], *x = t[1];
+    int64_t n = elements(y);
+    int32_t nd = y->ndim;
+    if (nd > 2 || y->strides[nd - 1] != 1 || x->strides[nd - 1] != 1) return n;
+    for (int k = 2; k < 6; k++)
+        if (t[k]->strides[nd - 1] != 1 || (nd == 2 && t[k]->strides[0] != 0)) return n;
+    int64_t per = y->dtype == GAIO_KT_F16 ? 8 : 4;
+    return y->shape[nd - 1] % per == 0 ? n / per : n;
+}
+
+gaio_status gaio__batch_norm_act(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
+                                 const gaio_tensor *scale, const gaio_tensor *bias, const gaio_tensor *mean,
+                                 const gaio_tensor *var, float epsilon, const gaio_unary_params *act) {
     if (!stream) return BAD("stream is NULL");
     if (!(epsilon >= 0.0f) || !isfinite(epsilon)) return BAD("epsilon %g must be finite and >= 0", (double)epsilon);
     pw_tensor tx, ty, tp[4];
@@ -316,10 +367,15 @@ gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gai
     static const char *const names[4] = {"scale", "bias", "mean", "var"};
     for (int i = 0; i < 4; i++)
         if ((st = channel_param(fn, names[i], params[i], stream, &ty, &tp[i])) != GAIO_OK) return st;
+    gaio_kpw_act ka = {GAIO_KPW_IDENTITY, 0.0f, 0.0f};
+    if (act) {
+        if ((st = gaio__unary_params_check(fn, "act", act)) != GAIO_OK) return st;
+        ka.op = (int32_t)act->op, ka.alpha = act->alpha, ka.beta = act->beta;
+    }
     gaio_ktensor *ts[6] = {&ty.k, &tx.k, &tp[0].k, &tp[1].k, &tp[2].k, &tp[3].k};
     simplify(ts, 6);
-    gaio_arg args[7] = {GAIO_ARG(tx.k),    GAIO_ARG(ty.k),    GAIO_ARG(tp[0].k), GAIO_ARG(tp[1].k),
-                        GAIO_ARG(tp[2].k), GAIO_ARG(tp[3].k), GAIO_ARG(epsilon)};
+    gaio_arg args[8] = {GAIO_ARG(tx.k),    GAIO_ARG(ty.k),    GAIO_ARG(tp[0].k), GAIO_ARG(tp[1].k),
+                        GAIO_ARG(tp[2].k), GAIO_ARG(tp[3].k), GAIO_ARG(epsilon), GAIO_ARG(ka)};
     gaio_buffer *held[6] = {tx.t.buffer, ty.t.buffer, tp[0].t.buffer, tp[1].t.buffer, tp[2].t.buffer, tp[3].t.buffer};
-    return launch(fn, stream, "gaio_dnn_batch_norm", elements(&ty.k), args, 7, held, 6);
+    return launch(fn, stream, "gaio_dnn_batch_norm", bn_threads((const gaio_ktensor *const *)ts), args, 8, held, 6);
 }

@@ -694,13 +694,13 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     e->nhwc = o->layout != GAIO_MODEL_LAYOUT_NCHW;
     const char *env = getenv("GAIO_MODEL_CUDA_GRAPH");
     e->cuda_graph = e->gpu && !(o->flags & GAIO_ENGINE_NO_CUDA_GRAPH) && !(env && !strcmp(env, "0"));
-    /* The activations beyond Relu and Clip fuse on the host; on a GPU only with
-     * GAIO_MODEL_FUSE_ACTS=all until the model sweep has run them there (cuDNN's fused
-     * engines of conv+bias+swish at a model's shapes are unproven: its runtime-fused
-     * residual engines were wrong at some batches). =relu keeps the host to Relu and
-     * Clip too (to compare). */
+    /* Every activation the planner knows fuses into its convolution's step (SiLU
+     * written as x * Sigmoid(x) too). On a GPU those beyond Relu and Clip then run as
+     * one in-place pass after cuDNN's plan (dnn/cuda/cudnn_graph.c act_in_plan), or
+     * inside gaio's depthwise kernel: one pass instead of a Sigmoid and a Mul.
+     * GAIO_MODEL_FUSE_ACTS=relu keeps the steps to Relu and Clip (to compare). */
     const char *acts = getenv("GAIO_MODEL_FUSE_ACTS");
-    bool all_acts = acts && !strcmp(acts, "all") ? true : acts && !strcmp(acts, "relu") ? false : !e->gpu;
+    bool all_acts = !(acts && !strcmp(acts, "relu"));
     gaio_status st = gaio__plan_make(fn, g, all_acts, &e->plan);
     e->nv = g->nvalues + e->plan.nextra;
     if (st == GAIO_OK) st = alloc_tables(fn, e);
@@ -946,7 +946,7 @@ gaio_status gaio_engine_output(gaio_engine *e, int32_t i, gaio_model_io *out) {
 static void step_ops(const gaio_engine *e, const xstep *sp, char *out, size_t size) {
     const mgraph *g = &e->model->g;
     snprintf(out, size, "%s", sp->n->op_type);
-    if (sp->n->op != OP_CONV) return;
+    if (sp->n->op != OP_CONV && sp->n->op != OP_BATCH_NORM) return;
     int32_t cur = sp->n->out[0];
     for (int hops = 0; cur != sp->out && hops < 8; hops++) {
         const mnode *next = NULL;

@@ -31,10 +31,10 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 7u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
+#define FORMAT 8u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
                    * approximate; 4: integer values and weights; 5: the reductions, indexing,
                    * ConvTranspose, general Resize and the normalizations; 6: Einsum; 7: values'
-                   * channel pitch (padded stems) */
+                   * channel pitch (padded stems); 8: batch norm steps with an activation */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096

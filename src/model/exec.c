@@ -643,7 +643,8 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
             int32_t v = n->in[j + 1];
             prm[j] = tensor(r, v);
         }
-        return gaio_batch_norm(s, &x, &y, &prm[0], &prm[1], &prm[2], &prm[3], a->epsilon);
+        return gaio__batch_norm_act(fn, s, &x, &y, &prm[0], &prm[1], &prm[2], &prm[3], a->epsilon,
+                                    sp->has_act ? &sp->act : NULL);
     }
     case OP_RELU:
     case OP_SIGMOID:

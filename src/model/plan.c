@@ -202,6 +202,15 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
             if (n->out[k] < 0) continue; /* TopK's indices, LayerNormalization's statistics may be left out */
             xstep *s = &p->steps[p->nsteps++];
             s->n = n, s->out = n->out[k], s->w = s->b = s->res = -1;
+            /* A batch norm that no convolution absorbed (DenseNet's BN -> ReLU -> Conv)
+             * takes the activation after it into its own pass: gaio's kernel applies any
+             * act_of, on both backends. The act node comes later in the graph's order, so
+             * marking it absorbed here skips it below. */
+            int32_t j;
+            if (n->op == OP_BATCH_NORM && (j = only_reader(g, readers, reader, n->out[0])) >= 0 && !absorbed[j] &&
+                g->nodes[j].in[0] == n->out[0] && act_of(g, &g->nodes[j], &s->act)) {
+                s->has_act = true, absorbed[j] = true, s->out = g->nodes[j].out[0], p->fused_act++;
+            }
         }
     }
 done:

@@ -58,7 +58,7 @@ static float gen(env *e, int kind) {
 }
 
 /* A tensor in a device buffer of its own, and the buffer's values on the host. */
-enum { M_PACKED, M_NHWC, M_STRIDED };
+enum { M_PACKED, M_NHWC, M_STRIDED, M_ALIGNED = 16 /* or'd in: element [0, ...] at the buffer's start */ };
 typedef struct ht {
     gaio_dtype dt;
     int32_t ndim;
@@ -71,6 +71,8 @@ typedef struct ht {
 
 static void ht_make(env *e, ht *h, gaio_dtype dt, int32_t ndim, const int64_t *shape, int mode, int kind) {
     memset(h, 0, sizeof *h);
+    bool aligned = (mode & M_ALIGNED) != 0;
+    mode &= ~M_ALIGNED;
     h->dt = dt;
     h->ndim = ndim;
     for (int32_t i = 0; i < ndim; i++) h->shape[i] = shape[i];
@@ -93,7 +95,7 @@ static void ht_make(env *e, ht *h, gaio_dtype dt, int32_t ndim, const int64_t *s
         h->strides[d] = acc;
         acc *= shape[d] + (mode == M_STRIDED ? irand(e, 2) : 0);
     }
-    h->off = irand(e, 4);
+    h->off = aligned ? 0 : irand(e, 4);
     h->n = (size_t)(h->off + acc + irand(e, 3));
     h->v = malloc(h->n * sizeof(float));
     CHECK(h->v);
@@ -348,8 +350,9 @@ static void test_cast(env *e) {
 
 /* ---- binary ---- */
 
+/* mode: the three tensors' layout, -1 for random ones. */
 static void binary_case(env *e, gaio_binary_op op, gaio_dtype dt, int32_t na, const int64_t *sa, int32_t nb,
-                        const int64_t *sb, int act, int in_place) {
+                        const int64_t *sb, int act, int in_place, int mode) {
     int32_t nd = na > nb ? na : nb;
     int64_t sy[5];
     for (int32_t d = 0; d < nd; d++) {
@@ -359,11 +362,11 @@ static void binary_case(env *e, gaio_binary_op op, gaio_dtype dt, int32_t na, co
     }
     ht a, b, yy;
     /* Pow: bases of magnitude 0.5 to 2 of either sign, exponents in [-3, 3]: |a^b| <= 8. */
-    ht_make(e, &a, dt, na, sa, rand_mode(e, na), op == GAIO_BINARY_POW ? V_DIVISOR : V_PLAIN);
-    ht_make(e, &b, dt, nb, sb, rand_mode(e, nb),
+    ht_make(e, &a, dt, na, sa, mode < 0 ? rand_mode(e, na) : mode, op == GAIO_BINARY_POW ? V_DIVISOR : V_PLAIN);
+    ht_make(e, &b, dt, nb, sb, mode < 0 ? rand_mode(e, nb) : mode,
             op == GAIO_BINARY_DIV || op == GAIO_BINARY_FMOD ? V_DIVISOR : op == GAIO_BINARY_POW ? V_EXPONENT : V_PLAIN);
     ht *y = in_place == 1 ? &a : in_place == 2 ? &b : &yy;
-    if (!in_place) ht_make(e, &yy, dt, nd, sy, rand_mode(e, nd), V_PLAIN);
+    if (!in_place) ht_make(e, &yy, dt, nd, sy, mode < 0 ? rand_mode(e, nd) : mode, V_PLAIN);
     float *before = malloc(y->n * sizeof(float));
     CHECK(before);
     memcpy(before, y->v, y->n * sizeof(float));
@@ -449,22 +452,41 @@ static void test_binary(env *e) {
                 }
                 if ((op + d) % 2 == 0 && a_full) ip = 1;
                 else if (op == GAIO_BINARY_SUB && b_full) ip = 2;
-                binary_case(e, (gaio_binary_op)op, dts[d], c->na, c->sa, c->nb, c->sb, act, ip);
+                binary_case(e, (gaio_binary_op)op, dts[d], c->na, c->sa, c->nb, c->sb, act, ip, -1);
+            }
+    /* NHWC maps times one row of channels per image (squeeze-and-excitation), either
+     * side: on a GPU 16 bytes a thread where C allows (f16 % 8, f32 % 4), elements
+     * otherwise; batch 1 simplifies to [H * W, C]. */
+    const bcase se[] = {
+        {4, {2, 64, 5, 7}, 4, {2, 64, 1, 1}}, {4, {3, 12, 4, 6}, 4, {3, 12, 1, 1}},
+        {4, {1, 40, 7, 7}, 4, {1, 40, 1, 1}}, {4, {2, 24, 1, 1}, 4, {2, 24, 3, 5}},
+    };
+    const int se_ops[3] = {GAIO_BINARY_MUL, GAIO_BINARY_SUB, GAIO_BINARY_DIV};
+    for (size_t i = 0; i < sizeof se / sizeof se[0]; i++)
+        for (int k = 0; k < 3; k++)
+            for (int d = 0; d < 2; d++) {
+                const bcase *c = &se[i];
+                int act = k == 0 ? -1 : k == 1 ? GAIO_UNARY_SIGMOID : GAIO_UNARY_RELU;
+                int ip = d == 0 && c->sa[2] > 1 ? 1 : 0;
+                binary_case(e, (gaio_binary_op)se_ops[k], dts[d], c->na, c->sa, c->nb, c->sb, act, ip,
+                            M_NHWC | M_ALIGNED);
             }
 }
 
 /* ---- batch norm ---- */
 
-static void bn_case(env *e, gaio_dtype dt, int32_t ndim, const int64_t *shape, bool in_place) {
+/* mode: x's and y's layout, -1 for random ones; the parameters packed then, random
+ * (packed or strided) otherwise. */
+static void bn_case(env *e, gaio_dtype dt, int32_t ndim, const int64_t *shape, bool in_place, int mode) {
     ht x, yy, prm[4];
-    ht_make(e, &x, dt, ndim, shape, rand_mode(e, ndim), V_PLAIN);
+    ht_make(e, &x, dt, ndim, shape, mode < 0 ? rand_mode(e, ndim) : mode, V_PLAIN);
     ht *y = &x;
     if (!in_place) {
-        ht_make(e, &yy, dt, ndim, shape, rand_mode(e, ndim), V_PLAIN);
+        ht_make(e, &yy, dt, ndim, shape, mode < 0 ? rand_mode(e, ndim) : mode, V_PLAIN);
         y = &yy;
     }
     for (int k = 0; k < 4; k++)
-        ht_make(e, &prm[k], GAIO_DTYPE_F32, 1, &shape[1], irand(e, 2) ? M_STRIDED : M_PACKED,
+        ht_make(e, &prm[k], GAIO_DTYPE_F32, 1, &shape[1], mode < 0 && irand(e, 2) ? M_STRIDED : M_PACKED,
                 k == 3 ? V_POSITIVE : V_PLAIN);
     float *before = malloc(y->n * sizeof(float));
     CHECK(before);
@@ -503,7 +525,15 @@ static void test_batch_norm(env *e) {
     };
     const gaio_dtype dts[2] = {GAIO_DTYPE_F32, GAIO_DTYPE_F16};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int d = 0; d < 2; d++) bn_case(e, dts[d], (int32_t)cases[i][0], &cases[i][1], (i + (size_t)d) % 3 == 0);
+        for (int d = 0; d < 2; d++)
+            bn_case(e, dts[d], (int32_t)cases[i][0], &cases[i][1], (i + (size_t)d) % 3 == 0, -1);
+    /* NHWC with packed parameters: the CUDA kernel's rows of channels, 16 bytes a thread
+     * where C allows (f16: C % 8, f32: C % 4), an element otherwise; [N, C] rows too. */
+    const int64_t rows[][6] = {{4, 2, 64, 7, 9}, {4, 3, 12, 5, 5}, {4, 1, 1024, 7, 7}, {4, 2, 2056, 3, 3}, {2, 5, 40}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (int d = 0; d < 2; d++)
+            bn_case(e, dts[d], (int32_t)rows[i][0], &rows[i][1], d == 1 && i % 2 == 0,
+                    (rows[i][0] == 4 ? M_NHWC : M_PACKED) | M_ALIGNED);
 }
 
 /* ---- bad input ---- */

@@ -3,8 +3,10 @@
  *   gaio_dnn_binary(gaio_ktensor a, gaio_ktensor b, gaio_ktensor y, int32_t op, gaio_kpw_act act)
  *   gaio_dnn_binary_packed(uint64_t a, uint64_t b, uint64_t y, int64_t n, int32_t dtype, int32_t op,
  *                          gaio_kpw_act act)
+ *   gaio_dnn_binary_rows(uint64_t a, uint64_t b, uint64_t y, int64_t n, int64_t p, int64_t c, int32_t dtype,
+ *                        int32_t op, int32_t row_is_b, gaio_kpw_act act)
  *   gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
- *                       gaio_ktensor mean, gaio_ktensor var, float epsilon)
+ *                       gaio_ktensor mean, gaio_ktensor var, float epsilon, gaio_kpw_act act)
  * Every tensor comes over y's shape, simplified by src/dnn/pointwise.c (a packed op is
  * one row). Work items are pieces of rows along the last dimension; a piece is staged
  * through small float buffers a chunk at a time, so each loop is over one dtype and
@@ -204,6 +206,7 @@ static void piece(const pw_job *j, char *const *p, size_t cnt) {
             load(q[5], GAIO_KT_F32, j->t[5].strides[last], c, v);
             float eps = j->epsilon;
             for (size_t k = 0; k < c; k++) t[k] = gaio_pw_batch_norm(t[k], s[k], b[k], m[k], v[k], eps);
+            apply_unary(&j->act, t, c);
             break;
         }
         }
@@ -298,6 +301,32 @@ static gaio_status dnn_binary_packed(const gaio_launch_info *info, void *const *
     return pw_run(&j);
 }
 
+/* The broadcast-row form: y and the full operand [n, p, c] packed, the other [n, c]
+ * seen with stride 0 over p; run as dnn_binary's. */
+static gaio_status dnn_binary_rows(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    pw_job j = job_of(KIND_BINARY, 3);
+    int64_t n, p, c;
+    int32_t dtype, row_is_b;
+    arg(&n, args, 3, sizeof n);
+    arg(&p, args, 4, sizeof p);
+    arg(&c, args, 5, sizeof c);
+    arg(&dtype, args, 6, sizeof dtype);
+    arg(&j.op, args, 7, sizeof j.op);
+    arg(&row_is_b, args, 8, sizeof row_is_b);
+    arg(&j.act, args, 9, sizeof j.act);
+    const int from[3] = {2, 0, 1}; /* y, a, b */
+    for (int k = 0; k < 3; k++) {
+        gaio_ktensor *t = &j.t[k];
+        arg(&t->ptr, args, from[k], sizeof t->ptr);
+        bool row = k == (row_is_b ? 2 : 1);
+        t->ndim = 3, t->dtype = dtype;
+        t->shape[0] = n, t->shape[1] = p, t->shape[2] = c;
+        t->strides[0] = row ? c : p * c, t->strides[1] = row ? 0 : c, t->strides[2] = 1;
+    }
+    return pw_run(&j);
+}
+
 static gaio_status dnn_batch_norm(const gaio_launch_info *info, void *const *args) {
     (void)info;
     pw_job j = job_of(KIND_BN, 6);
@@ -305,6 +334,7 @@ static gaio_status dnn_batch_norm(const gaio_launch_info *info, void *const *arg
     arg(&j.t[0], args, 1, sizeof(gaio_ktensor));
     for (int k = 2; k < 6; k++) arg(&j.t[k], args, k, sizeof(gaio_ktensor));
     arg(&j.epsilon, args, 6, sizeof j.epsilon);
+    arg(&j.act, args, 7, sizeof j.act);
     return pw_run(&j);
 }
 
@@ -313,12 +343,16 @@ static const size_t unary_sizes[3] = {KT, KT, sizeof(gaio_kpw_act)};
 static const size_t binary_sizes[5] = {KT, KT, KT, sizeof(int32_t), sizeof(gaio_kpw_act)};
 static const size_t binary_packed_sizes[7] = {sizeof(uint64_t), sizeof(uint64_t), sizeof(uint64_t), sizeof(int64_t),
                                              sizeof(int32_t),  sizeof(int32_t),  sizeof(gaio_kpw_act)};
-static const size_t batch_norm_sizes[7] = {KT, KT, KT, KT, KT, KT, sizeof(float)};
+static const size_t binary_rows_sizes[10] = {sizeof(uint64_t), sizeof(uint64_t), sizeof(uint64_t), sizeof(int64_t),
+                                            sizeof(int64_t),  sizeof(int64_t),  sizeof(int32_t),  sizeof(int32_t),
+                                            sizeof(int32_t),  sizeof(gaio_kpw_act)};
+static const size_t batch_norm_sizes[8] = {KT, KT, KT, KT, KT, KT, sizeof(float), sizeof(gaio_kpw_act)};
 
 const gaio_builtin_kernel gaio__dnn_pointwise_kernels[] = {
     {"gaio_dnn_unary", dnn_unary, 3, unary_sizes},
     {"gaio_dnn_binary", dnn_binary, 5, binary_sizes},
     {"gaio_dnn_binary_packed", dnn_binary_packed, 7, binary_packed_sizes},
-    {"gaio_dnn_batch_norm", dnn_batch_norm, 7, batch_norm_sizes},
+    {"gaio_dnn_binary_rows", dnn_binary_rows, 10, binary_rows_sizes},
+    {"gaio_dnn_batch_norm", dnn_batch_norm, 8, batch_norm_sizes},
     {NULL, NULL, 0, NULL},
 };

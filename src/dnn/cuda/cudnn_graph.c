@@ -174,6 +174,18 @@ static int act_mode(int32_t op) {
     }
 }
 
+/* Whether the plan tries the activation inside. cuDNN fuses the ones beyond ReLU and
+ * Clip (sigmoid, swish, tanh, GELU) only in runtime-compiled engines: NVRTC at build,
+ * EfficientNet-B0's f16 plans 108 s instead of 6. They run after the plan instead, as
+ * one in-place pass of gaio's element-wise kernel over y; GAIO_DNN_FUSE_ACT=all tries
+ * them inside again (to compare). */
+static bool act_in_plan(int32_t op) {
+    if (act_mode(op) < 0) return false;
+    if (op == GAIO_UNARY_RELU || op == GAIO_UNARY_CLIP) return true;
+    const char *e = getenv("GAIO_DNN_FUSE_ACT");
+    return e && !strcmp(e, "all");
+}
+
 /* The operation graph of k with the epilogue f says runs inside, finalized. */
 static cudnnBackendDescriptor_t graph(builder *b, const conv_key *k, const gaio__conv_fusion *f) {
     int dt = k->dtype == GAIO_DTYPE_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
@@ -486,7 +498,7 @@ gaio_status gaio__conv_graph_build(const char *fn, const gaio_cudnn_table *t, cu
     memset(out, 0, sizeof *out);
     if (tune < 1) tune = 1;
     if (tune > MAX_TUNE) tune = MAX_TUNE;
-    /* First everything fused (an activation cuDNN has no mode for stays out); with a
+    /* First everything fused (an activation act_in_plan refuses stays out); with a
      * residual, then the convolution and bias with y = act(y + residual) after it as
      * gaio's kernel (not where the residual is y itself); last the convolution alone,
      * with the residual as its beta. Tuning times the first two together: the second
@@ -497,7 +509,7 @@ gaio_status gaio__conv_graph_build(const char *fn, const gaio_cudnn_table *t, cu
     const char *how = getenv("GAIO_DNN_RESIDUAL");
     bool split = k->has_res && !k->res_is_y && !k->transposed && !(how && !strcmp(how, "fused"));
     bool split_first = split && how && !strcmp(how, "after");
-    gaio__conv_fusion tries[3], full = {.bias = true, .act = act_mode(k->act_op) >= 0},
+    gaio__conv_fusion tries[3], full = {.bias = true, .act = act_in_plan(k->act_op)},
                                 after = {.bias = true, .residual_after = true};
     int ntries = 0;
     if (split_first) tries[ntries++] = after;

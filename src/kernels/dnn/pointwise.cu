@@ -194,8 +194,160 @@ extern "C" __global__ void gaio_dnn_binary_packed(uint64_t a, uint64_t b, uint64
         store(tyy, i, gaio_pw_unary(act.op, gaio_pw_binary(op, load(ta, i), load(tb, i)), act.alpha, act.beta));
 }
 
+// y[n, p, :] = op(a[n, p, :], b[n, :]) (or with a the broadcast row): the squeeze-and-
+// excitation scale of NHWC maps, x * s with s one row of C per image. All three packed;
+// src/dnn/pointwise.c launches it where simplify() left that form (the element-wise
+// kernel decoded three tensors' offsets per element there). 16 bytes per access where
+// C and the bases allow, an element otherwise. In place works as in binary_vectors.
+namespace {
+template <typename I>
+__device__ __forceinline__ void rows_bcast(uint64_t full, uint64_t row, uint64_t y, I n, I p, I c, int32_t dtype,
+                                           int32_t op, bool row_is_b, const gaio_kpw_act &act) {
+    const bool half = dtype == GAIO_KT_F16;
+    const I per = half ? 8 : 4, step32 = (I)gridDim.x * (I)blockDim.x;
+    if (c % per != 0 || ((full | row | y) & 15u) != 0) {
+        gaio_ktensor tf, tr, ty; // only dtype and ptr are read
+        tf.dtype = tr.dtype = ty.dtype = dtype;
+        tf.ptr = full, tr.ptr = row, ty.ptr = y;
+        const I pc = p * c, total = n * pc;
+        for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
+            const I k = i / pc, j = i - (i / c) * c;
+            const float f = load(tf, (int64_t)i), r = load(tr, (int64_t)k * c + j);
+            store(ty, (int64_t)i, gaio_pw_unary(act.op, row_is_b ? gaio_pw_binary(op, f, r) : gaio_pw_binary(op, r, f),
+                                                act.alpha, act.beta));
+        }
+        return;
+    }
+    union lanes {
+        uint4 v;
+        __half2 h[4];
+        float f[4];
+    };
+    const I cv = c / per, pcv = p * cv, total = n * pcv;
+    const uint4 *pf = (const uint4 *)(uintptr_t)full, *pr = (const uint4 *)(uintptr_t)row;
+    uint4 *py = (uint4 *)(uintptr_t)y;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
+        const I k = i / pcv, j = i - (i / cv) * cv;
+        const uint4 vf = pf[i], vr = pr[(int64_t)k * cv + j];
+        lanes ra, rb, ry;
+        ra.v = row_is_b ? vf : vr, rb.v = row_is_b ? vr : vf;
+        if (half) {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const float2 fa = __half22float2(ra.h[q]), fb = __half22float2(rb.h[q]);
+                ry.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, gaio_pw_binary(op, fa.x, fb.x), act.alpha, act.beta),
+                                            gaio_pw_unary(act.op, gaio_pw_binary(op, fa.y, fb.y), act.alpha, act.beta));
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                ry.f[q] = gaio_pw_unary(act.op, gaio_pw_binary(op, ra.f[q], rb.f[q]), act.alpha, act.beta);
+        }
+        py[i] = ry.v;
+    }
+}
+} // namespace
+
+extern "C" __global__ void gaio_dnn_binary_rows(uint64_t a, uint64_t b, uint64_t y, int64_t n, int64_t p, int64_t c,
+                                                int32_t dtype, int32_t op, int32_t row_is_b, gaio_kpw_act act) {
+    const uint64_t full = row_is_b ? a : b, row = row_is_b ? b : a;
+    if (n * p * c + (int64_t)gridDim.x * blockDim.x < INT32_MAX)
+        rows_bcast<uint32_t>(full, row, y, (uint32_t)n, (uint32_t)p, (uint32_t)c, dtype, op, row_is_b != 0, act);
+    else
+        rows_bcast<uint64_t>(full, row, y, (uint64_t)n, (uint64_t)p, (uint64_t)c, dtype, op, row_is_b != 0, act);
+}
+
+// Batch norm over rows of C channels (NHWC, simplified to [rows, C] with the channels
+// packed, or one row [C]): the block first turns the four parameters into a scale per
+// channel in shared memory, then each thread moves 16 bytes of a row where C, the row
+// pitch and the bases allow (8 halves or 4 floats), one element otherwise. The sum is
+// gaio_pw_batch_norm's, (x - mean) * (scale / sqrt(var + eps)) + bias, so both paths
+// give the same bits. DenseNet runs one before every convolution, on all the channels
+// concatenated so far: the element-wise path decoded six tensors' offsets per element.
+namespace {
+constexpr int BN_ROWS_MAX_C = 2048;
+
+__device__ __forceinline__ bool bn_param_row(const gaio_ktensor &p, int32_t ndim) {
+    return ndim == 2 ? p.strides[0] == 0 && p.strides[1] == 1 : p.strides[0] == 1;
+}
+
+__device__ __forceinline__ bool bn_rows_form(const gaio_ktensor &x, const gaio_ktensor &y, const gaio_ktensor &s,
+                                             const gaio_ktensor &b, const gaio_ktensor &m, const gaio_ktensor &v) {
+    const int32_t nd = y.ndim;
+    if (nd != 1 && nd != 2) return false;
+    const int64_t C = nd == 2 ? y.shape[1] : y.shape[0];
+    const bool packed = nd == 2 ? x.strides[1] == 1 && y.strides[1] == 1 : x.strides[0] == 1 && y.strides[0] == 1;
+    return C <= BN_ROWS_MAX_C && packed && bn_param_row(s, nd) && bn_param_row(b, nd) && bn_param_row(m, nd) &&
+           bn_param_row(v, nd);
+}
+
+template <typename I>
+__device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktensor &y, I rows, I C, int64_t xs,
+                                        int64_t ys, const float *sk, const float *sm, const float *sb,
+                                        const gaio_kpw_act &act) {
+    const bool half = y.dtype == GAIO_KT_F16;
+    const int64_t es = half ? 2 : 4;
+    const I per = half ? 8 : 4;
+    const bool vec = C % per == 0 && ((x.ptr | y.ptr) & 15u) == 0 && (xs * es) % 16 == 0 && (ys * es) % 16 == 0;
+    const I step32 = (I)gridDim.x * (I)blockDim.x;
+    if (!vec) {
+        const I total = rows * C;
+        for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
+            const I r = i / C, c = i - r * C;
+            const float t = (load(x, (int64_t)r * xs + c) - sm[c]) * sk[c] + sb[c];
+            store(y, (int64_t)r * ys + c, gaio_pw_unary(act.op, t, act.alpha, act.beta));
+        }
+        return;
+    }
+    union lanes {
+        uint4 v;
+        __half2 h[4];
+        float f[4];
+    };
+    const I nv = C / per, total = rows * nv;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
+        const I r = i / nv, cv = i - r * nv, c0 = cv * per;
+        lanes in, out;
+        in.v = *reinterpret_cast<const uint4 *>((const char *)(uintptr_t)x.ptr + ((int64_t)r * xs + c0) * es);
+        if (half) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const float2 f = __half22float2(in.h[k]);
+                const I c = c0 + 2 * k;
+                const float t0 = (f.x - sm[c]) * sk[c] + sb[c], t1 = (f.y - sm[c + 1]) * sk[c + 1] + sb[c + 1];
+                out.h[k] = __floats2half2_rn(gaio_pw_unary(act.op, t0, act.alpha, act.beta),
+                                             gaio_pw_unary(act.op, t1, act.alpha, act.beta));
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const I c = c0 + k;
+                out.f[k] = gaio_pw_unary(act.op, (in.f[k] - sm[c]) * sk[c] + sb[c], act.alpha, act.beta);
+            }
+        }
+        *reinterpret_cast<uint4 *>((char *)(uintptr_t)y.ptr + ((int64_t)r * ys + c0) * es) = out.v;
+    }
+}
+} // namespace
+
 extern "C" __global__ void gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
-                                               gaio_ktensor mean, gaio_ktensor var, float epsilon) {
+                                               gaio_ktensor mean, gaio_ktensor var, float epsilon, gaio_kpw_act act) {
+    if (bn_rows_form(x, y, scale, bias, mean, var)) { // uniform: every thread takes the same path
+        __shared__ float sk[BN_ROWS_MAX_C], sm[BN_ROWS_MAX_C], sb[BN_ROWS_MAX_C];
+        const bool two = y.ndim == 2;
+        const int64_t C = two ? y.shape[1] : y.shape[0], rows = two ? y.shape[0] : 1;
+        const int64_t xs = two ? x.strides[0] : 0, ys = two ? y.strides[0] : 0;
+        const float *ps = (const float *)(uintptr_t)scale.ptr, *pb = (const float *)(uintptr_t)bias.ptr;
+        const float *pm = (const float *)(uintptr_t)mean.ptr, *pv = (const float *)(uintptr_t)var.ptr;
+        for (int c = (int)threadIdx.x; c < (int)C; c += (int)blockDim.x)
+            sk[c] = ps[c] / sqrtf(pv[c] + epsilon), sm[c] = pm[c], sb[c] = pb[c];
+        __syncthreads();
+        if (rows * C + (int64_t)gridDim.x * blockDim.x < INT32_MAX)
+            bn_rows<uint32_t>(x, y, (uint32_t)rows, (uint32_t)C, xs, ys, sk, sm, sb, act);
+        else
+            bn_rows<uint64_t>(x, y, (uint64_t)rows, (uint64_t)C, xs, ys, sk, sm, sb, act);
+        return;
+    }
     const int64_t n = gaio_kt_count(&y);
     const gaio_ktensor *ts[6] = {&y, &x, &scale, &bias, &mean, &var};
     for (int64_t i = first(); i < n; i += step()) {
@@ -203,6 +355,6 @@ extern "C" __global__ void gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, g
         gaio_pw_offsets(ts, 6, y.shape, y.ndim, i, off);
         float v = gaio_pw_batch_norm(load(x, off[1]), load(scale, off[2]), load(bias, off[3]), load(mean, off[4]),
                                      load(var, off[5]), epsilon);
-        store(y, off[0], v);
+        store(y, off[0], gaio_pw_unary(act.op, v, act.alpha, act.beta));
     }
 }
