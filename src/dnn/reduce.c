@@ -19,6 +19,8 @@
 #define BLOCK 256
 #define WARPS_PER_BLOCK (BLOCK / 32)
 #define MAX_BLOCKS GAIO_DNN_MAX_BLOCKS
+/* Blocks that a global average over channels-innermost x aims for (gaio_global_avg_pool). */
+#define GAP_BLOCKS 512
 
 typedef gaio__ktensor_view operand;
 
@@ -61,12 +63,23 @@ static gaio_dim3 blocks(int64_t work, int64_t per_block) {
     return g;
 }
 
-static gaio_status launch(const char *fn, gaio_stream *s, const char *name, int64_t work, int64_t per_block,
-                          const gaio_arg *args, size_t nargs, gaio_buffer *const *held, size_t nheld) {
-    gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
-    if (on_cuda(s)) {
-        grid = blocks(work, per_block);
-        block.x = BLOCK;
+/* Channels per 16-byte vector that the CUDA kernels read of channels-innermost t when
+ * every pixel's channels are whole 16-byte aligned vectors (their vec16() test, in
+ * kernels/dnn/reduce.cu), else 1: the grids are sized for the threads they use. */
+static int64_t vector_lanes(const gaio_ktensor *t) {
+    const int64_t v = 16 / gaio_kt_size(t->dtype);
+    if (t->strides[1] != 1 || t->shape[1] % v || t->ptr % 16 || t->strides[0] % v || t->strides[2] % v ||
+        t->strides[3] % v)
+        return 1;
+    return v;
+}
+
+/* The launch on the stream's backend: grid and block on CUDA, one thread on the host. */
+static gaio_status launch_dims(const char *fn, gaio_stream *s, const char *name, gaio_dim3 grid, gaio_dim3 block,
+                               const gaio_arg *args, size_t nargs, gaio_buffer *const *held, size_t nheld) {
+    if (!on_cuda(s)) {
+        const gaio_dim3 one = {1, 1, 1};
+        grid = block = one;
     }
     gaio_kernel *k;
     gaio_status st = gaio__kernel_builtin(name, &k);
@@ -74,6 +87,12 @@ static gaio_status launch(const char *fn, gaio_stream *s, const char *name, int6
     st = gaio__launch_held(fn, s, k, grid, block, 0, args, nargs, held, nheld);
     gaio__kernel_unref(k);
     return st;
+}
+
+static gaio_status launch(const char *fn, gaio_stream *s, const char *name, int64_t work, int64_t per_block,
+                          const gaio_arg *args, size_t nargs, gaio_buffer *const *held, size_t nheld) {
+    const gaio_dim3 block = {BLOCK, 1, 1};
+    return launch_dims(fn, s, name, blocks(work, per_block), block, args, nargs, held, nheld);
 }
 
 /* Softmax and LogSoftmax: one row per position off axis, each read whole before any of
@@ -184,7 +203,9 @@ gaio_status gaio_pool2d(gaio_stream *stream, const gaio_tensor *x, const gaio_te
     kp.c_inner = oy.k.strides[1] < oy.k.strides[3];
     gaio_arg args[3] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k), GAIO_ARG(kp)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
-    return launch(fn, stream, "gaio_dnn_pool2d", N * C * OH * OW, BLOCK, args, 3, held, 2);
+    /* A thread per output element, or per vector of channels of an output pixel. */
+    const int64_t lanes = vector_lanes(&ox.k) > 1 && vector_lanes(&oy.k) > 1 ? vector_lanes(&ox.k) : 1;
+    return launch(fn, stream, "gaio_dnn_pool2d", N * C * OH * OW / lanes, BLOCK, args, 3, held, 2);
 }
 
 gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y) {
@@ -208,9 +229,23 @@ gaio_status gaio_global_avg_pool(gaio_stream *stream, const gaio_tensor *x, cons
     if (gaio__ktensor_view_overlap(&ox, &oy)) return BAD("y overlaps x: global_avg_pool cannot run in place");
     gaio_arg args[2] = {GAIO_ARG(ox.k), GAIO_ARG(oy.k)};
     gaio_buffer *held[2] = {x->buffer, y->buffer};
-    /* A warp per (n, c) plane, or a thread per plane when x's channels are innermost
-     * (the CUDA kernel then reads neighbouring channels together). */
-    const int64_t per_block = ox.k.strides[1] == 1 ? BLOCK : WARPS_PER_BLOCK;
-    return launch(fn, stream, "gaio_dnn_global_avg_pool", ox.t.shape[0] * ox.t.shape[1], per_block, args, 2, held,
-                  2);
+    const int64_t planes = ox.t.shape[0] * ox.t.shape[1], hw = ox.t.shape[2] * ox.t.shape[3];
+    if (ox.k.strides[1] != 1) /* a warp per (n, c) plane */
+        return launch(fn, stream, "gaio_dnn_global_avg_pool", planes, WARPS_PER_BLOCK, args, 2, held, 2);
+    /* Channels innermost: blocks of gb groups of channels (each a 16-byte vector or one
+     * channel) by rows of threads that split the groups' pixels. gb halves from 32, down
+     * to 1, until there are GAP_BLOCKS blocks (about 4 per SM of an H100): a
+     * warp's reads get shorter, but small batches get enough blocks. A block per group
+     * that still leaves fewer than GAP_BLOCKS / 2 gets 1024 threads when its plane has 4
+     * pixels for each: with so few blocks the kernel takes one block's latency. */
+    const int64_t groups = planes / vector_lanes(&ox.k);
+    int64_t gb = 32;
+    while (gb > 1 && (groups + gb - 1) / gb < GAP_BLOCKS) gb /= 2;
+    const int64_t threads = gb == 1 && groups < GAP_BLOCKS / 2 && hw >= 4 * 1024 ? 1024 : BLOCK;
+    const gaio_dim3 block = {(uint32_t)gb, (uint32_t)(threads / gb), 1};
+    /* Every block, uncapped: the kernel's split does not stride over the groups (with
+     * more groups than 32-bit offsets allow it falls back to a warp per plane, which does). */
+    const int64_t nb = (groups + gb - 1) / gb;
+    const gaio_dim3 grid = {(uint32_t)(nb < INT32_MAX ? nb : MAX_BLOCKS), 1, 1};
+    return launch_dims(fn, stream, "gaio_dnn_global_avg_pool", grid, block, args, 2, held, 2);
 }

@@ -1,10 +1,25 @@
 /* gaio_softmax, gaio_pool2d and gaio_global_avg_pool on each backend against direct
  * double-precision loops: ONNX MaxPool / AveragePool cases (the ResNet stem's 3x3
- * stride 2 pad 1, 2x2 stride 2, 7x7 global average, asymmetric pads, ceil mode as
- * extra padding, count_include_pad both ways, dilation, 1x1 planes), batches of 1
- * and 33, NCHW, NHWC and gapped strides, f32 and f16, softmax along the last and
- * the channel axis with large inputs and in place; bad input for each op. */
+ * stride 2 pad 1, 2x2 stride 2, 7x7 global average, asymmetric pads, ceil mode,
+ * count_include_pad both ways, dilation, 1x1 planes), batches of 1 and 33, NCHW,
+ * NHWC and gapped strides, f32 and f16, softmax along the last and the channel axis
+ * with large inputs and in place; bad input for each op. NHWC tensors at their
+ * buffer's start with C a multiple of 8 (f16) or 4 (f32) take the CUDA kernels'
+ * 16-byte vector paths; global averages from batch 1 over 112x112 planes to grids of
+ * thousands of blocks, its split of each plane over a block's threads. */
 #include "dnn/strided_tensor.h"
+
+/* make() at the start of its buffer (device allocations are 256-byte aligned), so
+ * that NHWC rows of 8 halves or 4 floats are 16-byte aligned; make() places element
+ * [0, ...] 0 to 2 elements in. */
+static void make_aligned(env *e, htensor *h, gaio_dtype dt, int32_t nd, const int64_t *shape, mem_kind kind,
+                         float shift, float scale) {
+    for (;;) {
+        make(e, h, dt, nd, shape, kind, shift, scale);
+        if (h->lead == 0) return;
+        drop(h);
+    }
+}
 
 /* ---- softmax ---- */
 
@@ -92,14 +107,26 @@ typedef struct pcase {
     int32_t kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, cip;
 } pcase;
 
-static void pool_case(env *e, const pcase *p) {
+/* Output positions along one side, as ONNX sizes them (ceil: no window starts in the
+ * end padding). */
+static int64_t pooled_size(int64_t in, int64_t lo, int64_t hi, int64_t k, int64_t d, int64_t s, bool ceil) {
+    int64_t num = in + lo + hi - d * (k - 1) - 1;
+    if (!ceil) return num / s + 1;
+    int64_t out = (num + s - 1) / s + 1;
+    return (out - 1) * s >= in + lo ? out - 1 : out;
+}
+
+/* A pooling of x laid out as p->kx into y laid out as p->ky; `ceil` for ONNX's
+ * ceil_mode, `aligned` to place x and y at their buffers' starts. */
+static void pool_case_ex(env *e, const pcase *p, bool ceil, bool aligned) {
     int64_t dh = p->dh ? p->dh : 1, dw = p->dw ? p->dw : 1;
-    int64_t oh = (p->h + p->pt + p->pb - dh * (p->kh - 1) - 1) / p->sh + 1;
-    int64_t ow = (p->w + p->pl + p->pr - dw * (p->kw - 1) - 1) / p->sw + 1;
+    int64_t oh = pooled_size(p->h, p->pt, p->pb, p->kh, dh, p->sh, ceil);
+    int64_t ow = pooled_size(p->w, p->pl, p->pr, p->kw, dw, p->sw, ceil);
     htensor x, y;
-    make(e, &x, p->dt, 4, (int64_t[]){p->n, p->c, p->h, p->w}, p->kx, 0, 1);
-    make(e, &y, p->dt, 4, (int64_t[]){p->n, p->c, oh, ow}, p->ky, 0, 1);
-    gaio_pool_params pp = {p->mode, {p->kh, p->kw}, {p->sh, p->sw}, {p->pt, p->pl, p->pb, p->pr}, {p->dh, p->dw}, p->cip, 0};
+    (aligned ? make_aligned : make)(e, &x, p->dt, 4, (int64_t[]){p->n, p->c, p->h, p->w}, p->kx, 0, 1);
+    (aligned ? make_aligned : make)(e, &y, p->dt, 4, (int64_t[]){p->n, p->c, oh, ow}, p->ky, 0, 1);
+    gaio_pool_params pp = {p->mode, {p->kh, p->kw}, {p->sh, p->sw}, {p->pt, p->pl, p->pb, p->pr}, {p->dh, p->dw},
+                           p->cip,  ceil};
     OK(gaio_pool2d(e->s, &x.t, &y.t, &pp));
     float *got = download(e, &y);
     char where[200];
@@ -108,10 +135,11 @@ static void pool_case(env *e, const pcase *p) {
             for (int64_t i = 0; i < oh; i++)
                 for (int64_t j = 0; j < ow; j++) {
                     double m = -INFINITY, s = 0;
-                    int64_t count = 0;
+                    int64_t count = 0, padded = 0; /* taps in x; taps in x and its declared padding */
                     for (int64_t a = 0; a < p->kh; a++)
                         for (int64_t b = 0; b < p->kw; b++) {
                             int64_t hh = i * p->sh - p->pt + a * dh, ww = j * p->sw - p->pl + b * dw;
+                            padded += hh >= -p->pt && hh < p->h + p->pb && ww >= -p->pl && ww < p->w + p->pr;
                             if (hh < 0 || hh >= p->h || ww < 0 || ww >= p->w) continue;
                             double v = x.v[offset_of(&x, (int64_t[]){n, c, hh, ww})];
                             if (v > m) m = v;
@@ -119,15 +147,15 @@ static void pool_case(env *e, const pcase *p) {
                             count++;
                         }
                     CHECK(count > 0);
-                    double want = p->mode == GAIO_POOL_MAX ? m : s / (double)(p->cip ? p->kh * p->kw : count);
+                    double want = p->mode == GAIO_POOL_MAX ? m : s / (double)(p->cip ? padded : count);
                     double tol = p->mode == GAIO_POOL_MAX ? 0 : p->dt == F16 ? 1e-3 * fabs(want) + 1e-4 : 1e-5;
                     snprintf(where, sizeof where,
-                             "%s %s x [%lld,%lld,%lld,%lld] k %dx%d s %dx%d pads %d,%d,%d,%d dil %dx%d cip %d: "
+                             "%s %s x [%lld,%lld,%lld,%lld] k %dx%d s %dx%d pads %d,%d,%d,%d dil %dx%d cip %d%s: "
                              "y[%lld,%lld,%lld,%lld]",
                              p->mode == GAIO_POOL_MAX ? "max" : "avg", gaio_dtype_name(p->dt), (long long)p->n,
                              (long long)p->c, (long long)p->h, (long long)p->w, p->kh, p->kw, p->sh, p->sw, p->pt,
-                             p->pl, p->pb, p->pr, p->dh, p->dw, p->cip, (long long)n, (long long)c, (long long)i,
-                             (long long)j);
+                             p->pl, p->pb, p->pr, p->dh, p->dw, p->cip, ceil ? " ceil" : "", (long long)n,
+                             (long long)c, (long long)i, (long long)j);
                     report("pool2d", where, got[offset_of(&y, (int64_t[]){n, c, i, j})], want, tol);
                 }
     check_gaps(&y, got);
@@ -135,6 +163,8 @@ static void pool_case(env *e, const pcase *p) {
     drop(&x);
     drop(&y);
 }
+
+static void pool_case(env *e, const pcase *p) { pool_case_ex(e, p, false, false); }
 
 /* Whether every window along one axis holds an element of x (gaio refuses a window
  * wholly in the padding). */
@@ -194,6 +224,35 @@ static void test_pool(env *e) {
         {F32, 2, 3, 13, 12, MEM_PACKED, MEM_PACKED, AVG, 2, 2, 5, 4, 0, 0, 0, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) pool_case(e, &cases[i]);
+    /* NHWC x and y at their buffers' starts: with C a multiple of 8 (f16) or 4 (f32),
+     * the GPU's 16-byte vector path. */
+    const struct {
+        pcase p;
+        bool ceil;
+    } vec[] = {
+        /* The ResNet stem's max pool; more channel vectors than a warp's lanes. */
+        {{F16, 2, 64, 32, 32, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0}, false},
+        {{F16, 1, 136, 9, 9, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0}, false},
+        /* Averages with padding, count_include_pad both ways, asymmetric pads, dilation. */
+        {{F16, 3, 64, 11, 13, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0}, false},
+        {{F16, 3, 64, 11, 13, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1}, false},
+        {{F16, 2, 64, 7, 7, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1}, false},
+        {{F16, 1, 64, 9, 10, MEM_NHWC, MEM_NHWC, AVG, 2, 3, 2, 1, 1, 0, 0, 2, 2, 3, 1}, false},
+        {{F16, 1, 64, 11, 13, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 0}, false},
+        /* Ceil mode: last windows past the end padding (16 + 1 + 1 - 3 is odd), or past
+         * x with no padding; count_include_pad counts the declared padding only. */
+        {{F16, 2, 64, 16, 16, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0}, true},
+        {{F16, 2, 64, 16, 16, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1}, true},
+        {{F16, 2, 64, 16, 16, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0}, true},
+        {{F16, 1, 64, 10, 10, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 0, 0, 0, 0, 0, 0, 1}, true},
+        /* f32 vectors of 4. */
+        {{F32, 2, 32, 12, 11, MEM_NHWC, MEM_NHWC, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0}, false},
+        {{F32, 2, 36, 12, 11, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1}, true},
+        /* Not vectors: 12 channels, an NCHW y. */
+        {{F16, 2, 12, 16, 16, MEM_NHWC, MEM_NHWC, AVG, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 1}, true},
+        {{F16, 2, 64, 12, 12, MEM_NHWC, MEM_PACKED, MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0, 0}, false},
+    };
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) pool_case_ex(e, &vec[i].p, vec[i].ceil, true);
     for (int r = 0; r < 16; r++) {
         pcase p;
         memset(&p, 0, sizeof p);
@@ -217,10 +276,12 @@ static void test_pool(env *e) {
 
 /* ---- global average ---- */
 
-static void gap_case(env *e, gaio_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, mem_kind kx, bool flat,
-                     mem_kind ky) {
+/* The global average of x laid out as kx into y [N, C] (flat) or [N, C, 1, 1] laid out
+ * as ky; `aligned` places x at its buffer's start. */
+static void gap_case_ex(env *e, gaio_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, mem_kind kx, bool flat,
+                        mem_kind ky, bool aligned) {
     htensor x, y;
-    make(e, &x, dt, 4, (int64_t[]){n, c, h, w}, kx, 0.25f, 1);
+    (aligned ? make_aligned : make)(e, &x, dt, 4, (int64_t[]){n, c, h, w}, kx, 0.25f, 1);
     if (flat)
         make(e, &y, dt, 2, (int64_t[]){n, c}, ky, 0, 1);
     else
@@ -250,6 +311,11 @@ static void gap_case(env *e, gaio_dtype dt, int64_t n, int64_t c, int64_t h, int
     drop(&y);
 }
 
+static void gap_case(env *e, gaio_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, mem_kind kx, bool flat,
+                     mem_kind ky) {
+    gap_case_ex(e, dt, n, c, h, w, kx, flat, ky, false);
+}
+
 static void test_gap(env *e) {
     gap_case(e, F32, 1, 512, 7, 7, MEM_PACKED, false, MEM_PACKED);
     gap_case(e, F16, 33, 10, 7, 7, MEM_NHWC, true, MEM_PACKED);
@@ -257,9 +323,30 @@ static void test_gap(env *e) {
     gap_case(e, F32, 2, 6, 31, 29, MEM_GAPS, false, MEM_NHWC);
     gap_case(e, F16, 1, 5, 56, 56, MEM_NHWC_GAPS, false, MEM_GAPS);
     gap_case(e, F32, 3, 1, 1, 40, MEM_PACKED, false, MEM_NHWC_GAPS);
-    /* Channels innermost: a thread per (n, c) on a GPU, more planes than one block. */
+    /* Channels innermost, not whole 16-byte vectors (300 halves, 130 floats): single
+     * channels on a GPU, each plane split over a block's threads. */
     gap_case(e, F16, 4, 300, 7, 7, MEM_NHWC, false, MEM_NHWC);
     gap_case(e, F32, 3, 130, 5, 6, MEM_NHWC_GAPS, true, MEM_GAPS);
+    /* NHWC x at its buffer's start: 16-byte vectors of channels on a GPU, each plane
+     * split over a block's threads. EfficientNet's SE planes at batch 1 and 3 (a few
+     * groups: blocks of 1024 threads over 112x112, of 256 over 56x56), its head's 1280
+     * channels over 7x7. */
+    gap_case_ex(e, F16, 1, 32, 112, 112, MEM_NHWC, false, MEM_NHWC, true);
+    gap_case_ex(e, F16, 3, 64, 112, 112, MEM_NHWC, true, MEM_PACKED, true);
+    gap_case_ex(e, F16, 1, 136, 56, 56, MEM_NHWC, false, MEM_GAPS, true);
+    gap_case_ex(e, F16, 3, 64, 56, 56, MEM_NHWC, true, MEM_PACKED, true);
+    gap_case_ex(e, F16, 1, 1280, 7, 7, MEM_NHWC, true, MEM_PACKED, true);
+    gap_case_ex(e, F16, 3, 1280, 7, 7, MEM_NHWC, false, MEM_NHWC, true);
+    /* Many groups: 2 a block (25 an image: blocks straddle images), 32 a block, and
+     * 2188 blocks (f32 vectors of 4). */
+    gap_case_ex(e, F16, 64, 200, 3, 3, MEM_NHWC, true, MEM_PACKED, true);
+    gap_case_ex(e, F16, 64, 2048, 2, 2, MEM_NHWC, true, MEM_PACKED, true);
+    gap_case_ex(e, F32, 70, 4000, 1, 2, MEM_NHWC, true, MEM_PACKED, true);
+    gap_case_ex(e, F32, 2, 96, 28, 28, MEM_NHWC, false, MEM_NHWC, true);
+    /* Not vectors: 12 channels (single channels split the same way), gapped strides. */
+    gap_case_ex(e, F16, 3, 12, 56, 56, MEM_NHWC, true, MEM_PACKED, true);
+    gap_case_ex(e, F16, 1, 12, 112, 112, MEM_NHWC, false, MEM_NHWC, true);
+    gap_case_ex(e, F32, 2, 64, 20, 19, MEM_NHWC_GAPS, true, MEM_PACKED, true);
 }
 
 /* ---- bad input ---- */
