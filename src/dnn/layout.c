@@ -27,9 +27,22 @@ static gaio_status resolve(const char *fn, const char *name, const gaio_tensor *
     return gaio__ktensor_view_resolve_ex(fn, name, "layout ops", t, s, GAIO__KT_NEGATIVE_STRIDES, v);
 }
 
-/* Drops dimensions of 1 and merges neighbours that are contiguous in both x and y
- * (same shape), so that the kernels walk as few, as long, rows as possible. */
+static int64_t magnitude(int64_t v) { return v < 0 ? -v : v; }
+
+/* Drops dimensions of 1, orders the rest by y's strides (largest first: a copy may
+ * visit elements in any order, and an NHWC tensor's channels, dimension 1, are its
+ * innermost) and merges neighbours that are contiguous in both x and y (same shape),
+ * so that the kernels walk as few, as long, rows as possible: a channel-axis concat of
+ * NHWC maps becomes [N * H * W, C] rows. */
 static void simplify(gaio_ktensor *x, gaio_ktensor *y) {
+    for (int32_t i = 1; i < y->ndim; i++) { /* insertion sort, stable */
+        int64_t sh = y->shape[i], xs = x->strides[i], ys = y->strides[i];
+        int32_t j = i;
+        for (; j > 0 && magnitude(y->strides[j - 1]) < magnitude(ys); j--) {
+            y->shape[j] = y->shape[j - 1], x->strides[j] = x->strides[j - 1], y->strides[j] = y->strides[j - 1];
+        }
+        y->shape[j] = sh, x->strides[j] = xs, y->strides[j] = ys;
+    }
     int32_t n = 0;
     for (int32_t i = 0; i < y->ndim; i++) {
         if (y->shape[i] == 1) continue;

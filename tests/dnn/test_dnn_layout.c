@@ -22,7 +22,7 @@ static float rnd(uint64_t *r) { return (float)((double)(test_rand(r) >> 11) / 90
 
 static size_t esize(gaio_dtype dt) { return dt == GAIO_DTYPE_F16 ? 2 : 4; }
 
-enum { PACKED = 0, NHWC = 1, STRIDED = 2, MODES = 3 };
+enum { PACKED = 0, NHWC = 1, STRIDED = 2, MODES = 3, ALIGNED = 16 /* or'd in: no element offset */ };
 
 /* A tensor over a device buffer of its own, and what the test knows of it: resolved
  * element strides, the element offset, and the buffer's contents (raw element bits). */
@@ -35,6 +35,8 @@ typedef struct ht {
 
 static void ht_make(env *e, ht *h, gaio_dtype dt, int32_t ndim, const int64_t *shape, int mode) {
     memset(h, 0, sizeof *h);
+    bool aligned = (mode & ALIGNED) != 0;
+    mode &= ~ALIGNED;
     if (mode == NHWC && ndim != 4 && ndim != 5) mode = STRIDED;
     int64_t acc = 1;
     if (mode == PACKED) {
@@ -57,7 +59,7 @@ static void ht_make(env *e, ht *h, gaio_dtype dt, int32_t ndim, const int64_t *s
             acc *= shape[d] + (int64_t)(test_rand(&e->rng) % 3);
         }
     }
-    h->off = (int64_t)(test_rand(&e->rng) % 6);
+    h->off = aligned ? 0 : (int64_t)(test_rand(&e->rng) % 6);
     int64_t span = 1;
     for (int32_t i = 0; i < ndim; i++) span += (shape[i] - 1) * h->str[i];
     h->nel = (size_t)(h->off + span + (int64_t)(test_rand(&e->rng) % 4));
@@ -202,8 +204,10 @@ static void test_transpose(env *e) {
 }
 
 /* count inputs whose sizes along `axis` are sizes[], other dimensions `shape`. */
+/* mode: every tensor's layout, -1 for random ones. */
 static void run_concat(env *e, gaio_dtype dt, int32_t n, const int64_t *shape, int32_t axis, int32_t count,
-                       const int64_t *sizes, bool random_modes) {
+                       const int64_t *sizes, int mode) {
+    const bool random_modes = mode < 0;
     int32_t ax = axis < 0 ? axis + n : axis;
     ht *xs = calloc((size_t)count, sizeof *xs);
     const gaio_tensor **tp = calloc((size_t)count, sizeof *tp);
@@ -216,11 +220,11 @@ static void run_concat(env *e, gaio_dtype dt, int32_t n, const int64_t *shape, i
         for (int32_t i = 0; i < n; i++) s[i] = shape[i];
         s[ax] = sizes[j];
         yshape[ax] += sizes[j];
-        ht_make(e, &xs[j], dt, n, s, random_modes ? (int)(test_rand(&e->rng) % MODES) : PACKED);
+        ht_make(e, &xs[j], dt, n, s, random_modes ? (int)(test_rand(&e->rng) % MODES) : mode);
         tp[j] = &xs[j].t;
     }
     ht y;
-    ht_make(e, &y, dt, n, yshape, random_modes ? (int)(test_rand(&e->rng) % MODES) : PACKED);
+    ht_make(e, &y, dt, n, yshape, random_modes ? (int)(test_rand(&e->rng) % MODES) : mode);
     OK(gaio_concat(e->s, tp, count, axis, &y.t));
     uint32_t *got = ht_read(e, &y);
     uint32_t *want = malloc(y.nel * sizeof *want);
@@ -256,26 +260,30 @@ static void test_concat(env *e) {
                 for (int j = 0; j < counts[ci]; j++) sizes[j] = 1 + (int64_t)(test_rand(&e->rng) % 6);
                 gaio_dtype dt = (test_rand(&e->rng) & 1) ? F16 : F32;
                 int32_t axis = (test_rand(&e->rng) & 1) ? ax - n : ax; /* negative from the end */
-                run_concat(e, dt, n, shape, axis, counts[ci], sizes, true);
-                run_concat(e, dt, n, shape, axis, counts[ci], sizes, false);
+                run_concat(e, dt, n, shape, axis, counts[ci], sizes, -1);
+                run_concat(e, dt, n, shape, axis, counts[ci], sizes, PACKED);
             }
     /* Channels of NCHW feature maps (Inception, DenseNet), batch 33, 1x1 spatial. */
-    run_concat(e, F16, 4, (int64_t[]){33, 0, 7, 5}, 1, 3, (int64_t[]){3, 16, 1}, false);
-    run_concat(e, F32, 4, (int64_t[]){33, 0, 1, 1}, -3, 2, (int64_t[]){5, 7}, true);
-    run_concat(e, F32, 2, (int64_t[]){300, 0}, -1, 2, (int64_t[]){129, 1}, false);
+    run_concat(e, F16, 4, (int64_t[]){33, 0, 7, 5}, 1, 3, (int64_t[]){3, 16, 1}, PACKED);
+    run_concat(e, F32, 4, (int64_t[]){33, 0, 1, 1}, -3, 2, (int64_t[]){5, 7}, -1);
+    run_concat(e, F32, 2, (int64_t[]){300, 0}, -1, 2, (int64_t[]){129, 1}, PACKED);
     /* Channels of NHWC feature maps (DenseNet's, SqueezeNet's): rows of 16-byte vectors
      * on a GPU where channel counts and row pitches allow, elements where they do not. */
-    run_concat(e, F16, 4, (int64_t[]){3, 9, 11, 0}, 3, 3, (int64_t[]){64, 32, 8}, false);
-    run_concat(e, F16, 4, (int64_t[]){2, 14, 14, 0}, -1, 2, (int64_t[]){256, 32}, false);
-    run_concat(e, F32, 4, (int64_t[]){2, 5, 7, 0}, -1, 3, (int64_t[]){4, 8, 12}, false);
-    run_concat(e, F16, 4, (int64_t[]){2, 5, 7, 0}, 3, 2, (int64_t[]){8, 4}, false);  /* rows of 24 bytes */
-    run_concat(e, F16, 1, (int64_t[]){0}, 0, 2, (int64_t[]){1000, 24}, false);      /* long packed slabs */
-    run_concat(e, F16, 1, (int64_t[]){0}, 0, 3, (int64_t[]){3, 16, 8}, false);       /* misaligned slabs */
+    run_concat(e, F16, 4, (int64_t[]){3, 9, 11, 0}, 3, 3, (int64_t[]){64, 32, 8}, PACKED);
+    run_concat(e, F16, 4, (int64_t[]){2, 14, 14, 0}, -1, 2, (int64_t[]){256, 32}, PACKED);
+    run_concat(e, F32, 4, (int64_t[]){2, 5, 7, 0}, -1, 3, (int64_t[]){4, 8, 12}, PACKED);
+    run_concat(e, F16, 4, (int64_t[]){2, 5, 7, 0}, 3, 2, (int64_t[]){8, 4}, PACKED);  /* rows of 24 bytes */
+    run_concat(e, F16, 1, (int64_t[]){0}, 0, 2, (int64_t[]){1000, 24}, PACKED);      /* long packed slabs */
+    run_concat(e, F16, 1, (int64_t[]){0}, 0, 3, (int64_t[]){3, 16, 8}, PACKED);       /* misaligned slabs */
+    /* The engine's form: NCHW shapes stored NHWC, concatenated along dimension 1. */
+    run_concat(e, F16, 4, (int64_t[]){3, 0, 9, 11}, 1, 3, (int64_t[]){64, 32, 8}, NHWC | ALIGNED);
+    run_concat(e, F32, 4, (int64_t[]){2, 0, 5, 7}, 1, 2, (int64_t[]){12, 20}, NHWC | ALIGNED);
+    run_concat(e, F16, 4, (int64_t[]){2, 0, 5, 7}, 1, 2, (int64_t[]){12, 20}, NHWC | ALIGNED); /* 24-byte rows */
     /* The most inputs one call takes. */
     int64_t sizes[64];
     for (int j = 0; j < 64; j++) sizes[j] = 1 + (int64_t)(test_rand(&e->rng) % 3);
-    run_concat(e, F32, 3, (int64_t[]){0, 3, 5}, 0, 64, sizes, true);
-    run_concat(e, F16, 3, (int64_t[]){2, 3, 0}, 2, 64, sizes, false);
+    run_concat(e, F32, 3, (int64_t[]){0, 3, 5}, 0, 64, sizes, -1);
+    run_concat(e, F16, 3, (int64_t[]){2, 3, 0}, 2, 64, sizes, PACKED);
 }
 
 static void test_bad(env *e) {

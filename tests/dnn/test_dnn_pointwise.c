@@ -237,13 +237,14 @@ static int rand_mode(env *e, int32_t ndim) { return (int)irand(e, ndim >= 4 ? 3 
 
 /* ---- unary and cast ---- */
 
-static void unary_case(env *e, gaio_unary_op op, gaio_dtype dt, int32_t ndim, const int64_t *shape, bool in_place,
-                       bool cast, gaio_dtype ydt) {
+/* mode: x's and y's layout, -1 for random ones. */
+static void unary_case_in(env *e, gaio_unary_op op, gaio_dtype dt, int32_t ndim, const int64_t *shape, bool in_place,
+                          bool cast, gaio_dtype ydt, int mode) {
     ht x, yy;
-    ht_make(e, &x, dt, ndim, shape, rand_mode(e, ndim), cast ? V_WIDE : V_UNARY);
+    ht_make(e, &x, dt, ndim, shape, mode < 0 ? rand_mode(e, ndim) : mode, cast ? V_WIDE : V_UNARY);
     ht *y = &x;
     if (!in_place) {
-        ht_make(e, &yy, cast ? ydt : dt, ndim, shape, rand_mode(e, ndim), V_PLAIN);
+        ht_make(e, &yy, cast ? ydt : dt, ndim, shape, mode < 0 ? rand_mode(e, ndim) : mode, V_PLAIN);
         y = &yy;
     }
     float *before = malloc(y->n * sizeof(float));
@@ -288,6 +289,11 @@ static const int64_t shapes[][6] = {
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
+static void unary_case(env *e, gaio_unary_op op, gaio_dtype dt, int32_t ndim, const int64_t *shape, bool in_place,
+                       bool cast, gaio_dtype ydt) {
+    unary_case_in(e, op, dt, ndim, shape, in_place, cast, ydt, -1);
+}
+
 static void test_unary(env *e) {
     const gaio_dtype dts[2] = {GAIO_DTYPE_F32, GAIO_DTYPE_F16};
     for (int op = GAIO_UNARY_RELU; op <= GAIO_UNARY_AFFINE; op++)
@@ -297,6 +303,12 @@ static void test_unary(env *e) {
                 unary_case(e, (gaio_unary_op)op, dts[d], (int32_t)shapes[s][0], &shapes[s][1], s % 3 == 1, false,
                            dts[d]);
             }
+    /* Packed and aligned (an activation after a convolution, in place): 16 bytes a
+     * thread on a GPU, the last elements one at a time. */
+    const int64_t packed[4] = {3, 41, 7, 9}; /* 7749 elements: a tail */
+    for (int op = GAIO_UNARY_RELU; op <= GAIO_UNARY_AFFINE; op += 3)
+        for (int d = 0; d < 2; d++)
+            unary_case_in(e, (gaio_unary_op)op, dts[d], 4, packed, d == 0, false, dts[d], M_PACKED | M_ALIGNED);
 }
 
 static void test_cast(env *e) {

@@ -88,6 +88,39 @@ __device__ __forceinline__ void unary_channels_inner(const gaio_ktensor &x, cons
 
 } // namespace
 
+// One packed row of one dtype (an activation after a convolution, in place): 16 bytes
+// per access where the bases allow, then the tail element-wise.
+__device__ __forceinline__ int64_t unary_vectors(const gaio_ktensor &x, const gaio_ktensor &y, int64_t n,
+                                                 const gaio_kpw_act &act) {
+    if (x.dtype != y.dtype || x.strides[0] != 1 || y.strides[0] != 1 || ((x.ptr | y.ptr) & 15u) != 0) return 0;
+    union lanes {
+        uint4 v;
+        __half2 h[4];
+        float f[4];
+    };
+    const bool half = y.dtype == GAIO_KT_F16;
+    const int64_t nv = n / (half ? 8 : 4);
+    const uint4 *px = (const uint4 *)(uintptr_t)x.ptr;
+    uint4 *py = (uint4 *)(uintptr_t)y.ptr;
+    for (int64_t i = first(); i < nv; i += step()) {
+        lanes in, out;
+        in.v = px[i];
+        if (half) {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const float2 f = __half22float2(in.h[q]);
+                out.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, f.x, act.alpha, act.beta),
+                                             gaio_pw_unary(act.op, f.y, act.alpha, act.beta));
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++) out.f[q] = gaio_pw_unary(act.op, in.f[q], act.alpha, act.beta);
+        }
+        py[i] = out.v;
+    }
+    return nv * (half ? 8 : 4);
+}
+
 extern "C" __global__ void gaio_dnn_unary(gaio_ktensor x, gaio_ktensor y, gaio_kpw_act act) {
     // src/dnn/pointwise.c launches a thread per (n, p) under the same test.
     if (channels_inner(x, y)) {
@@ -96,7 +129,7 @@ extern "C" __global__ void gaio_dnn_unary(gaio_ktensor x, gaio_ktensor y, gaio_k
     }
     const int64_t n = gaio_kt_count(&y);
     if (y.ndim == 1) {
-        for (int64_t i = first(); i < n; i += step())
+        for (int64_t i = unary_vectors(x, y, n, act) + first(); i < n; i += step())
             store(y, i * y.strides[0], gaio_pw_unary(act.op, load(x, i * x.strides[0]), act.alpha, act.beta));
         return;
     }
@@ -258,15 +291,13 @@ extern "C" __global__ void gaio_dnn_binary_rows(uint64_t a, uint64_t b, uint64_t
 }
 
 // Batch norm over rows of C channels (NHWC, simplified to [rows, C] with the channels
-// packed, or one row [C]): the block first turns the four parameters into a scale per
-// channel in shared memory, then each thread moves 16 bytes of a row where C, the row
-// pitch and the bases allow (8 halves or 4 floats), one element otherwise. The sum is
+// packed, or one row [C]): each thread keeps one group of channels (16 bytes: 8 halves
+// or 4 floats, where C, the row pitch and the bases allow; else one channel) for the
+// whole launch, its scales in registers, and walks down the rows. The sum is
 // gaio_pw_batch_norm's, (x - mean) * (scale / sqrt(var + eps)) + bias, so both paths
 // give the same bits. DenseNet runs one before every convolution, on all the channels
 // concatenated so far: the element-wise path decoded six tensors' offsets per element.
 namespace {
-constexpr int BN_ROWS_MAX_C = 2048;
-
 __device__ __forceinline__ bool bn_param_row(const gaio_ktensor &p, int32_t ndim) {
     return ndim == 2 ? p.strides[0] == 0 && p.strides[1] == 1 : p.strides[0] == 1;
 }
@@ -275,78 +306,82 @@ __device__ __forceinline__ bool bn_rows_form(const gaio_ktensor &x, const gaio_k
                                              const gaio_ktensor &b, const gaio_ktensor &m, const gaio_ktensor &v) {
     const int32_t nd = y.ndim;
     if (nd != 1 && nd != 2) return false;
-    const int64_t C = nd == 2 ? y.shape[1] : y.shape[0];
     const bool packed = nd == 2 ? x.strides[1] == 1 && y.strides[1] == 1 : x.strides[0] == 1 && y.strides[0] == 1;
-    return C <= BN_ROWS_MAX_C && packed && bn_param_row(s, nd) && bn_param_row(b, nd) && bn_param_row(m, nd) &&
-           bn_param_row(v, nd);
+    return packed && bn_param_row(s, nd) && bn_param_row(b, nd) && bn_param_row(m, nd) && bn_param_row(v, nd);
 }
 
-template <typename I>
-__device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktensor &y, I rows, I C, int64_t xs,
-                                        int64_t ys, const float *sk, const float *sm, const float *sb,
-                                        const gaio_kpw_act &act) {
+template <int PER>
+__device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktensor &y, const float *ps,
+                                        const float *pb, const float *pm, const float *pv, float epsilon, int64_t rows,
+                                        int64_t groups, int64_t xs, int64_t ys, const gaio_kpw_act &act) {
+    // Threads past the last whole set of groups idle: the others keep their group.
+    const int64_t threads = (int64_t)gridDim.x * blockDim.x, sets = threads / groups;
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= sets * groups) return;
+    const int64_t g = t % groups, c0 = g * PER;
+    float k[PER], m[PER], b[PER];
+#pragma unroll
+    for (int q = 0; q < PER; q++) k[q] = ps[c0 + q] / sqrtf(pv[c0 + q] + epsilon), m[q] = pm[c0 + q], b[q] = pb[c0 + q];
     const bool half = y.dtype == GAIO_KT_F16;
     const int64_t es = half ? 2 : 4;
-    const I per = half ? 8 : 4;
-    const bool vec = C % per == 0 && ((x.ptr | y.ptr) & 15u) == 0 && (xs * es) % 16 == 0 && (ys * es) % 16 == 0;
-    const I step32 = (I)gridDim.x * (I)blockDim.x;
-    if (!vec) {
-        const I total = rows * C;
-        for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
-            const I r = i / C, c = i - r * C;
-            const float t = (load(x, (int64_t)r * xs + c) - sm[c]) * sk[c] + sb[c];
-            store(y, (int64_t)r * ys + c, gaio_pw_unary(act.op, t, act.alpha, act.beta));
+    const char *px = (const char *)(uintptr_t)x.ptr + c0 * es;
+    char *py = (char *)(uintptr_t)y.ptr + c0 * es;
+    for (int64_t r = t / groups; r < rows; r += sets) {
+        if (PER == 1) {
+            const float v = half ? __half2float(*(const __half *)(px + r * xs * es)) : *(const float *)(px + r * xs * es);
+            const float o = gaio_pw_unary(act.op, (v - m[0]) * k[0] + b[0], act.alpha, act.beta);
+            if (half)
+                *(__half *)(py + r * ys * es) = __float2half_rn(o);
+            else
+                *(float *)(py + r * ys * es) = o;
+            continue;
         }
-        return;
-    }
-    union lanes {
-        uint4 v;
-        __half2 h[4];
-        float f[4];
-    };
-    const I nv = C / per, total = rows * nv;
-    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
-        const I r = i / nv, cv = i - r * nv, c0 = cv * per;
-        lanes in, out;
-        in.v = *reinterpret_cast<const uint4 *>((const char *)(uintptr_t)x.ptr + ((int64_t)r * xs + c0) * es);
+        union lanes {
+            uint4 v;
+            __half2 h[4];
+            float f[4];
+        } in, out;
+        in.v = *(const uint4 *)(px + r * xs * es);
         if (half) {
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const float2 f = __half22float2(in.h[k]);
-                const I c = c0 + 2 * k;
-                const float t0 = (f.x - sm[c]) * sk[c] + sb[c], t1 = (f.y - sm[c + 1]) * sk[c + 1] + sb[c + 1];
-                out.h[k] = __floats2half2_rn(gaio_pw_unary(act.op, t0, act.alpha, act.beta),
-                                             gaio_pw_unary(act.op, t1, act.alpha, act.beta));
+            for (int q = 0; q < 4; q++) {
+                const float2 f = __half22float2(in.h[q]);
+                const int a = (2 * q) % PER, c = (2 * q + 1) % PER; // in range: PER is 8 here
+                out.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, (f.x - m[a]) * k[a] + b[a], act.alpha, act.beta),
+                                             gaio_pw_unary(act.op, (f.y - m[c]) * k[c] + b[c], act.alpha, act.beta));
             }
         } else {
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const I c = c0 + k;
-                out.f[k] = gaio_pw_unary(act.op, (in.f[k] - sm[c]) * sk[c] + sb[c], act.alpha, act.beta);
+            for (int q = 0; q < 4; q++) {
+                const int a = q % PER;
+                out.f[q] = gaio_pw_unary(act.op, (in.f[q] - m[a]) * k[a] + b[a], act.alpha, act.beta);
             }
         }
-        *reinterpret_cast<uint4 *>((char *)(uintptr_t)y.ptr + ((int64_t)r * ys + c0) * es) = out.v;
+        *(uint4 *)(py + r * ys * es) = out.v;
     }
 }
 } // namespace
 
 extern "C" __global__ void gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
                                                gaio_ktensor mean, gaio_ktensor var, float epsilon, gaio_kpw_act act) {
-    if (bn_rows_form(x, y, scale, bias, mean, var)) { // uniform: every thread takes the same path
-        __shared__ float sk[BN_ROWS_MAX_C], sm[BN_ROWS_MAX_C], sb[BN_ROWS_MAX_C];
-        const bool two = y.ndim == 2;
+    if (bn_rows_form(x, y, scale, bias, mean, var)) {
+        const bool two = y.ndim == 2, half = y.dtype == GAIO_KT_F16;
         const int64_t C = two ? y.shape[1] : y.shape[0], rows = two ? y.shape[0] : 1;
-        const int64_t xs = two ? x.strides[0] : 0, ys = two ? y.strides[0] : 0;
+        const int64_t xs = two ? x.strides[0] : 0, ys = two ? y.strides[0] : 0, es = half ? 2 : 4;
         const float *ps = (const float *)(uintptr_t)scale.ptr, *pb = (const float *)(uintptr_t)bias.ptr;
         const float *pm = (const float *)(uintptr_t)mean.ptr, *pv = (const float *)(uintptr_t)var.ptr;
-        for (int c = (int)threadIdx.x; c < (int)C; c += (int)blockDim.x)
-            sk[c] = ps[c] / sqrtf(pv[c] + epsilon), sm[c] = pm[c], sb[c] = pb[c];
-        __syncthreads();
-        if (rows * C + (int64_t)gridDim.x * blockDim.x < INT32_MAX)
-            bn_rows<uint32_t>(x, y, (uint32_t)rows, (uint32_t)C, xs, ys, sk, sm, sb, act);
-        else
-            bn_rows<uint64_t>(x, y, (uint64_t)rows, (uint64_t)C, xs, ys, sk, sm, sb, act);
-        return;
+        const int64_t per = half ? 8 : 4, threads = (int64_t)gridDim.x * blockDim.x;
+        const bool vec = C % per == 0 && ((x.ptr | y.ptr) & 15u) == 0 && (xs * es) % 16 == 0 && (ys * es) % 16 == 0;
+        const int64_t groups = vec ? C / per : C;
+        if (groups <= threads) { // else the element-wise path below: every thread must hold a group
+            if (vec && half)
+                bn_rows<8>(x, y, ps, pb, pm, pv, epsilon, rows, groups, xs, ys, act);
+            else if (vec)
+                bn_rows<4>(x, y, ps, pb, pm, pv, epsilon, rows, groups, xs, ys, act);
+            else
+                bn_rows<1>(x, y, ps, pb, pm, pv, epsilon, rows, groups, xs, ys, act);
+            return;
+        }
     }
     const int64_t n = gaio_kt_count(&y);
     const gaio_ktensor *ts[6] = {&y, &x, &scale, &bias, &mean, &var};
