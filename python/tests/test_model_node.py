@@ -727,6 +727,42 @@ def test_batch_norm_act_fusion(act, dtype, channels, dev):
             assert_close(got, np.asarray(run_ort(model, {"x": x})[0]), f"BatchNormalization then {act} vs onnxruntime")
 
 
+def test_concat_prefix(dev, tmp_path):
+    """DenseNet's block: each layer concatenates every map so far. A Concat whose first
+    inputs are all of an earlier Concat's reads that one's output instead (one copy for
+    the prefix), with the same result as onnxruntime's."""
+    if ort is None:
+        pytest.skip("SKIPPED: onnxruntime does not import (the reference)")
+    h = onnx.helper
+    rng = np.random.default_rng(11)
+    nodes, inits, maps = [], [], ["x"]
+    for i in range(3):
+        cin = 8 + 4 * i
+        src = maps[0] if i == 0 else f"c{i}"
+        inits.append(numpy_helper.from_array((rng.standard_normal((4, cin, 3, 3)) * 0.2).astype(np.float32), f"w{i}"))
+        nodes.append(h.make_node("Conv", [src, f"w{i}"], [f"f{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        maps.append(f"f{i}")
+        nodes.append(h.make_node("Concat", list(maps), ["y" if i == 2 else f"c{i + 1}"], name=f"cat{i}", axis=1))
+    model = _typed_model(nodes, {"x": (np.float32, [2, 8, 6, 6])}, {"y": (np.float32, [2, 20, 6, 6])}, 13, inits)
+    engine = gaio.Model(model.SerializeToString()).build(dev, precision="model", tune=False)
+    cats = [st for st in engine.steps if st.ops == "Concat"]
+    assert [st.kernel for st in cats[1:]] == ["gaio_concat, its first 2 inputs read as 'c1'",
+                                              "gaio_concat, its first 3 inputs read as 'c2'"], [st.kernel for st in cats]
+    x = rng.uniform(-2, 2, (2, 8, 6, 6)).astype(np.float32)
+    want = np.asarray(run_ort(model, {"x": x})[0])
+    got = run_layouts(model, {"x": x}, dev)[0]
+    assert_close(got, want, "a DenseNet block's Concats vs onnxruntime")
+    # The same steps from an engine file.
+    path = tmp_path / "densenet_block.gaio"
+    engine.save(path)
+    loaded = gaio.Engine.load(path, dev)
+    assert [st.kernel for st in loaded.steps] == [st.kernel for st in engine.steps]
+    ex, s = loaded.exec(), gaio.Stream(dev)
+    ys = ex.empty_outputs(s)
+    ex.run(s, [gaio.tensor(x, device=dev, stream=s)], ys).result(timeout=60)
+    assert_close(ys[0].numpy(), want, "a DenseNet block's Concats from an engine file")
+
+
 # ---- the indexing operators at run time (Gather, GatherElements, Pad, Slice, Where) ----------------
 
 

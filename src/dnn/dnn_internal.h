@@ -72,10 +72,12 @@ bool gaio__ktensor_distinct(const gaio_ktensor *k);
 gaio_status gaio__unary_params_check(const char *fn, const char *name, const gaio_unary_params *p);
 
 /* gaio_batch_norm with an activation after it in the same pass (act NULL: none), as
- * a model engine runs BatchNormalization -> Relu (DenseNet's pre-activations). */
+ * a model engine runs BatchNormalization -> Relu (DenseNet's pre-activations). With
+ * affine, y = act(x * scale + bias): the statistics already folded into scale and bias
+ * (an engine's constant ones, once at build), mean, var and epsilon unread. */
 gaio_status gaio__batch_norm_act(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
                                  const gaio_tensor *scale, const gaio_tensor *bias, const gaio_tensor *mean,
-                                 const gaio_tensor *var, float epsilon, const gaio_unary_params *act);
+                                 const gaio_tensor *var, float epsilon, const gaio_unary_params *act, bool affine);
 
 /* "[2, 3, 4]" for messages. */
 void gaio__shape_text(int32_t ndim, const int64_t *shape, char *out, size_t size);

@@ -331,7 +331,7 @@ static gaio_status channel_param(const char *fn, const char *name, const gaio_te
 
 gaio_status gaio_batch_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y, const gaio_tensor *scale,
                             const gaio_tensor *bias, const gaio_tensor *mean, const gaio_tensor *var, float epsilon) {
-    return gaio__batch_norm_act(__func__, stream, x, y, scale, bias, mean, var, epsilon, NULL);
+    return gaio__batch_norm_act(__func__, stream, x, y, scale, bias, mean, var, epsilon, NULL, false);
 }
 
 /* The CUDA kernel's rows form (kernels/dnn/pointwise.cu bn_rows_form): y simplified to
@@ -350,8 +350,9 @@ static int64_t bn_threads(const gaio_ktensor *const *t) {
 
 gaio_status gaio__batch_norm_act(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y,
                                  const gaio_tensor *scale, const gaio_tensor *bias, const gaio_tensor *mean,
-                                 const gaio_tensor *var, float epsilon, const gaio_unary_params *act) {
+                                 const gaio_tensor *var, float epsilon, const gaio_unary_params *act, bool affine) {
     if (!stream) return BAD("stream is NULL");
+    if (affine) mean = scale, var = bias; /* unread: the kernels take four parameters */
     if (!(epsilon >= 0.0f) || !isfinite(epsilon)) return BAD("epsilon %g must be finite and >= 0", (double)epsilon);
     pw_tensor tx, ty, tp[4];
     gaio_status st;
@@ -374,8 +375,9 @@ gaio_status gaio__batch_norm_act(const char *fn, gaio_stream *stream, const gaio
     }
     gaio_ktensor *ts[6] = {&ty.k, &tx.k, &tp[0].k, &tp[1].k, &tp[2].k, &tp[3].k};
     simplify(ts, 6);
-    gaio_arg args[8] = {GAIO_ARG(tx.k),    GAIO_ARG(ty.k),    GAIO_ARG(tp[0].k), GAIO_ARG(tp[1].k),
-                        GAIO_ARG(tp[2].k), GAIO_ARG(tp[3].k), GAIO_ARG(epsilon), GAIO_ARG(ka)};
+    int32_t kaffine = affine;
+    gaio_arg args[9] = {GAIO_ARG(tx.k),    GAIO_ARG(ty.k),    GAIO_ARG(tp[0].k), GAIO_ARG(tp[1].k), GAIO_ARG(tp[2].k),
+                        GAIO_ARG(tp[3].k), GAIO_ARG(epsilon), GAIO_ARG(ka),      GAIO_ARG(kaffine)};
     gaio_buffer *held[6] = {tx.t.buffer, ty.t.buffer, tp[0].t.buffer, tp[1].t.buffer, tp[2].t.buffer, tp[3].t.buffer};
-    return launch(fn, stream, "gaio_dnn_batch_norm", bn_threads((const gaio_ktensor *const *)ts), args, 8, held, 6);
+    return launch(fn, stream, "gaio_dnn_batch_norm", bn_threads((const gaio_ktensor *const *)ts), args, 9, held, 6);
 }

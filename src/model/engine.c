@@ -310,6 +310,7 @@ int32_t gaio__step_value(const xstep *sp, int32_t j) {
     const mnode *n = sp->n;
     if (j < n->nin) {
         if (n->op == OP_CONV && (j == 1 || j == 2)) return -1; /* sp->w, sp->b instead (maybe folded) */
+        if (n->op == OP_BATCH_NORM && j >= 1 && sp->w >= 0) return -1; /* folded to scale sp->w, shift sp->b */
         return n->in[j];
     }
     return j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : sp->res;

@@ -34,7 +34,9 @@
 #define FORMAT 8u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
                    * approximate; 4: integer values and weights; 5: the reductions, indexing,
                    * ConvTranspose, general Resize and the normalizations; 6: Einsum; 7: values'
-                   * channel pitch (padded stems); 8: batch norm steps with an activation */
+                   * channel pitch (padded stems); 8: batch norm steps with an activation, their
+                   * statistics folded to a scale and shift; Concat steps reading an earlier
+                   * Concat's output for their first inputs */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -517,7 +519,8 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         if (len >= GAIO_ENGINE_KERNEL_TEXT) FAIL_RETURN(r, "a step's kernel text is too long");
         take(r, e->kernel[i], len);
         if (s->out < 0 || s->out >= nv_max || s->w < -1 || s->b < -1 || s->res < -1 || !step_inputs_ok(s->n) ||
-            (s->n->op == OP_CONV && s->w < 0))
+            (s->n->op == OP_CONV && s->w < 0) || (s->n->op == OP_BATCH_NORM && (s->w < 0) != (s->b < 0)) ||
+            (s->n->op == OP_CONCAT && s->res >= 0 && (s->w < 1 || s->w >= s->n->nin)))
             FAIL_RETURN(r, "a step's values are out of range");
     }
     p->folded_bn = get_i32(r), p->fused_add = get_i32(r), p->fused_act = get_i32(r);

@@ -294,6 +294,9 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
     bool tune = !(e->flags & GAIO_ENGINE_NO_TUNE);
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
+        if (sp->n->op == OP_CONCAT && sp->res >= 0) /* plan.c concat_prefix */
+            snprintf(e->kernel[i], sizeof e->kernel[i], "gaio_concat, its first %d inputs read as '%s'", (int)sp->w,
+                     sp->res < e->model->g.nvalues ? e->model->g.values[sp->res].name : "?");
         if (sp->n->op != OP_CONV && sp->n->op != OP_CONV_TRANSPOSE) continue;
         const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
         if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) {
@@ -638,13 +641,17 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         return run_einsum(fn, r, n, &x, &b, &y);
     }
     case OP_BATCH_NORM: {
+        const gaio_unary_params *act = sp->has_act ? &sp->act : NULL;
+        if (sp->w >= 0) { /* the planner's scale and shift (bn_affine) */
+            gaio_tensor k = tensor(r, sp->w), b = tensor(r, sp->b);
+            return gaio__batch_norm_act(fn, s, &x, &y, &k, &b, NULL, NULL, 0.0f, act, true);
+        }
         gaio_tensor prm[4];
         for (int j = 0; j < 4; j++) {
             int32_t v = n->in[j + 1];
             prm[j] = tensor(r, v);
         }
-        return gaio__batch_norm_act(fn, s, &x, &y, &prm[0], &prm[1], &prm[2], &prm[3], a->epsilon,
-                                    sp->has_act ? &sp->act : NULL);
+        return gaio__batch_norm_act(fn, s, &x, &y, &prm[0], &prm[1], &prm[2], &prm[3], a->epsilon, act, false);
     }
     case OP_RELU:
     case OP_SIGMOID:
@@ -739,9 +746,14 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_CONCAT: {
         gaio_tensor ts[64];
         const gaio_tensor *ps[64];
-        if (n->nin > 64) return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Concat): over 64 inputs", n->name);
-        for (int32_t j = 0; j < n->nin; j++) ts[j] = tensor(r, n->in[j]), ps[j] = &ts[j];
-        return gaio_concat(s, ps, n->nin, (int32_t)a->axis, &y);
+        /* sp->res: an earlier Concat's output standing for the first sp->w inputs (plan.c
+         * concat_prefix) */
+        int32_t from = sp->res >= 0 ? sp->w : 0, count = 0;
+        if (n->nin - from + (sp->res >= 0) > 64)
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Concat): over 64 inputs", n->name);
+        if (sp->res >= 0) ts[count] = tensor(r, sp->res), ps[count] = &ts[count], count++;
+        for (int32_t j = from; j < n->nin; j++) ts[count] = tensor(r, n->in[j]), ps[count] = &ts[count], count++;
+        return gaio_concat(s, ps, count, (int32_t)a->axis, &y);
     }
     case OP_SLICE: { /* the input's strided view, copied out */
         gaio_tensor v;

@@ -6,7 +6,8 @@
  *   gaio_dnn_binary_rows(uint64_t a, uint64_t b, uint64_t y, int64_t n, int64_t p, int64_t c, int32_t dtype,
  *                        int32_t op, int32_t row_is_b, gaio_kpw_act act)
  *   gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
- *                       gaio_ktensor mean, gaio_ktensor var, float epsilon, gaio_kpw_act act)
+ *                       gaio_ktensor mean, gaio_ktensor var, float epsilon, gaio_kpw_act act,
+ *                       int32_t affine)
  * Every tensor comes over y's shape, simplified by src/dnn/pointwise.c (a packed op is
  * one row). Work items are pieces of rows along the last dimension; a piece is staged
  * through small float buffers a chunk at a time, so each loop is over one dtype and
@@ -130,6 +131,7 @@ typedef struct pw_job {
     gaio_kpw_act act;
     int32_t op;
     float epsilon;
+    int32_t affine;         /* batch norm: y = x * scale + bias */
     int64_t len, seg, nseg; /* the last dimension, split in pieces of seg */
     bool direct;            /* binary_direct_ok: rows run without staging */
 } pw_job;
@@ -205,7 +207,10 @@ static void piece(const pw_job *j, char *const *p, size_t cnt) {
             load(q[4], GAIO_KT_F32, j->t[4].strides[last], c, m);
             load(q[5], GAIO_KT_F32, j->t[5].strides[last], c, v);
             float eps = j->epsilon;
-            for (size_t k = 0; k < c; k++) t[k] = gaio_pw_batch_norm(t[k], s[k], b[k], m[k], v[k], eps);
+            if (j->affine) /* two roundings, as the CUDA kernel's __fmul_rn, __fadd_rn */
+                for (size_t k = 0; k < c; k++) t[k] = t[k] * s[k] + b[k];
+            else
+                for (size_t k = 0; k < c; k++) t[k] = gaio_pw_batch_norm(t[k], s[k], b[k], m[k], v[k], eps);
             apply_unary(&j->act, t, c);
             break;
         }
@@ -335,6 +340,7 @@ static gaio_status dnn_batch_norm(const gaio_launch_info *info, void *const *arg
     for (int k = 2; k < 6; k++) arg(&j.t[k], args, k, sizeof(gaio_ktensor));
     arg(&j.epsilon, args, 6, sizeof j.epsilon);
     arg(&j.act, args, 7, sizeof j.act);
+    arg(&j.affine, args, 8, sizeof j.affine);
     return pw_run(&j);
 }
 
@@ -346,13 +352,13 @@ static const size_t binary_packed_sizes[7] = {sizeof(uint64_t), sizeof(uint64_t)
 static const size_t binary_rows_sizes[10] = {sizeof(uint64_t), sizeof(uint64_t), sizeof(uint64_t), sizeof(int64_t),
                                             sizeof(int64_t),  sizeof(int64_t),  sizeof(int32_t),  sizeof(int32_t),
                                             sizeof(int32_t),  sizeof(gaio_kpw_act)};
-static const size_t batch_norm_sizes[8] = {KT, KT, KT, KT, KT, KT, sizeof(float), sizeof(gaio_kpw_act)};
+static const size_t batch_norm_sizes[9] = {KT, KT, KT, KT, KT, KT, sizeof(float), sizeof(gaio_kpw_act), sizeof(int32_t)};
 
 const gaio_builtin_kernel gaio__dnn_pointwise_kernels[] = {
     {"gaio_dnn_unary", dnn_unary, 3, unary_sizes},
     {"gaio_dnn_binary", dnn_binary, 5, binary_sizes},
     {"gaio_dnn_binary_packed", dnn_binary_packed, 7, binary_packed_sizes},
     {"gaio_dnn_binary_rows", dnn_binary_rows, 10, binary_rows_sizes},
-    {"gaio_dnn_batch_norm", dnn_batch_norm, 8, batch_norm_sizes},
+    {"gaio_dnn_batch_norm", dnn_batch_norm, 9, batch_norm_sizes},
     {NULL, NULL, 0, NULL},
 };

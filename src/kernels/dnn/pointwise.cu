@@ -310,10 +310,15 @@ __device__ __forceinline__ bool bn_rows_form(const gaio_ktensor &x, const gaio_k
     return packed && bn_param_row(s, nd) && bn_param_row(b, nd) && bn_param_row(m, nd) && bn_param_row(v, nd);
 }
 
+// affine: x * scale + bias rounded twice, as the host kernel's (no contraction there).
+__device__ __forceinline__ float bn_apply(float x, float m, float k, float b, bool affine) {
+    return affine ? __fadd_rn(__fmul_rn(x, k), b) : (x - m) * k + b;
+}
+
 template <int PER>
 __device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktensor &y, const float *ps,
-                                        const float *pb, const float *pm, const float *pv, float epsilon, int64_t rows,
-                                        int64_t groups, int64_t xs, int64_t ys, const gaio_kpw_act &act) {
+                                        const float *pb, const float *pm, const float *pv, float epsilon, bool affine,
+                                        int64_t rows, int64_t groups, int64_t xs, int64_t ys, const gaio_kpw_act &act) {
     // Threads past the last whole set of groups idle: the others keep their group.
     const int64_t threads = (int64_t)gridDim.x * blockDim.x, sets = threads / groups;
     const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -321,7 +326,10 @@ __device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktenso
     const int64_t g = t % groups, c0 = g * PER;
     float k[PER], m[PER], b[PER];
 #pragma unroll
-    for (int q = 0; q < PER; q++) k[q] = ps[c0 + q] / sqrtf(pv[c0 + q] + epsilon), m[q] = pm[c0 + q], b[q] = pb[c0 + q];
+    for (int q = 0; q < PER; q++) {
+        k[q] = affine ? ps[c0 + q] : ps[c0 + q] / sqrtf(pv[c0 + q] + epsilon);
+        m[q] = affine ? 0.0f : pm[c0 + q], b[q] = pb[c0 + q];
+    }
     const bool half = y.dtype == GAIO_KT_F16;
     const int64_t es = half ? 2 : 4;
     const char *px = (const char *)(uintptr_t)x.ptr + c0 * es;
@@ -329,7 +337,7 @@ __device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktenso
     for (int64_t r = t / groups; r < rows; r += sets) {
         if (PER == 1) {
             const float v = half ? __half2float(*(const __half *)(px + r * xs * es)) : *(const float *)(px + r * xs * es);
-            const float o = gaio_pw_unary(act.op, (v - m[0]) * k[0] + b[0], act.alpha, act.beta);
+            const float o = gaio_pw_unary(act.op, bn_apply(v, m[0], k[0], b[0], affine), act.alpha, act.beta);
             if (half)
                 *(__half *)(py + r * ys * es) = __float2half_rn(o);
             else
@@ -347,14 +355,15 @@ __device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktenso
             for (int q = 0; q < 4; q++) {
                 const float2 f = __half22float2(in.h[q]);
                 const int a = (2 * q) % PER, c = (2 * q + 1) % PER; // in range: PER is 8 here
-                out.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, (f.x - m[a]) * k[a] + b[a], act.alpha, act.beta),
-                                             gaio_pw_unary(act.op, (f.y - m[c]) * k[c] + b[c], act.alpha, act.beta));
+                const float t0 = bn_apply(f.x, m[a], k[a], b[a], affine), t1 = bn_apply(f.y, m[c], k[c], b[c], affine);
+                out.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, t0, act.alpha, act.beta),
+                                             gaio_pw_unary(act.op, t1, act.alpha, act.beta));
             }
         } else {
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 const int a = q % PER;
-                out.f[q] = gaio_pw_unary(act.op, (in.f[q] - m[a]) * k[a] + b[a], act.alpha, act.beta);
+                out.f[q] = gaio_pw_unary(act.op, bn_apply(in.f[q], m[a], k[a], b[a], affine), act.alpha, act.beta);
             }
         }
         *(uint4 *)(py + r * ys * es) = out.v;
@@ -363,7 +372,8 @@ __device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktenso
 } // namespace
 
 extern "C" __global__ void gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, gaio_ktensor scale, gaio_ktensor bias,
-                                               gaio_ktensor mean, gaio_ktensor var, float epsilon, gaio_kpw_act act) {
+                                               gaio_ktensor mean, gaio_ktensor var, float epsilon, gaio_kpw_act act,
+                                               int32_t affine) {
     if (bn_rows_form(x, y, scale, bias, mean, var)) {
         const bool two = y.ndim == 2, half = y.dtype == GAIO_KT_F16;
         const int64_t C = two ? y.shape[1] : y.shape[0], rows = two ? y.shape[0] : 1;
@@ -375,11 +385,11 @@ extern "C" __global__ void gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, g
         const int64_t groups = vec ? C / per : C;
         if (groups <= threads) { // else the element-wise path below: every thread must hold a group
             if (vec && half)
-                bn_rows<8>(x, y, ps, pb, pm, pv, epsilon, rows, groups, xs, ys, act);
+                bn_rows<8>(x, y, ps, pb, pm, pv, epsilon, affine != 0, rows, groups, xs, ys, act);
             else if (vec)
-                bn_rows<4>(x, y, ps, pb, pm, pv, epsilon, rows, groups, xs, ys, act);
+                bn_rows<4>(x, y, ps, pb, pm, pv, epsilon, affine != 0, rows, groups, xs, ys, act);
             else
-                bn_rows<1>(x, y, ps, pb, pm, pv, epsilon, rows, groups, xs, ys, act);
+                bn_rows<1>(x, y, ps, pb, pm, pv, epsilon, affine != 0, rows, groups, xs, ys, act);
             return;
         }
     }
@@ -388,8 +398,10 @@ extern "C" __global__ void gaio_dnn_batch_norm(gaio_ktensor x, gaio_ktensor y, g
     for (int64_t i = first(); i < n; i += step()) {
         int64_t off[6];
         gaio_pw_offsets(ts, 6, y.shape, y.ndim, i, off);
-        float v = gaio_pw_batch_norm(load(x, off[1]), load(scale, off[2]), load(bias, off[3]), load(mean, off[4]),
-                                     load(var, off[5]), epsilon);
+        const float xv = load(x, off[1]);
+        float v = affine ? __fadd_rn(__fmul_rn(xv, load(scale, off[2])), load(bias, off[3]))
+                         : gaio_pw_batch_norm(xv, load(scale, off[2]), load(bias, off[3]), load(mean, off[4]),
+                                              load(var, off[5]), epsilon);
         store(y, off[0], gaio_pw_unary(act.op, v, act.alpha, act.beta));
     }
 }
