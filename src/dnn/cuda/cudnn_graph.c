@@ -177,13 +177,14 @@ static int act_mode(int32_t op) {
 /* Whether the plan tries the activation inside. cuDNN fuses the ones beyond ReLU and
  * Clip (sigmoid, swish, tanh, GELU) only in runtime-compiled engines: NVRTC at build,
  * EfficientNet-B0's f16 plans 108 s instead of 6. They run after the plan instead, as
- * one in-place pass of gaio's element-wise kernel over y; GAIO_DNN_FUSE_ACT=all tries
- * them inside again (to compare). */
+ * one in-place pass of gaio's element-wise kernel over y. GAIO_DNN_FUSE_ACT=all tries
+ * them inside again, =relu keeps Clip out too (MobileNetV2's conv + bias + ReLU6 runs
+ * in cuDNN's generated engines: to compare), both to measure. */
 static bool act_in_plan(int32_t op) {
     if (act_mode(op) < 0) return false;
-    if (op == GAIO_UNARY_RELU || op == GAIO_UNARY_CLIP) return true;
     const char *e = getenv("GAIO_DNN_FUSE_ACT");
-    return e && !strcmp(e, "all");
+    if (e && !strcmp(e, "all")) return true;
+    return op == GAIO_UNARY_RELU || (op == GAIO_UNARY_CLIP && !(e && !strcmp(e, "relu")));
 }
 
 /* The operation graph of k with the epilogue f says runs inside, finalized. */
