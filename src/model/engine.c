@@ -548,7 +548,7 @@ static bool *layout_wants(const gaio_engine *e) {
  * by those convolutions alone), with C not a multiple of 8, are staged with their
  * channels padded with zeros to the next multiple, and so are the weights: cuDNN's
  * tensor-core engines want C % 8 == 0. Measured with cuDNN 9.14 on an H200 (f16, batch
- * 32), only a stem that fuses an activation other than ReLU needed it: MobileNetV2's
+ * 32), only a stem that fuses Clip inside cuDNN's plan needed it: MobileNetV2's
  * (ReLU6) ran in a grouped direct kernel, 0.57 ms of the model's 1.65, and padded the
  * model took 1.25 ms; stems with ReLU or none (ResNet-50, EfficientNet-B0, MNASNet,
  * MobileNetV3) had fast engines already, and padding cost them 0-13% (the memset and
@@ -577,7 +577,9 @@ static void pad_stems(gaio_engine *e, const bool *want) {
             ok = sp->n->op == OP_CONV && sp->n->in[0] == v && sp->res != v && sp->n->a.group == 1 && sp->w >= 0 &&
                  sp->w != v && e->v[sp->w].ndim == 4 && const_data(e, sp->w, &elem) != NULL;
             any = true;
-            slow = slow || (sp->has_act && sp->act.op != GAIO_UNARY_RELU);
+            /* Clip (ReLU6) is the one act besides ReLU that cuDNN's plan fuses by default;
+             * the others now run after a conv + bias plan, whose stems were fast. */
+            slow = slow || (sp->has_act && sp->act.op == GAIO_UNARY_CLIP);
             for (int32_t t = 0; t < e->plan.nsteps && ok; t++) /* the weights: these convolutions' only */
                 for (int32_t j = 0; j < e->plan.steps[t].n->nin + 3 && ok; j++)
                     if (gaio__step_value(&e->plan.steps[t], j) == sp->w)
