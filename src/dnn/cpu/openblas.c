@@ -24,6 +24,8 @@ static struct {
     char description[256]; /* what was loaded */
     gaio__cblas_sgemm_fn sgemm;
     gaio__cblas_sgemm64_fn sgemm64; /* ILP64 builds */
+    gaio__cblas_sgemv_fn sgemv;     /* optional: one row of C */
+    gaio__cblas_sgemv64_fn sgemv64;
 } blas;
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
@@ -53,11 +55,13 @@ static void load_once(void) {
     const char *name = lib.file;
 
     void (*sgemm)(void) = NULL; /* gaio__cblas_sgemm_fn or _sgemm64_fn: the configuration says */
+    void (*sgemv)(void) = NULL;
     set_threads_fn set_threads = NULL;
     get_threads_fn get_threads = NULL;
     get_str_fn get_config = NULL, get_corename = NULL;
     const gaio__dynsym syms[] = {
         {"cblas_sgemm", &sgemm, true}, /* the search's probe */
+        {"cblas_sgemv", &sgemv, false},
         {"openblas_set_num_threads", &set_threads, false},
         {"openblas_get_num_threads", &get_threads, false},
         {"openblas_get_config", &get_config, false},
@@ -71,8 +75,13 @@ static void load_once(void) {
     const char *config = get_config ? get_config() : NULL;
     const char *core = get_corename ? get_corename() : NULL;
 
-    if (config && strstr(config, "USE64BITINT")) blas.sgemm64 = (gaio__cblas_sgemm64_fn)sgemm;
-    else blas.sgemm = (gaio__cblas_sgemm_fn)sgemm;
+    if (config && strstr(config, "USE64BITINT")) {
+        blas.sgemm64 = (gaio__cblas_sgemm64_fn)sgemm;
+        blas.sgemv64 = (gaio__cblas_sgemv64_fn)sgemv;
+    } else {
+        blas.sgemm = (gaio__cblas_sgemm_fn)sgemm;
+        blas.sgemv = (gaio__cblas_sgemv_fn)sgemv;
+    }
 
     if (set_threads) set_threads(1);
     int threads = get_threads ? get_threads() : set_threads ? 1 : 0;
@@ -104,8 +113,24 @@ gaio_status gaio__openblas_load(const char *fn, const char **description) {
 
 int64_t gaio__blas_int_max(void) { return blas.sgemm64 ? INT64_MAX : INT32_MAX; }
 
+/* c[0 .. n) = alpha * a op(B) + beta * c, a one row of k (elements inc apart): op(B) =
+ * B^T is B (n x k) times a column, op(B) = B is B^T (B k x n) times it. */
+static bool blas_sgemv(bool trans_b, int64_t n, int64_t k, float alpha, const float *a, int64_t inc, const float *b,
+                       int64_t ldb, float beta, float *c) {
+    if (!blas.sgemv && !blas.sgemv64) return false;
+    if (beta == 0.0f) memset(c, 0, (size_t)n * sizeof *c); /* not read, as sgemm's C (a NaN there stays out) */
+    int t = trans_b ? GAIO__CBLAS_NO_TRANS : GAIO__CBLAS_TRANS;
+    int64_t rows = trans_b ? n : k, cols = trans_b ? k : n;
+    if (blas.sgemv64)
+        blas.sgemv64(GAIO__CBLAS_ROW_MAJOR, t, rows, cols, alpha, b, ldb, a, inc, beta, c, 1);
+    else
+        blas.sgemv(GAIO__CBLAS_ROW_MAJOR, t, (int)rows, (int)cols, alpha, b, (int)ldb, a, (int)inc, beta, c, 1);
+    return true;
+}
+
 void gaio__blas_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                       int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m == 1 && k > 0 && blas_sgemv(trans_b, n, k, alpha, a, trans_a ? lda : 1, b, ldb, beta, c)) return;
     int ta = trans_a ? GAIO__CBLAS_TRANS : GAIO__CBLAS_NO_TRANS, tb = trans_b ? GAIO__CBLAS_TRANS : GAIO__CBLAS_NO_TRANS;
     if (blas.sgemm64)
         blas.sgemm64(GAIO__CBLAS_ROW_MAJOR, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
