@@ -665,6 +665,14 @@ static gaio_status alloc_tables(const char *fn, gaio_engine *e) {
     e->kernel = calloc(steps, sizeof *e->kernel);
     if (!e->v || !e->copy || !e->conv_plans || !e->kernel)
         return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    /* What the planner rewrote that the step's operators do not show (convolutions get
+     * their engine's name when planned). */
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        if (sp->n->op == OP_CONCAT && sp->res >= 0) /* plan.c concat_prefix */
+            snprintf(e->kernel[i], sizeof e->kernel[i], "gaio_concat, its first %d inputs read as '%s'", (int)sp->w,
+                     sp->res < e->model->g.nvalues ? e->model->g.values[sp->res].name : "?");
+    }
     return GAIO_OK;
 }
 

@@ -285,6 +285,13 @@ static void convt_of(const run_state *r, const xstep *sp, convt_call *c) {
     c->p.groups = (int32_t)a->group;
 }
 
+/* A convolution step whose x or residual is a caller's input buffer, read in place
+ * (not staged): its plan and packing depend on that buffer, known at the first run. */
+static bool reads_callers_input(const gaio_engine *e, const xstep *sp) {
+    const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
+    return (x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged);
+}
+
 /* Plans every convolution now, off the run path (gaio_conv2d_prepare times cuDNN's
  * candidates and keeps the fastest), except one that reads a caller's input directly:
  * its plan depends on that buffer's alignment, and is made at its first run. */
@@ -294,12 +301,8 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
     bool tune = !(e->flags & GAIO_ENGINE_NO_TUNE);
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
-        if (sp->n->op == OP_CONCAT && sp->res >= 0) /* plan.c concat_prefix */
-            snprintf(e->kernel[i], sizeof e->kernel[i], "gaio_concat, its first %d inputs read as '%s'", (int)sp->w,
-                     sp->res < e->model->g.nvalues ? e->model->g.values[sp->res].name : "?");
         if (sp->n->op != OP_CONV && sp->n->op != OP_CONV_TRANSPOSE) continue;
-        const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
-        if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) {
+        if (reads_callers_input(e, sp)) {
             snprintf(e->kernel[i], sizeof e->kernel[i], "(planned at the first run)");
             continue;
         }
@@ -334,8 +337,7 @@ gaio_status gaio__engine_pack_convs(gaio_engine *e, gaio_stream *s, gaio_buffer 
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
         if (sp->n->op != OP_CONV || e->packed[i] || e->v[e->v[sp->w].root].mem != XM_WEIGHT) continue;
-        const xvalue *x = &e->v[e->v[sp->n->in[0]].root], *res = sp->res >= 0 ? &e->v[e->v[sp->res].root] : NULL;
-        if ((x->input >= 0 && !x->staged) || (res && res->input >= 0 && !res->staged)) continue; /* a caller's */
+        if (reads_callers_input(e, sp)) continue;
         conv_call c;
         conv_of(&r, sp, &c);
         st = gaio__conv2d_pack_weights(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
