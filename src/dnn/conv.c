@@ -257,6 +257,26 @@ static bool depthwise_tiled_ok(const conv_checked *c, const gaio_kdw *p) {
     return vectors_of_8(&c->x.k) && vectors_of_8(&c->y.k) && (!c->has_res || vectors_of_8(&c->res.k));
 }
 
+/* A tensor whose channels are runs of 4-byte pairs: channels innermost, every other
+ * stride even, 4-byte aligned (f16). */
+static bool pairs_of_2(const gaio_ktensor *t) {
+    return t->strides[1] == 1 && t->ptr % 4 == 0 && t->strides[0] % 2 == 0 && t->strides[2] % 2 == 0 &&
+           t->strides[3] % 2 == 0;
+}
+
+/* Whether gaio_dnn_conv_depthwise_pairs takes the layer (its case is in its file's
+ * head): f16, C even, channel pairs, a 3x3 or 5x5 window, equal strides of 1 or 2, no
+ * dilation, 32-bit offsets. GAIO_DNN_DEPTHWISE=tiled leaves these layers to the tiled
+ * kernel, to compare; =strips and =pixels force its large or small tiles (as the tiled
+ * kernel's), to test both. */
+static bool depthwise_pairs_ok(const conv_checked *c, const gaio_kdw *p) {
+    const char *e = getenv("GAIO_DNN_DEPTHWISE");
+    if (e && (strcmp(e, "generic") == 0 || strcmp(e, "tiled") == 0)) return false;
+    if (c->x.k.dtype != GAIO_KT_F16 || c->a.k % 2 || !p->narrow || p->dh != 1 || p->dw != 1) return false;
+    if (c->a.r != c->a.s || (c->a.s != 3 && c->a.s != 5) || p->sh != p->sw || p->sh > 2) return false;
+    return pairs_of_2(&c->x.k) && pairs_of_2(&c->y.k) && (!c->has_res || pairs_of_2(&c->res.k));
+}
+
 /* One launch of gaio_dnn_conv_depthwise, or of its tiled form, over y (bias, residual
  * and activation fused): the checks are conv_check's. Its grid is capped
  * (GAIO_DNN_MAX_BLOCKS, dnn_internal.h). */
@@ -283,7 +303,29 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
     if (c->has_bias) args[2] = GAIO_ARG(c->bias.k), held[nheld++] = c->bias.t.buffer;
     if (c->has_res) args[3] = GAIO_ARG(c->res.k), held[nheld++] = c->res.t.buffer;
     gaio_dim3 grid = {1, 1, 1}, block = {BLOCK, 1, 1};
-    if (tiled) {
+    const char *name = tiled ? "gaio_dnn_conv_depthwise_tiled" : "gaio_dnn_conv_depthwise";
+    uint32_t nargs = tiled ? 8 : 6;
+    int32_t tile = 0; /* the pairs kernel's, read at the launch below */
+    if (depthwise_pairs_ok(c, &p)) {
+        /* Blocks of bx channel pairs (the pairs split evenly over groups of at most 32) by
+         * by tiles along a row of tiles (the row's tiles split evenly over blocks of at
+         * most 256 threads); the grid's y the rows of tiles of all images, z the groups.
+         * Tiles of 2 x 4 outputs a thread unless that leaves fewer threads than the GPU
+         * holds at once (about 2^16), then of 1 x 2. */
+        const int64_t pairs = c->a.k / 2, groups = (pairs + 31) / 32, bx = (pairs + groups - 1) / groups;
+        if (force && !strcmp(force, "pixels"))
+            tile = 1;
+        else if (!(force && !strcmp(force, "strips")) &&
+                 c->a.n * ((c->a.p + 1) / 2) * ((c->a.q + 3) / 4) * pairs < 65536)
+            tile = 1;
+        const int64_t tile_h = tile ? 1 : 2, tile_w = tile ? 2 : 4;
+        const int64_t tw = (c->a.q + tile_w - 1) / tile_w, bands = c->a.n * ((c->a.p + tile_h - 1) / tile_h);
+        const int64_t per_row = (tw + BLOCK / bx - 1) / (BLOCK / bx), by = (tw + per_row - 1) / per_row;
+        grid.x = (uint32_t)per_row, grid.y = (uint32_t)(bands < 65535 ? bands : 65535), grid.z = (uint32_t)groups;
+        block.x = (uint32_t)bx, block.y = (uint32_t)by;
+        args[6] = GAIO_ARG(tile);
+        name = c->a.s == 3 ? "gaio_dnn_conv_depthwise_pairs3" : "gaio_dnn_conv_depthwise_pairs5", nargs = 7;
+    } else if (tiled) {
         const int64_t strips = c->a.n * c->a.p * ((c->a.q + owt - 1) / owt), per_block = BLOCK / cv;
         const int64_t groups = (c->a.k + 8 * cv - 1) / (8 * cv), need = (strips + per_block - 1) / per_block;
         const int64_t cap = MAX_BLOCKS / groups > 0 ? MAX_BLOCKS / groups : 1;
@@ -293,9 +335,9 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
         grid.x = (uint32_t)(blocks < MAX_BLOCKS ? blocks : MAX_BLOCKS);
     }
     gaio_kernel *k;
-    gaio_status st = gaio__kernel_builtin(tiled ? "gaio_dnn_conv_depthwise_tiled" : "gaio_dnn_conv_depthwise", &k);
+    gaio_status st = gaio__kernel_builtin(name, &k);
     if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
-    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, tiled ? 8 : 6, held, nheld);
+    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, nargs, held, nheld);
     gaio__kernel_unref(k);
     return st;
 }
@@ -317,7 +359,9 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
             info->fused = 1;
             const gaio_kdw p = dw_params(&c);
             snprintf(info->engine, sizeof info->engine, "gaio depthwise%s",
-                     depthwise_tiled_ok(&c, &p) ? " (tiled)" : "");
+                     depthwise_pairs_ok(&c, &p)   ? " (pairs)"
+                     : depthwise_tiled_ok(&c, &p) ? " (tiled)"
+                                                  : "");
         }
         return GAIO_OK;
     }

@@ -337,11 +337,20 @@ static bool run_case(env *e, const ccase *c, gaio_dtype dt, const run_opts *o) {
                             c->act == NO_ACT ? NULL : &act,
                             o && o->f16_accumulation};
     const gaio_tensor *tb = c->bias ? &B.t : NULL, *tr = res ? &res->t : NULL;
-    /* The tiled depthwise kernel must take its cases, else they test the generic one. */
-    if (e->cuda && dt == GAIO_DTYPE_F16 && strncmp(c->name, "depthwise tiled", 15) == 0) {
-        gaio_conv2d_info info;
-        OK(gaio_conv2d_prepare(e->s, &X.t, &W.t, tb, tr, &Y.t, &p, &info));
-        CHECK(strcmp(info.engine, "gaio depthwise (tiled)") == 0);
+    /* The pairs and tiled depthwise kernels must take their cases, else they test the
+     * generic one (unless GAIO_DNN_DEPTHWISE sends the pairs cases to the tiled kernel). */
+    const char *dw_force = getenv("GAIO_DNN_DEPTHWISE");
+    if (e->cuda && dt == GAIO_DTYPE_F16 && strncmp(c->name, "depthwise ", 10) == 0 && !(dw_force && !strcmp(dw_force, "cudnn"))) {
+        const bool tiled = !strncmp(c->name, "depthwise tiled", 15) ||
+                           (!strncmp(c->name, "depthwise pairs", 15) && dw_force && !strcmp(dw_force, "tiled"));
+        const bool pairs = !tiled && !strncmp(c->name, "depthwise pairs", 15);
+        if (tiled || pairs) {
+            gaio_conv2d_info info;
+            OK(gaio_conv2d_prepare(e->s, &X.t, &W.t, tb, tr, &Y.t, &p, &info));
+            if (pairs) CHECK(strcmp(info.engine, "gaio depthwise (pairs)") == 0);
+            else if (c->c % 8 == 0) CHECK(strcmp(info.engine, "gaio depthwise (tiled)") == 0);
+            else CHECK(strcmp(info.engine, "gaio depthwise") == 0); /* the tiled kernel's channels are 8s */
+        }
     }
     if (o && o->prepare) {
         gaio_conv2d_info info;
@@ -486,14 +495,21 @@ static const ccase k_cases[] = {
     {"depthwise padded rows", 2, 16, 6, 7, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, NHWC, NHWC, NHWC, 2, 1, true, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
     {"depthwise nchw x nhwc y", 2, 8, 6, 6, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8, NCHW, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
     {"depthwise nhwc x nchw y", 1, 8, 6, 6, 8, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 8, NHWC, NCHW, NCHW, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
-    /* gaio_dnn_conv_depthwise_tiled's cases on a GPU (f16 only; f32 takes the generic
-     * kernel): a partial channel group (136 = 128 + 8, 264 = 256 + 8), rows not a multiple
-     * of its 4-output strips, 3x3 / 5x5 / 7x7 and 5x3 windows, column stride 2, row
-     * stride and dilation, one-sided padding, residual in place, an activation it calls. */
-    {"depthwise tiled 3x3 C=136", 2, 136, 9, 11, 136, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 136, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_CLIP, 0, 6, 3, 0},
-    {"depthwise tiled 5x5/2 silu", 3, 40, 13, 14, 40, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, 40, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_SILU, 0, 0, 2, 0},
+    /* gaio_dnn_conv_depthwise_pairs's cases on a GPU (f16 only; f32 takes the generic
+     * kernel): channel pairs split unevenly over blocks (68 = 3 x 23 - 1, 33 = 2 x 17 - 1),
+     * one pair, outputs not a multiple of its 2 x 4 tiles, tiles on every border, 3x3 and
+     * 5x5 windows, stride 2, one-sided padding, residual in place, an activation it calls,
+     * more rows of tiles (4100 images x 16) than a grid's y holds. */
+    {"depthwise pairs 3x3 C=136", 2, 136, 9, 11, 136, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 136, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_CLIP, 0, 6, 3, 0},
+    {"depthwise pairs 5x5/2 silu", 3, 40, 13, 14, 40, 5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}, 40, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_SILU, 0, 0, 2, 0},
+    {"depthwise pairs 3x3/2 one-sided", 2, 24, 15, 15, 24, 3, 3, {2, 2}, {0, 0, 1, 1}, {1, 1}, 24, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_HARD_SWISH, 0, 0, 3, 0},
+    {"depthwise pairs 5x5 C=66 in place", 2, 66, 9, 13, 66, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, 66, NHWC, NHWC, NHWC, 0, 0, true, false, true, NO_ACT, 0, 0, 1, 0},
+    {"depthwise pairs 3x3 C=2 gelu", 2, 2, 5, 6, 2, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
+    {"depthwise pairs 3x3 65600 rows", 4100, 2, 32, 4, 2, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    /* gaio_dnn_conv_depthwise_tiled's: a partial channel group (264 = 256 + 8), rows not a
+     * multiple of its strips, 7x7 and 5x3 windows, column stride 2 with row stride 1 and
+     * row dilation, residual in place, an activation it calls. */
     {"depthwise tiled 7x7 in place", 1, 16, 10, 9, 16, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 16, NHWC, NHWC, NHWC, 0, 0, false, false, true, NO_ACT, 0, 0, 1, 0},
-    {"depthwise tiled 3x3/2 one-sided", 2, 24, 15, 15, 24, 3, 3, {2, 2}, {0, 0, 1, 1}, {1, 1}, 24, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_HARD_SWISH, 0, 0, 3, 0},
     {"depthwise tiled 5x3 C=264 gelu", 1, 264, 7, 10, 264, 5, 3, {1, 2}, {2, 1, 2, 1}, {2, 1}, 264, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
     {"depthwise C=1", 3, 1, 7, 5, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
     {"dilation 2", 1, 8, 9, 9, 8, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
@@ -518,15 +534,20 @@ static void test_shapes(env *e) {
     const gaio_dtype dts[] = {GAIO_DTYPE_F32, GAIO_DTYPE_F16};
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
         for (int d = 0; d < 2; d++) run_case(e, &k_cases[i], dts[d], NULL);
-    /* On a GPU the tiled depthwise cases are small enough to take strips of one output;
-     * again with its strips of 4 forced. */
+    /* On a GPU the pairs and tiled depthwise cases are small enough to take the kernels'
+     * small tiles (strips of one output); again with their larger tiles forced, and the
+     * pairs cases on the tiled kernel. */
     if (e->cuda && !getenv("GAIO_DNN_DEPTHWISE")) {
-        setenv("GAIO_DNN_DEPTHWISE", "strips", 1);
-        for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
-            if (strncmp(k_cases[i].name, "depthwise tiled", 15) == 0) {
-                printf("  (GAIO_DNN_DEPTHWISE=strips)\n");
-                run_case(e, &k_cases[i], GAIO_DTYPE_F16, NULL);
-            }
+        const char *modes[] = {"strips", "tiled"};
+        for (int m = 0; m < 2; m++) {
+            setenv("GAIO_DNN_DEPTHWISE", modes[m], 1);
+            for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+                if (!strncmp(k_cases[i].name, "depthwise pairs", 15) ||
+                    (m == 0 && !strncmp(k_cases[i].name, "depthwise tiled", 15))) {
+                    printf("  (GAIO_DNN_DEPTHWISE=%s)\n", modes[m]);
+                    run_case(e, &k_cases[i], GAIO_DTYPE_F16, NULL);
+                }
+        }
         unsetenv("GAIO_DNN_DEPTHWISE");
     }
     /* f16 accumulation allowed (the fast engines of the 3-channel stem on a GPU; the
