@@ -37,6 +37,77 @@ __device__ __forceinline__ void store(const gaio_ktensor &t, int64_t off, float 
 __device__ __forceinline__ int64_t first() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t step() { return (int64_t)gridDim.x * blockDim.x; }
 
+// The 16-byte vector paths below apply their ops lane by lane: 8 halves (converted to
+// f32 and back) or 4 floats. A union, not pointer casts, between the vector and its
+// lanes: they stay in registers (a cast pointer put them in local memory).
+union lanes16 {
+    uint4 v;
+    __half2 h[4];
+    float f[4];
+};
+
+// y's lanes = f(lane, a's lane, b's lane).
+template <typename F> __device__ __forceinline__ uint4 map16(bool half, uint4 a, uint4 b, F f) {
+    lanes16 ra, rb, ry;
+    ra.v = a, rb.v = b;
+    if (half) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const float2 fa = __half22float2(ra.h[q]), fb = __half22float2(rb.h[q]);
+            ry.h[q] = __floats2half2_rn(f(2 * q, fa.x, fb.x), f(2 * q + 1, fa.y, fb.y));
+        }
+    } else {
+#pragma unroll
+        for (int q = 0; q < 4; q++) ry.f[q] = f(q, ra.f[q], rb.f[q]);
+    }
+    return ry.v;
+}
+
+// The activation and the binary op as functors whose common cases are compile-time
+// constants: gaio_pw_unary / gaio_pw_binary then fold to their one case, where a run-time
+// op kept a switch (and every other case's code) in each lane of each loop. The vector
+// loops take them through with_act / with_binary, which test the op once.
+template <int OP> struct fixed_act {
+    float alpha, beta;
+    __device__ __forceinline__ float operator()(float v) const { return gaio_pw_unary(OP, v, alpha, beta); }
+};
+struct any_act {
+    int32_t op;
+    float alpha, beta;
+    __device__ __forceinline__ float operator()(float v) const { return gaio_pw_unary(op, v, alpha, beta); }
+};
+// ALL: the activations that follow convolutions in the model zoo (the unary kernel's
+// in-place passes); else the identity and ReLU alone (after an add, a multiply or a
+// batch norm), so that the binary kernels' op x act variants stay few.
+template <bool ALL, typename K> __device__ __forceinline__ void with_act(const gaio_kpw_act &act, K &&k) {
+    const float a = act.alpha, b = act.beta;
+    if (act.op == GAIO_KPW_IDENTITY) return k(fixed_act<GAIO_KPW_IDENTITY>{a, b});
+    if (act.op == GAIO_KPW_RELU) return k(fixed_act<GAIO_KPW_RELU>{a, b});
+    if (ALL) {
+        switch (act.op) {
+        case GAIO_KPW_CLIP: return k(fixed_act<GAIO_KPW_CLIP>{a, b});
+        case GAIO_KPW_SIGMOID: return k(fixed_act<GAIO_KPW_SIGMOID>{a, b});
+        case GAIO_KPW_SILU: return k(fixed_act<GAIO_KPW_SILU>{a, b});
+        case GAIO_KPW_HARD_SIGMOID: return k(fixed_act<GAIO_KPW_HARD_SIGMOID>{a, b});
+        case GAIO_KPW_HARD_SWISH: return k(fixed_act<GAIO_KPW_HARD_SWISH>{a, b});
+        default: break;
+        }
+    }
+    k(any_act{act.op, a, b});
+}
+template <int OP> struct fixed_binary {
+    __device__ __forceinline__ float operator()(float a, float b) const { return gaio_pw_binary(OP, a, b); }
+};
+struct any_binary {
+    int32_t op;
+    __device__ __forceinline__ float operator()(float a, float b) const { return gaio_pw_binary(op, a, b); }
+};
+template <typename K> __device__ __forceinline__ void with_binary(int32_t op, K &&k) {
+    if (op == GAIO_KPW_ADD) return k(fixed_binary<GAIO_KPW_ADD>{});
+    if (op == GAIO_KPW_MUL) return k(fixed_binary<GAIO_KPW_MUL>{});
+    k(any_binary{op});
+}
+
 // gaio_pw_offsets with the coordinates decoded in 32 bits: for n < 2^31 elements, so
 // every extent and index fits.
 __device__ __forceinline__ void offsets32(const gaio_ktensor *const *t, int n, const int64_t *shape, int32_t ndim,
@@ -93,31 +164,14 @@ __device__ __forceinline__ void unary_channels_inner(const gaio_ktensor &x, cons
 __device__ __forceinline__ int64_t unary_vectors(const gaio_ktensor &x, const gaio_ktensor &y, int64_t n,
                                                  const gaio_kpw_act &act) {
     if (x.dtype != y.dtype || x.strides[0] != 1 || y.strides[0] != 1 || ((x.ptr | y.ptr) & 15u) != 0) return 0;
-    union lanes {
-        uint4 v;
-        __half2 h[4];
-        float f[4];
-    };
     const bool half = y.dtype == GAIO_KT_F16;
     const int64_t nv = n / (half ? 8 : 4);
     const uint4 *px = (const uint4 *)(uintptr_t)x.ptr;
     uint4 *py = (uint4 *)(uintptr_t)y.ptr;
-    for (int64_t i = first(); i < nv; i += step()) {
-        lanes in, out;
-        in.v = px[i];
-        if (half) {
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const float2 f = __half22float2(in.h[q]);
-                out.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, f.x, act.alpha, act.beta),
-                                             gaio_pw_unary(act.op, f.y, act.alpha, act.beta));
-            }
-        } else {
-#pragma unroll
-            for (int q = 0; q < 4; q++) out.f[q] = gaio_pw_unary(act.op, in.f[q], act.alpha, act.beta);
-        }
-        py[i] = out.v;
-    }
+    with_act<true>(act, [&](auto f) {
+        for (int64_t i = first(); i < nv; i += step())
+            py[i] = map16(half, px[i], px[i], [&](int, float v, float) { return f(v); });
+    });
     return nv * (half ? 8 : 4);
 }
 
@@ -177,47 +231,21 @@ extern "C" __global__ void gaio_dnn_binary(gaio_ktensor a, gaio_ktensor b, gaio_
 // does, and on ResNet-50's residual adds that took 3 times the data's own traffic),
 // and 16 bytes per access where the three addresses allow. In place works: each
 // thread reads its elements before it writes them.
-namespace {
-template <typename V, int N>
-__device__ __forceinline__ void binary_vectors(const V *a, const V *b, V *y, int64_t nv, int32_t op,
-                                               const gaio_kpw_act &act) {
-    // Unions, not pointer casts, between the vector and its lanes: they stay in
-    // registers (a cast pointer put them in local memory).
-    union lanes {
-        V v;
-        __half2 h[4];
-        float f[4];
-    };
-    for (int64_t i = first(); i < nv; i += step()) {
-        lanes ra, rb, ry;
-        ra.v = a[i], rb.v = b[i];
-        if (N == 8) { // 8 halves
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const float2 fa = __half22float2(ra.h[k]), fb = __half22float2(rb.h[k]);
-                ry.h[k] = __floats2half2_rn(gaio_pw_unary(act.op, gaio_pw_binary(op, fa.x, fb.x), act.alpha, act.beta),
-                                            gaio_pw_unary(act.op, gaio_pw_binary(op, fa.y, fb.y), act.alpha, act.beta));
-            }
-        } else { // 4 floats
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                ry.f[k] = gaio_pw_unary(act.op, gaio_pw_binary(op, ra.f[k], rb.f[k]), act.alpha, act.beta);
-        }
-        y[i] = ry.v;
-    }
-}
-} // namespace
-
 extern "C" __global__ void gaio_dnn_binary_packed(uint64_t a, uint64_t b, uint64_t y, int64_t n, int32_t dtype,
                                                   int32_t op, gaio_kpw_act act) {
     const int per = dtype == GAIO_KT_F16 ? 8 : 4;
     int64_t done = 0;
     if ((a | b | y) % 16 == 0) {
         const int64_t nv = n / per;
-        if (dtype == GAIO_KT_F16)
-            binary_vectors<uint4, 8>((const uint4 *)a, (const uint4 *)b, (uint4 *)y, nv, op, act);
-        else
-            binary_vectors<float4, 4>((const float4 *)a, (const float4 *)b, (float4 *)y, nv, op, act);
+        const uint4 *pa = (const uint4 *)a, *pb = (const uint4 *)b;
+        uint4 *py = (uint4 *)y;
+        const bool half = dtype == GAIO_KT_F16;
+        with_binary(op, [&](auto g) {
+            with_act<false>(act, [&](auto f) {
+                for (int64_t i = first(); i < nv; i += step())
+                    py[i] = map16(half, pa[i], pb[i], [&](int, float va, float vb) { return f(g(va, vb)); });
+            });
+        });
         done = nv * per;
     }
     gaio_ktensor ta, tb, tyy; // only dtype and ptr are read
@@ -251,33 +279,19 @@ __device__ __forceinline__ void rows_bcast(uint64_t full, uint64_t row, uint64_t
         }
         return;
     }
-    union lanes {
-        uint4 v;
-        __half2 h[4];
-        float f[4];
-    };
     const I cv = c / per, pcv = p * cv, total = n * pcv;
     const uint4 *pf = (const uint4 *)(uintptr_t)full, *pr = (const uint4 *)(uintptr_t)row;
     uint4 *py = (uint4 *)(uintptr_t)y;
-    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
-        const I k = i / pcv, j = i - (i / cv) * cv;
-        const uint4 vf = pf[i], vr = pr[(int64_t)k * cv + j];
-        lanes ra, rb, ry;
-        ra.v = row_is_b ? vf : vr, rb.v = row_is_b ? vr : vf;
-        if (half) {
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const float2 fa = __half22float2(ra.h[q]), fb = __half22float2(rb.h[q]);
-                ry.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, gaio_pw_binary(op, fa.x, fb.x), act.alpha, act.beta),
-                                            gaio_pw_unary(act.op, gaio_pw_binary(op, fa.y, fb.y), act.alpha, act.beta));
+    with_binary(op, [&](auto g) {
+        with_act<false>(act, [&](auto f) {
+            for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
+                const I k = i / pcv, j = i - (i / cv) * cv;
+                const uint4 vf = pf[i], vr = pr[(int64_t)k * cv + j];
+                py[i] = map16(half, row_is_b ? vf : vr, row_is_b ? vr : vf,
+                              [&](int, float va, float vb) { return f(g(va, vb)); });
             }
-        } else {
-#pragma unroll
-            for (int q = 0; q < 4; q++)
-                ry.f[q] = gaio_pw_unary(act.op, gaio_pw_binary(op, ra.f[q], rb.f[q]), act.alpha, act.beta);
-        }
-        py[i] = ry.v;
-    }
+        });
+    });
 }
 } // namespace
 
@@ -334,40 +348,25 @@ __device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktenso
     const int64_t es = half ? 2 : 4;
     const char *px = (const char *)(uintptr_t)x.ptr + c0 * es;
     char *py = (char *)(uintptr_t)y.ptr + c0 * es;
-    for (int64_t r = t / groups; r < rows; r += sets) {
-        if (PER == 1) {
-            const float v = half ? __half2float(*(const __half *)(px + r * xs * es)) : *(const float *)(px + r * xs * es);
-            const float o = gaio_pw_unary(act.op, bn_apply(v, m[0], k[0], b[0], affine), act.alpha, act.beta);
-            if (half)
-                *(__half *)(py + r * ys * es) = __float2half_rn(o);
-            else
-                *(float *)(py + r * ys * es) = o;
-            continue;
-        }
-        union lanes {
-            uint4 v;
-            __half2 h[4];
-            float f[4];
-        } in, out;
-        in.v = *(const uint4 *)(px + r * xs * es);
-        if (half) {
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const float2 f = __half22float2(in.h[q]);
-                const int a = (2 * q) % PER, c = (2 * q + 1) % PER; // in range: PER is 8 here
-                const float t0 = bn_apply(f.x, m[a], k[a], b[a], affine), t1 = bn_apply(f.y, m[c], k[c], b[c], affine);
-                out.h[q] = __floats2half2_rn(gaio_pw_unary(act.op, t0, act.alpha, act.beta),
-                                             gaio_pw_unary(act.op, t1, act.alpha, act.beta));
+    with_act<false>(act, [&](auto f) {
+        for (int64_t r = t / groups; r < rows; r += sets) {
+            if (PER == 1) {
+                const float v =
+                    half ? __half2float(*(const __half *)(px + r * xs * es)) : *(const float *)(px + r * xs * es);
+                const float o = f(bn_apply(v, m[0], k[0], b[0], affine));
+                if (half)
+                    *(__half *)(py + r * ys * es) = __float2half_rn(o);
+                else
+                    *(float *)(py + r * ys * es) = o;
+                continue;
             }
-        } else {
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                const int a = q % PER;
-                out.f[q] = gaio_pw_unary(act.op, bn_apply(in.f[q], m[a], k[a], b[a], affine), act.alpha, act.beta);
-            }
+            // Lane q is channel c0 + q (q < PER: 8 halves or 4 floats).
+            const uint4 in = *(const uint4 *)(px + r * xs * es);
+            *(uint4 *)(py + r * ys * es) = map16(half, in, in, [&](int q, float v, float) {
+                return f(bn_apply(v, m[q % PER], k[q % PER], b[q % PER], affine));
+            });
         }
-        *(uint4 *)(py + r * ys * es) = out.v;
-    }
+    });
 }
 } // namespace
 
