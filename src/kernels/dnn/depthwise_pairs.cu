@@ -6,13 +6,16 @@
 //
 // One thread holds a channel pair's whole filter in registers as f32 (converted once;
 // depthwise_tiled.cu's threads of 8 channels reload and convert their taps for every
-// row, and ncu put that kernel at 5 instructions per multiply-add) and computes a tile
-// of OHT x OWT outputs of the pair, streaming the tile's input rows: each row is loaded
-// and converted once and feeds every output row whose window covers it, and the next
-// row's loads go out before this row's sums. A block is bx channel pairs (a warp reads
-// 128 contiguous bytes) by by tiles along a row of tiles; the grid's y numbers the
-// rows of tiles (image and tile row), its z the channel groups. One kernel per window
-// size, so that the 3x3 one is not held to the 5x5 one's registers.
+// row, and ncu put that kernel at 5 instructions per multiply-add); the 5x5 kernel's
+// block keeps its pairs' f32 filters in shared memory instead, a window row's taps read
+// into registers where they are used (80 registers a thread, not 122: 3 blocks an SM,
+// its layers 10-30% faster). A thread computes a tile of OHT x OWT outputs of its pair,
+// streaming the tile's input rows: each row is loaded and converted once and feeds
+// every output row whose window covers it, and the next row's loads go out before this
+// row's sums (two rows ahead measured the same). A block is bx channel pairs (a warp
+// reads 128 contiguous bytes) by by tiles along a row of tiles; the grid's y numbers
+// the rows of tiles (image and tile row), its z the channel groups. One kernel per
+// window size, so that the 3x3 one is not held to the 5x5 one's needs.
 //
 // Sums are f32 in gaio_dw_sum's order (rows, then columns). Columns outside x are read
 // as zeros, as ONNX's zero padding defines them, rather than skipped as gaio_dw_sum
@@ -72,27 +75,40 @@ __device__ __forceinline__ void load_row(const char *base, int xs2b, int xs3b, i
 }
 
 // R: the window's side, SD: the stride (rows and columns), OHT x OWT: a thread's
-// outputs. Offsets are 32-bit: conv.c launches these kernels only when p.narrow.
-template <int R, int SD, int OHT, int OWT>
+// outputs, SMEM: the filter in wsm (R * R taps by blockDim.x pairs), not registers.
+// Offsets are 32-bit: conv.c launches these kernels only when p.narrow.
+template <int R, int SD, int OHT, int OWT, bool SMEM>
 __device__ __forceinline__ void run(const gaio_ktensor &x, const gaio_ktensor &w, const gaio_ktensor &b,
-                                    const gaio_ktensor &res, const gaio_ktensor &y, const gaio_kdw &p) {
+                                    const gaio_ktensor &res, const gaio_ktensor &y, const gaio_kdw &p, float2 *wsm) {
     constexpr int NR = (OHT - 1) * SD + R, NC = (OWT - 1) * SD + R; // a tile's input rows and columns
     const int C = (int)y.shape[1], P = (int)y.shape[2], Q = (int)y.shape[3];
     const int H = (int)x.shape[2], W = (int)x.shape[3];
     const int c0 = 2 * ((int)blockIdx.z * (int)blockDim.x + (int)threadIdx.x);
     const int tw = (int)blockIdx.x * (int)blockDim.y + (int)threadIdx.y, TW = (Q + OWT - 1) / OWT;
-    if (c0 >= C || tw >= TW) return; // no barrier below
-    float2 wt[R][R], bias = make_float2(0.0f, 0.0f);
+    constexpr int RW = SMEM ? 1 : R; // the filter in registers, or in wsm
+    float2 wt[RW][RW], bias = make_float2(0.0f, 0.0f);
     {
         const __half *wp = reinterpret_cast<const __half *>(w.ptr);
         const int ws0 = (int)w.strides[0], ws2 = (int)w.strides[2], ws3 = (int)w.strides[3];
-#pragma unroll
-        for (int r = 0; r < R; r++)
-#pragma unroll
-            for (int s = 0; s < R; s++) {
-                const int o = c0 * ws0 + r * ws2 + s * ws3;
-                wt[r][s] = make_float2(__half2float(wp[o]), __half2float(wp[o + ws0]));
+        if (SMEM) {
+            // The block's pairs' taps: wsm[tap * blockDim.x + threadIdx.x], zeros past C.
+            for (int t = (int)threadIdx.y; t < R * R; t += (int)blockDim.y) {
+                const int o = c0 * ws0 + (t / R) * ws2 + (t % R) * ws3;
+                wsm[t * (int)blockDim.x + (int)threadIdx.x] =
+                    c0 < C ? make_float2(__half2float(wp[o]), __half2float(wp[o + ws0])) : make_float2(0.0f, 0.0f);
             }
+            __syncthreads();
+        }
+        if (c0 >= C || tw >= TW) return; // after the barrier: no thread waits on this one
+        if (!SMEM) {
+#pragma unroll
+            for (int r = 0; r < RW; r++)
+#pragma unroll
+                for (int s = 0; s < RW; s++) {
+                    const int o = c0 * ws0 + r * ws2 + s * ws3;
+                    wt[r][s] = make_float2(__half2float(wp[o]), __half2float(wp[o + ws0]));
+                }
+        }
         if (p.has_bias) {
             const __half *bp = reinterpret_cast<const __half *>(b.ptr);
             const int bs = (int)b.strides[0];
@@ -133,12 +149,16 @@ __device__ __forceinline__ void run(const gaio_ktensor &x, const gaio_ktensor &w
                 for (int i = 0; i < OHT; i++) {
                     const int r = ir - i * SD;
                     if (r < 0 || r >= R) continue;
+                    float2 wr[R]; // window row r's taps
+#pragma unroll
+                    for (int s = 0; s < R; s++)
+                        wr[s] = SMEM ? wsm[(r * R + s) * (int)blockDim.x + (int)threadIdx.x] : wt[SMEM ? 0 : r][SMEM ? 0 : s];
 #pragma unroll
                     for (int j = 0; j < OWT; j++)
 #pragma unroll
                         for (int s = 0; s < R; s++) {
-                            acc[i][j].x = fmaf(xv[j * SD + s].x, wt[r][s].x, acc[i][j].x);
-                            acc[i][j].y = fmaf(xv[j * SD + s].y, wt[r][s].y, acc[i][j].y);
+                            acc[i][j].x = fmaf(xv[j * SD + s].x, wr[s].x, acc[i][j].x);
+                            acc[i][j].y = fmaf(xv[j * SD + s].y, wr[s].y, acc[i][j].y);
                         }
                 }
             }
@@ -171,15 +191,16 @@ __device__ __forceinline__ void run(const gaio_ktensor &x, const gaio_ktensor &w
     }
 }
 
-template <int R>
+template <int R, bool SMEM>
 __device__ __forceinline__ void dispatch(const gaio_ktensor &x, const gaio_ktensor &w, const gaio_ktensor &b,
-                                         const gaio_ktensor &res, const gaio_ktensor &y, const gaio_kdw &p, int tile) {
+                                         const gaio_ktensor &res, const gaio_ktensor &y, const gaio_kdw &p, int tile,
+                                         float2 *wsm) {
     if (tile == 0) {
-        if (p.sh == 1) run<R, 1, 2, 4>(x, w, b, res, y, p);
-        else run<R, 2, 2, 4>(x, w, b, res, y, p);
+        if (p.sh == 1) run<R, 1, 2, 4, SMEM>(x, w, b, res, y, p, wsm);
+        else run<R, 2, 2, 4, SMEM>(x, w, b, res, y, p, wsm);
     } else {
-        if (p.sh == 1) run<R, 1, 1, 2>(x, w, b, res, y, p);
-        else run<R, 2, 1, 2>(x, w, b, res, y, p);
+        if (p.sh == 1) run<R, 1, 1, 2, SMEM>(x, w, b, res, y, p, wsm);
+        else run<R, 2, 1, 2, SMEM>(x, w, b, res, y, p, wsm);
     }
 }
 
@@ -194,11 +215,12 @@ __device__ __forceinline__ void dispatch(const gaio_ktensor &x, const gaio_ktens
 extern "C" __global__ void __launch_bounds__(256, 3)
     gaio_dnn_conv_depthwise_pairs3(gaio_ktensor x, gaio_ktensor w, gaio_ktensor bias, gaio_ktensor residual,
                                    gaio_ktensor y, gaio_kdw p, int32_t tile) {
-    dispatch<3>(x, w, bias, residual, y, p, tile);
+    dispatch<3, false>(x, w, bias, residual, y, p, tile, nullptr);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2)
+extern "C" __global__ void __launch_bounds__(256, 3)
     gaio_dnn_conv_depthwise_pairs5(gaio_ktensor x, gaio_ktensor w, gaio_ktensor bias, gaio_ktensor residual,
                                    gaio_ktensor y, gaio_kdw p, int32_t tile) {
-    dispatch<5>(x, w, bias, residual, y, p, tile);
+    __shared__ float2 wsm[25 * 32];
+    dispatch<5, true>(x, w, bias, residual, y, p, tile, wsm);
 }
