@@ -197,10 +197,13 @@ static gaio_status residual_epilogue(const char *fn, gaio_stream *stream, const 
     return GAIO_OK;
 }
 
-/* A depthwise convolution (one filter per channel) on a GPU runs as gaio's own kernel
- * (kernels/dnn/depthwise.cu, depthwise_tiled.cu): cuDNN's grouped direct kernel takes
- * several times longer than reading x and writing y needs. GAIO_DNN_DEPTHWISE=cudnn keeps
- * cuDNN, to compare. */
+/* A depthwise convolution (one filter per channel) on a GPU runs as gaio's own kernels
+ * (kernels/dnn/depthwise*.cu): the plans cuDNN's heuristics gave gaio's graphs for them
+ * ran its grouped direct kernel, several times slower than reading x and writing y
+ * needs. (PyTorch's calls reach cuDNN's sm90 depthwise engines, which
+ * bench/depthwise_bench.py puts at 0.75x gaio's kernels' time without their bias and
+ * activation; not yet tried through gaio's graphs.) GAIO_DNN_DEPTHWISE=cudnn keeps cuDNN,
+ * to compare. */
 static bool gaio_depthwise(const conv_checked *c) {
     if (c->a.groups != c->a.c || c->a.c != c->a.k) return false;
     const char *e = getenv("GAIO_DNN_DEPTHWISE");
@@ -264,8 +267,8 @@ static bool pairs_of_2(const gaio_ktensor *t) {
            t->strides[3] % 2 == 0;
 }
 
-/* Whether gaio_dnn_conv_depthwise_pairs takes the layer (its case is in its file's
- * head): f16, C even, channel pairs, a 3x3 or 5x5 window, equal strides of 1 or 2, no
+/* Whether gaio_dnn_conv_depthwise_pairs3 / _pairs5 take the layer (their case is in
+ * their file's head): f16, C even, channel pairs, a 3x3 or 5x5 window, equal strides of 1 or 2, no
  * dilation, 32-bit offsets. GAIO_DNN_DEPTHWISE=tiled leaves these layers to the tiled
  * kernel, to compare; =strips and =pixels force its large or small tiles (as the tiled
  * kernel's), to test both. */
@@ -277,9 +280,9 @@ static bool depthwise_pairs_ok(const conv_checked *c, const gaio_kdw *p) {
     return pairs_of_2(&c->x.k) && pairs_of_2(&c->y.k) && (!c->has_res || pairs_of_2(&c->res.k));
 }
 
-/* One launch of gaio_dnn_conv_depthwise, or of its tiled form, over y (bias, residual
- * and activation fused): the checks are conv_check's. Its grid is capped
- * (GAIO_DNN_MAX_BLOCKS, dnn_internal.h). */
+/* One launch of gaio_dnn_conv_depthwise, or of its pairs or tiled forms, over y (bias,
+ * residual and activation fused): the checks are conv_check's. The generic and tiled
+ * kernels' grids are capped (GAIO_DNN_MAX_BLOCKS, dnn_internal.h). */
 static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const conv_checked *c) {
     enum { BLOCK = 256, MAX_BLOCKS = GAIO_DNN_MAX_BLOCKS };
     const gaio_kdw p = dw_params(c);
