@@ -25,32 +25,19 @@
 #include <stdint.h>
 
 #include "dnn/depthwise_math.h"
+#include "kernels/dnn/act_dispatch.cuh"
 
 namespace {
 
-__device__ __noinline__ float act_call(int32_t op, float v, float alpha, float beta) {
-    return gaio_pw_unary(op, v, alpha, beta);
-}
-
-// The activation over a tile's values: one test of the op a tile, where a test inside
-// the loops would be one per output. The common layers' ops inlined (gaio_pw_unary with
-// a constant op folds to its one case), the others through one call.
+// The activation over a tile's values: one test of the op a tile (act_dispatch.cuh).
 template <int OHT, int OWT>
 __device__ __forceinline__ void activate(const gaio_kpw_act &act, float2 (&v)[OHT][OWT]) {
-    const int32_t op = act.op;
-    const float a = act.alpha, b = act.beta;
-#define GAIO_DW_ACT(OP)                                                                                                \
-    _Pragma("unroll") for (int i = 0; i < OHT; i++) _Pragma("unroll") for (int j = 0; j < OWT; j++) {                 \
-        v[i][j].x = OP(v[i][j].x);                                                                                     \
-        v[i][j].y = OP(v[i][j].y);                                                                                     \
-    }
-    if (op == GAIO_KPW_IDENTITY) return;
-    else if (op == GAIO_KPW_RELU) { GAIO_DW_ACT([&](float t) { return gaio_pw_unary(GAIO_KPW_RELU, t, a, b); }) }
-    else if (op == GAIO_KPW_CLIP) { GAIO_DW_ACT([&](float t) { return gaio_pw_unary(GAIO_KPW_CLIP, t, a, b); }) }
-    else if (op == GAIO_KPW_SILU) { GAIO_DW_ACT([&](float t) { return gaio_pw_unary(GAIO_KPW_SILU, t, a, b); }) }
-    else if (op == GAIO_KPW_HARD_SWISH) { GAIO_DW_ACT([&](float t) { return gaio_pw_unary(GAIO_KPW_HARD_SWISH, t, a, b); }) }
-    else { GAIO_DW_ACT([&](float t) { return act_call(op, t, a, b); }) }
-#undef GAIO_DW_ACT
+    gaio_act::with_act<true>(act, [&](auto f) {
+#pragma unroll
+        for (int i = 0; i < OHT; i++)
+#pragma unroll
+            for (int j = 0; j < OWT; j++) v[i][j].x = f(v[i][j].x), v[i][j].y = f(v[i][j].y);
+    });
 }
 
 // A pointer the compiler cannot rebuild from the kernel's parameters: without it, it

@@ -18,8 +18,10 @@
 #include <stdint.h>
 
 #include "dnn/pointwise_math.h"
+#include "kernels/dnn/act_dispatch.cuh"
 
 namespace {
+using gaio_act::with_act;
 
 __device__ __forceinline__ float load(const gaio_ktensor &t, int64_t off) {
     if (t.dtype == GAIO_KT_F16)
@@ -63,38 +65,8 @@ template <typename F> __device__ __forceinline__ uint4 map16(bool half, uint4 a,
     return ry.v;
 }
 
-// The activation and the binary op as functors whose common cases are compile-time
-// constants: gaio_pw_unary / gaio_pw_binary then fold to their one case, where a run-time
-// op kept a switch (and every other case's code) in each lane of each loop. The vector
-// loops take them through with_act / with_binary, which test the op once.
-template <int OP> struct fixed_act {
-    float alpha, beta;
-    __device__ __forceinline__ float operator()(float v) const { return gaio_pw_unary(OP, v, alpha, beta); }
-};
-struct any_act {
-    int32_t op;
-    float alpha, beta;
-    __device__ __forceinline__ float operator()(float v) const { return gaio_pw_unary(op, v, alpha, beta); }
-};
-// ALL: the activations that follow convolutions in the model zoo (the unary kernel's
-// in-place passes); else the identity and ReLU alone (after an add, a multiply or a
-// batch norm), so that the binary kernels' op x act variants stay few.
-template <bool ALL, typename K> __device__ __forceinline__ void with_act(const gaio_kpw_act &act, K &&k) {
-    const float a = act.alpha, b = act.beta;
-    if (act.op == GAIO_KPW_IDENTITY) return k(fixed_act<GAIO_KPW_IDENTITY>{a, b});
-    if (act.op == GAIO_KPW_RELU) return k(fixed_act<GAIO_KPW_RELU>{a, b});
-    if (ALL) {
-        switch (act.op) {
-        case GAIO_KPW_CLIP: return k(fixed_act<GAIO_KPW_CLIP>{a, b});
-        case GAIO_KPW_SIGMOID: return k(fixed_act<GAIO_KPW_SIGMOID>{a, b});
-        case GAIO_KPW_SILU: return k(fixed_act<GAIO_KPW_SILU>{a, b});
-        case GAIO_KPW_HARD_SIGMOID: return k(fixed_act<GAIO_KPW_HARD_SIGMOID>{a, b});
-        case GAIO_KPW_HARD_SWISH: return k(fixed_act<GAIO_KPW_HARD_SWISH>{a, b});
-        default: break;
-        }
-    }
-    k(any_act{act.op, a, b});
-}
+// The binary op as a functor, its common cases compile-time constants (see
+// act_dispatch.cuh's with_act).
 template <int OP> struct fixed_binary {
     __device__ __forceinline__ float operator()(float a, float b) const { return gaio_pw_binary(OP, a, b); }
 };
