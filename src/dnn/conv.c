@@ -12,6 +12,7 @@
 #include "core/object.h"
 #include "core/op.h"
 #include "dnn/cpu/onednn.h"
+#include "dnn/conv_fc_math.h"
 #include "dnn/depthwise_math.h"
 #include "dnn/dnn_internal.h"
 #include "gaio/buffer.h"
@@ -345,6 +346,47 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
     return st;
 }
 
+/* A 1x1 convolution of 1x1 maps (x [N, C, 1, 1] into [N, K, 1, 1]: the squeeze-and-
+ * excitation blocks' two) on a GPU runs as gaio's own kernel (kernels/dnn/conv_fc.cu)
+ * with its activation fused, where cuDNN's plan and gaio's activation pass after it
+ * (SiLU, Sigmoid, HardSigmoid: cuDNN fuses those only in runtime-compiled engines) were
+ * two launches of a few microseconds each. Up to 2^22 multiply-adds: a warp an output
+ * is no GEMM. GAIO_DNN_CONV_FC=0 keeps cuDNN, to compare. */
+static bool conv_fc_ok(const conv_checked *c) {
+    const char *e = getenv("GAIO_DNN_CONV_FC");
+    if (e && strcmp(e, "0") == 0) return false;
+    const gaio__conv_args *a = &c->a;
+    if (a->groups != 1 || a->r != 1 || a->s != 1 || a->h != 1 || a->w != 1 || a->p != 1 || a->q != 1) return false;
+    if (c->x.k.dtype != GAIO_KT_F16 && c->x.k.dtype != GAIO_KT_F32) return false;
+    return a->n * a->k * a->c <= ((int64_t)1 << 22);
+}
+
+static gaio_status conv_fc_launch(const char *fn, gaio_stream *stream, const conv_checked *c) {
+    enum { BLOCK = 256 };
+    gaio_kfc p;
+    memset(&p, 0, sizeof p);
+    p.has_bias = c->has_bias, p.has_res = c->has_res;
+    p.act.op = GAIO_KPW_IDENTITY;
+    if (c->a.has_act) p.act.op = (int32_t)c->a.act.op, p.act.alpha = c->a.act.alpha, p.act.beta = c->a.act.beta;
+    gaio_ktensor none;
+    memset(&none, 0, sizeof none);
+    gaio_arg args[6] = {GAIO_ARG(c->x.k), GAIO_ARG(c->w.k), GAIO_ARG(none), GAIO_ARG(none), GAIO_ARG(c->y.k), GAIO_ARG(p)};
+    gaio_buffer *held[5] = {c->x.t.buffer, c->w.t.buffer, c->y.t.buffer};
+    size_t nheld = 3;
+    if (c->has_bias) args[2] = GAIO_ARG(c->bias.k), held[nheld++] = c->bias.t.buffer;
+    if (c->has_res) args[3] = GAIO_ARG(c->res.k), held[nheld++] = c->res.t.buffer;
+    const int64_t outputs = c->a.n * c->a.k, per_block = BLOCK / GAIO_FC_LANES;
+    const int64_t blocks = (outputs + per_block - 1) / per_block;
+    gaio_dim3 grid = {(uint32_t)(blocks < GAIO_DNN_MAX_BLOCKS ? blocks : GAIO_DNN_MAX_BLOCKS), 1, 1};
+    gaio_dim3 block = {BLOCK, 1, 1};
+    gaio_kernel *k;
+    gaio_status st = gaio__kernel_builtin("gaio_dnn_conv_fc", &k);
+    if (st != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
+    st = gaio__launch_held(fn, stream, k, grid, block, 0, args, 6, held, nheld);
+    gaio__kernel_unref(k);
+    return st;
+}
+
 static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                         const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                         const gaio_conv2d_params *params, gaio_conv2d_info *info, bool submit, int tune,
@@ -355,6 +397,15 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
     bool cuda = stream->ctx->be->kind == GAIO_DEVICE_CUDA;
     gaio__conv_plan *plan = NULL;
     gaio__conv_fusion f = {.bias = true, .act = true};
+    if (cuda && conv_fc_ok(&c)) {
+        if (submit) return conv_fc_launch(fn, stream, &c);
+        if (info) {
+            memset(info, 0, sizeof *info);
+            info->fused = 1;
+            snprintf(info->engine, sizeof info->engine, "gaio fc");
+        }
+        return GAIO_OK;
+    }
     if (cuda && gaio_depthwise(&c)) {
         if (submit) return depthwise_launch(fn, stream, &c);
         if (info) {

@@ -352,6 +352,13 @@ static bool run_case(env *e, const ccase *c, gaio_dtype dt, const run_opts *o) {
             else CHECK(strcmp(info.engine, "gaio depthwise") == 0); /* the tiled kernel's channels are 8s */
         }
     }
+    /* The fc kernel must take its cases (unless GAIO_DNN_CONV_FC=0 sends them to cuDNN). */
+    const char *fc_force = getenv("GAIO_DNN_CONV_FC");
+    if (e->cuda && strncmp(c->name, "fc 1x1 maps", 11) == 0 && !(fc_force && !strcmp(fc_force, "0"))) {
+        gaio_conv2d_info info;
+        OK(gaio_conv2d_prepare(e->s, &X.t, &W.t, tb, tr, &Y.t, &p, &info));
+        CHECK(strcmp(info.engine, "gaio fc") == 0);
+    }
     if (o && o->prepare) {
         gaio_conv2d_info info;
         memset(&info, 0x5a, sizeof info);
@@ -506,6 +513,13 @@ static const ccase k_cases[] = {
     {"depthwise pairs 5x5 C=66 in place", 2, 66, 9, 13, 66, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, 66, NHWC, NHWC, NHWC, 0, 0, true, false, true, NO_ACT, 0, 0, 1, 0},
     {"depthwise pairs 3x3 C=2 gelu", 2, 2, 5, 6, 2, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
     {"depthwise pairs 3x3 65600 rows", 4100, 2, 32, 4, 2, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    /* gaio_dnn_conv_fc's cases on a GPU (a 1x1 window on 1x1 maps): several warps'
+     * worth of channels and fewer than one, one channel, both layouts, residual (in
+     * place too), activations cuDNN fuses only at run time. */
+    {"fc 1x1 maps silu", 4, 70, 1, 1, 20, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_SILU, 0, 0, 1, 0},
+    {"fc 1x1 maps sigmoid in place", 3, 40, 1, 1, 40, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NCHW, NCHW, NCHW, 0, 0, true, false, true, GAIO_UNARY_SIGMOID, 0, 0, 1, 0},
+    {"fc 1x1 maps C=1 hardsigmoid", 2, 1, 1, 1, 33, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_HARD_SIGMOID, 0.2f, 0.5f, 1, 0},
+    {"fc 1x1 maps C=300 gelu", 2, 300, 1, 1, 7, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NCHW, NHWC, 0, 0, false, true, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
     /* gaio_dnn_conv_depthwise_tiled's: a partial channel group (264 = 256 + 8), rows not a
      * multiple of its strips, 7x7 and 5x3 windows, column stride 2 with row stride 1 and
      * row dilation, residual in place, an activation it calls. */

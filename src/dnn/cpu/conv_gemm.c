@@ -44,6 +44,7 @@
 #include "dnn/cpu/conv_gemm.h"
 #include "dnn/cpu/openblas.h"
 #include "dnn/cpu/tables.h"
+#include "dnn/conv_fc_math.h"
 #include "dnn/depthwise_math.h"
 #include "dnn/pointwise_math.h"
 
@@ -737,6 +738,43 @@ static gaio_status depthwise(const gaio__conv_args *a) {
     return gaio__fail(GAIO_ERR_NOT_FOUND, FN, "the host kernel gaio_dnn_conv_depthwise is not in its table");
 }
 
+/* ---- a 1x1 window on 1x1 maps: gaio_dnn_conv_fc's host kernel, the GPU's sums ---- */
+
+static bool fc_shape(const gaio__conv_args *a) {
+    return a->groups == 1 && a->r == 1 && a->s == 1 && a->h == 1 && a->w == 1 && a->p == 1 && a->q == 1;
+}
+
+static gaio_status fc(const gaio__conv_args *a) {
+    gaio_ktensor x = kt4(a->x, a->dtype, a->n, a->c, 1, 1, a->xs);
+    gaio_ktensor w = kt4(a->wt, a->dtype, a->k, a->c, 1, 1, a->ws);
+    gaio_ktensor y = kt4(a->y, a->dtype, a->n, a->k, 1, 1, a->ys);
+    gaio_ktensor b, r;
+    memset(&b, 0, sizeof b);
+    memset(&r, 0, sizeof r);
+    gaio_kfc p;
+    memset(&p, 0, sizeof p);
+    p.act.op = GAIO_KPW_IDENTITY;
+    if (a->has_act) p.act.op = (int32_t)a->act.op, p.act.alpha = a->act.alpha, p.act.beta = a->act.beta;
+    if (a->bias) {
+        b.ptr = (uint64_t)(uintptr_t)a->bias;
+        b.ndim = 1;
+        b.dtype = (int32_t)a->dtype;
+        b.shape[0] = a->k;
+        b.strides[0] = 1;
+        p.has_bias = 1;
+    }
+    if (a->residual) {
+        r = kt4(a->residual, a->dtype, a->n, a->k, 1, 1, a->rs);
+        p.has_res = 1;
+    }
+    void *args[6] = {&x, &w, &b, &r, &y, &p};
+    gaio_launch_info info;
+    memset(&info, 0, sizeof info);
+    for (const gaio_builtin_kernel *k = gaio__dnn_conv_fc_kernels; k->name; k++)
+        if (strcmp(k->name, "gaio_dnn_conv_fc") == 0) return k->fn(&info, args);
+    return gaio__fail(GAIO_ERR_NOT_FOUND, FN, "the host kernel gaio_dnn_conv_fc is not in its table");
+}
+
 /* ---- the call ---- */
 
 gaio_status gaio__conv_gemm(const gaio__conv_args *a) {
@@ -749,6 +787,7 @@ gaio_status gaio__conv_gemm(const gaio__conv_args *a) {
     plan_make(a, &j.pl);
     const plan *pl = &j.pl;
     if (pl->depthwise) return depthwise(a);
+    if (fc_shape(a)) return fc(a);
 
     /* Scratch of a range call: A, D (each rounded to whole cache lines), the pixels'
      * offsets in y and the residual, and the runs (at most one per pixel, and one more). */
