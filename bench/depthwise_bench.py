@@ -4,8 +4,8 @@ PyTorch) and the bytes floor, one table.
 
   PYTHONPATH=python GAIO_LIBRARY=build/src/libgaio.so.0 python3 bench/depthwise_bench.py [--batch 32]
 
-The layers: the depthwise shapes of MobileNetV2, MobileNetV3-Large and EfficientNet-B0
-(channels, input side, window, stride; padding window // 2), each a one-node model
+The layers: the depthwise shapes of MobileNetV2, MobileNetV3-Large, EfficientNet-B0 and
+ConvNeXt-T (channels, input side, window, stride; padding window // 2), each a one-node model
 (Conv with groups = channels, bias, then ReLU6) exported with torch.onnx and built by gaio
 at f16 (NHWC). Each is timed three ways in this process, kernel time only (torch.profiler,
 the mean over `--iters` calls, so that staging casts and launch gaps do not count):
@@ -27,7 +27,7 @@ import tempfile
 LAYERS = [(32, 112, 3, 1), (96, 112, 3, 2), (144, 56, 3, 1), (144, 56, 3, 2), (192, 28, 3, 1), (192, 28, 3, 2),
           (384, 14, 3, 1), (576, 14, 3, 1), (576, 14, 3, 2), (960, 7, 3, 1), (144, 56, 5, 2), (240, 28, 5, 1),
           (480, 14, 5, 1), (672, 14, 5, 1), (672, 14, 5, 2), (1152, 7, 5, 1), (16, 112, 3, 1), (64, 112, 3, 2),
-          (72, 56, 5, 2), (120, 28, 5, 1)]
+          (72, 56, 5, 2), (120, 28, 5, 1), (96, 56, 7, 1), (192, 28, 7, 1), (384, 14, 7, 1), (768, 7, 7, 1)]
 CUDNN_KERNELS = ["conv", "Conv", "xmma", "sm90", "sm80", "implicit", "depthwise", "dw"]
 
 

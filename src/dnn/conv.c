@@ -268,8 +268,8 @@ static bool pairs_of_2(const gaio_ktensor *t) {
            t->strides[3] % 2 == 0;
 }
 
-/* Whether gaio_dnn_conv_depthwise_pairs3 / _pairs5 take the layer (their case is in
- * their file's head): f16, C even, channel pairs, a 3x3 or 5x5 window, equal strides of 1 or 2, no
+/* Whether gaio_dnn_conv_depthwise_pairs3 / 5 / 7 take the layer (their case is in
+ * their file's head): f16, C even, channel pairs, a 3x3, 5x5 or 7x7 window, equal strides of 1 or 2, no
  * dilation, 32-bit offsets. GAIO_DNN_DEPTHWISE=tiled leaves these layers to the tiled
  * kernel, to compare; =strips and =pixels force its large or small tiles (as the tiled
  * kernel's), to test both. */
@@ -277,7 +277,7 @@ static bool depthwise_pairs_ok(const conv_checked *c, const gaio_kdw *p) {
     const char *e = getenv("GAIO_DNN_DEPTHWISE");
     if (e && (strcmp(e, "generic") == 0 || strcmp(e, "tiled") == 0)) return false;
     if (c->x.k.dtype != GAIO_KT_F16 || c->a.k % 2 || !p->narrow || p->dh != 1 || p->dw != 1) return false;
-    if (c->a.r != c->a.s || (c->a.s != 3 && c->a.s != 5) || p->sh != p->sw || p->sh > 2) return false;
+    if (c->a.r != c->a.s || (c->a.s != 3 && c->a.s != 5 && c->a.s != 7) || p->sh != p->sw || p->sh > 2) return false;
     return pairs_of_2(&c->x.k) && pairs_of_2(&c->y.k) && (!c->has_res || pairs_of_2(&c->res.k));
 }
 
@@ -328,7 +328,10 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
         grid.x = (uint32_t)per_row, grid.y = (uint32_t)(bands < 65535 ? bands : 65535), grid.z = (uint32_t)groups;
         block.x = (uint32_t)bx, block.y = (uint32_t)by;
         args[6] = GAIO_ARG(tile);
-        name = c->a.s == 3 ? "gaio_dnn_conv_depthwise_pairs3" : "gaio_dnn_conv_depthwise_pairs5", nargs = 7;
+        name = c->a.s == 3   ? "gaio_dnn_conv_depthwise_pairs3"
+               : c->a.s == 5 ? "gaio_dnn_conv_depthwise_pairs5"
+                             : "gaio_dnn_conv_depthwise_pairs7";
+        nargs = 7;
     } else if (tiled) {
         const int64_t strips = c->a.n * c->a.p * ((c->a.q + owt - 1) / owt), per_block = BLOCK / cv;
         const int64_t groups = (c->a.k + 8 * cv - 1) / (8 * cv), need = (strips + per_block - 1) / per_block;

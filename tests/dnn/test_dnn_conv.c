@@ -523,7 +523,7 @@ static const ccase k_cases[] = {
     /* gaio_dnn_conv_depthwise_tiled's: a partial channel group (264 = 256 + 8), rows not a
      * multiple of its strips, 7x7 and 5x3 windows, column stride 2 with row stride 1 and
      * row dilation, residual in place, an activation it calls. */
-    {"depthwise tiled 7x7 in place", 1, 16, 10, 9, 16, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 16, NHWC, NHWC, NHWC, 0, 0, false, false, true, NO_ACT, 0, 0, 1, 0},
+    {"depthwise pairs 7x7 in place", 1, 16, 10, 9, 16, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 16, NHWC, NHWC, NHWC, 0, 0, false, false, true, NO_ACT, 0, 0, 1, 0},
     {"depthwise tiled 5x3 C=264 gelu", 1, 264, 7, 10, 264, 5, 3, {1, 2}, {2, 1, 2, 1}, {2, 1}, 264, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
     {"depthwise C=1", 3, 1, 7, 5, 1, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
     {"dilation 2", 1, 8, 9, 9, 8, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},

@@ -53,7 +53,7 @@ static const size_t dw_sizes[8] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor), s
                                    sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_kdw),
                                    sizeof(int32_t),      sizeof(int32_t)};
 
-/* gaio_dnn_conv_depthwise_tiled and _pairs3/5 (kernels/dnn/depthwise_tiled.cu, _pairs.cu)
+/* gaio_dnn_conv_depthwise_tiled and _pairs3/5/7 (kernels/dnn/depthwise_tiled.cu, _pairs.cu)
  * compute the same sums in the same order (the pairs kernels read columns outside x as
  * zeros, where this one skips them); their last arguments only shape the CUDA threads'
  * work. */
@@ -62,5 +62,6 @@ const gaio_builtin_kernel gaio__dnn_depthwise_kernels[] = {
     {"gaio_dnn_conv_depthwise_tiled", dnn_conv_depthwise, 8, dw_sizes},
     {"gaio_dnn_conv_depthwise_pairs3", dnn_conv_depthwise, 7, dw_sizes},
     {"gaio_dnn_conv_depthwise_pairs5", dnn_conv_depthwise, 7, dw_sizes},
+    {"gaio_dnn_conv_depthwise_pairs7", dnn_conv_depthwise, 7, dw_sizes},
     {NULL, NULL, 0, NULL},
 };

@@ -28,20 +28,29 @@ struct any_act {
     __device__ __forceinline__ float operator()(float v) const { return any_act_call(op, v, alpha, beta); }
 };
 
-// ALL: the activations of the model zoo's convolutions and MLPs (ReLU, Clip, Sigmoid,
-// SiLU, HardSigmoid, HardSwish, GELU, Tanh); else the identity and ReLU alone (after an add, a
-// multiply or a batch norm), so that kernels with several such loops stay small.
-template <bool ALL, typename K> __device__ __forceinline__ void with_act(const gaio_kpw_act &act, K &&k) {
+// Which ops get a constant-op loop: FEW the identity and ReLU (after an add, a
+// multiply or a batch norm: kernels with several such loops stay small); CONV also the
+// activations of the model zoo's convolutions (Clip, Sigmoid, SiLU, HardSigmoid,
+// HardSwish); ALL also GELU, GELU-tanh and Tanh (the element-wise pass). The others go
+// through one call.
+enum act_set { FEW, CONV, ALL };
+
+template <act_set SET, typename K> __device__ __forceinline__ void with_act(const gaio_kpw_act &act, K &&k) {
     const float a = act.alpha, b = act.beta;
     if (act.op == GAIO_KPW_IDENTITY) return k(fixed_act<GAIO_KPW_IDENTITY>{a, b});
     if (act.op == GAIO_KPW_RELU) return k(fixed_act<GAIO_KPW_RELU>{a, b});
-    if (ALL) {
+    if (SET != FEW) {
         switch (act.op) {
         case GAIO_KPW_CLIP: return k(fixed_act<GAIO_KPW_CLIP>{a, b});
         case GAIO_KPW_SIGMOID: return k(fixed_act<GAIO_KPW_SIGMOID>{a, b});
         case GAIO_KPW_SILU: return k(fixed_act<GAIO_KPW_SILU>{a, b});
         case GAIO_KPW_HARD_SIGMOID: return k(fixed_act<GAIO_KPW_HARD_SIGMOID>{a, b});
         case GAIO_KPW_HARD_SWISH: return k(fixed_act<GAIO_KPW_HARD_SWISH>{a, b});
+        default: break;
+        }
+    }
+    if (SET == ALL) {
+        switch (act.op) {
         case GAIO_KPW_GELU: return k(fixed_act<GAIO_KPW_GELU>{a, b});
         case GAIO_KPW_GELU_TANH: return k(fixed_act<GAIO_KPW_GELU_TANH>{a, b});
         case GAIO_KPW_TANH: return k(fixed_act<GAIO_KPW_TANH>{a, b});

@@ -1,21 +1,21 @@
 // CUDA kernels of gaio's depthwise convolution for the layers of MobileNet, EfficientNet
 // and MNASNet: f16, x, y (and the residual) channels-innermost in 4-byte channel pairs,
-// square 3x3 (gaio_dnn_conv_depthwise_pairs3) or 5x5 (_pairs5) windows, equal row and
-// column strides of 1 or 2, no dilation. src/dnn/conv.c chooses them
+// square 3x3 (gaio_dnn_conv_depthwise_pairs3), 5x5 (_pairs5) or 7x7 (_pairs7, ConvNeXt's)
+// windows, equal row and column strides of 1 or 2, no dilation. src/dnn/conv.c chooses them
 // (depthwise_pairs_ok); depthwise_tiled.cu and depthwise.cu take the other layers.
 //
 // One thread holds a channel pair's whole filter in registers as f32 (converted once;
 // depthwise_tiled.cu's threads of 8 channels reload and convert their taps for every
-// row, and ncu put that kernel at 5 instructions per multiply-add); the 5x5 kernel's
-// block keeps its pairs' f32 filters in shared memory instead, a window row's taps read
-// into registers where they are used (80 registers a thread, not 122: 3 blocks an SM,
-// its layers 10-30% faster). A thread computes a tile of OHT x OWT outputs of its pair,
-// streaming the tile's input rows: each row is loaded and converted once and feeds
-// every output row whose window covers it, and the next row's loads go out before this
-// row's sums (two rows ahead measured the same). A block is bx channel pairs (a warp
-// reads 128 contiguous bytes) by by tiles along a row of tiles; the grid's y numbers
-// the rows of tiles (image and tile row), its z the channel groups. One kernel per
-// window size, so that the 3x3 one is not held to the 5x5 one's needs.
+// row, and ncu put that kernel at 5 instructions per multiply-add); the 5x5 and 7x7
+// kernels' blocks keep their pairs' f32 filters in shared memory instead, a window row's
+// taps read into registers where they are used (the 5x5 one at 80 registers, not 122:
+// 3 blocks an SM, its layers 10-30% faster). A thread computes a tile of OHT x OWT
+// outputs of its pair, streaming the tile's input rows: each row is loaded and
+// converted once and feeds every output row whose window covers it, and the next row's
+// loads go out before this row's sums (two rows ahead measured the same). A block is
+// bx channel pairs (a warp reads 128 contiguous bytes) by by tiles along a row of
+// tiles; the grid's y numbers the rows of tiles (image and tile row), its z the channel
+// groups. One kernel per window size, so that each gets its own register budget.
 //
 // Sums are f32 in gaio_dw_sum's order (rows, then columns). Columns outside x are read
 // as zeros, as ONNX's zero padding defines them, rather than skipped as gaio_dw_sum
@@ -32,7 +32,7 @@ namespace {
 // The activation over a tile's values: one test of the op a tile (act_dispatch.cuh).
 template <int OHT, int OWT>
 __device__ __forceinline__ void activate(const gaio_kpw_act &act, float2 (&v)[OHT][OWT]) {
-    gaio_act::with_act<true>(act, [&](auto f) {
+    gaio_act::with_act<gaio_act::CONV>(act, [&](auto f) {
 #pragma unroll
         for (int i = 0; i < OHT; i++)
 #pragma unroll
@@ -193,7 +193,7 @@ __device__ __forceinline__ void dispatch(const gaio_ktensor &x, const gaio_ktens
 
 } // namespace
 
-// w's window 3x3 (pairs3) or 5x5 (pairs5), p.sh == p.sw in {1, 2}, p.dh == p.dw == 1,
+// w's window 3x3 (pairs3), 5x5 (pairs5) or 7x7 (pairs7), p.sh == p.sw in {1, 2}, p.dh == p.dw == 1,
 // p.narrow; blockIdx.z * blockDim.x + threadIdx.x numbers the channel pairs,
 // blockIdx.x * blockDim.y + threadIdx.y the tiles along a row, blockIdx.y (and its
 // multiples of gridDim.y) the rows of tiles of all images; tile 0 is 2 x 4 outputs a
@@ -210,4 +210,12 @@ extern "C" __global__ void __launch_bounds__(256, 3)
                                    gaio_ktensor y, gaio_kdw p, int32_t tile) {
     __shared__ float2 wsm[25 * 32];
     dispatch<5, true>(x, w, bias, residual, y, p, tile, wsm);
+}
+
+// 7x7 (ConvNeXt's): at 80 registers its tile's 10 columns spilled.
+extern "C" __global__ void __launch_bounds__(256, 2)
+    gaio_dnn_conv_depthwise_pairs7(gaio_ktensor x, gaio_ktensor w, gaio_ktensor bias, gaio_ktensor residual,
+                                   gaio_ktensor y, gaio_kdw p, int32_t tile) {
+    __shared__ float2 wsm[49 * 32];
+    dispatch<7, true>(x, w, bias, residual, y, p, tile, wsm);
 }

@@ -140,7 +140,7 @@ __device__ __forceinline__ int64_t unary_vectors(const gaio_ktensor &x, const ga
     const int64_t nv = n / (half ? 8 : 4);
     const uint4 *px = (const uint4 *)(uintptr_t)x.ptr;
     uint4 *py = (uint4 *)(uintptr_t)y.ptr;
-    with_act<true>(act, [&](auto f) {
+    with_act<gaio_act::ALL>(act, [&](auto f) {
         for (int64_t i = first(); i < nv; i += step())
             py[i] = map16(half, px[i], px[i], [&](int, float v, float) { return f(v); });
     });
@@ -213,7 +213,7 @@ extern "C" __global__ void gaio_dnn_binary_packed(uint64_t a, uint64_t b, uint64
         uint4 *py = (uint4 *)y;
         const bool half = dtype == GAIO_KT_F16;
         with_binary(op, [&](auto g) {
-            with_act<false>(act, [&](auto f) {
+            with_act<gaio_act::FEW>(act, [&](auto f) {
                 for (int64_t i = first(); i < nv; i += step())
                     py[i] = map16(half, pa[i], pb[i], [&](int, float va, float vb) { return f(g(va, vb)); });
             });
@@ -255,7 +255,7 @@ __device__ __forceinline__ void rows_bcast(uint64_t full, uint64_t row, uint64_t
     const uint4 *pf = (const uint4 *)(uintptr_t)full, *pr = (const uint4 *)(uintptr_t)row;
     uint4 *py = (uint4 *)(uintptr_t)y;
     with_binary(op, [&](auto g) {
-        with_act<false>(act, [&](auto f) {
+        with_act<gaio_act::FEW>(act, [&](auto f) {
             for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step32) {
                 const I k = i / pcv, j = i - (i / cv) * cv;
                 const uint4 vf = pf[i], vr = pr[(int64_t)k * cv + j];
@@ -320,7 +320,7 @@ __device__ __forceinline__ void bn_rows(const gaio_ktensor &x, const gaio_ktenso
     const int64_t es = half ? 2 : 4;
     const char *px = (const char *)(uintptr_t)x.ptr + c0 * es;
     char *py = (char *)(uintptr_t)y.ptr + c0 * es;
-    with_act<false>(act, [&](auto f) {
+    with_act<gaio_act::FEW>(act, [&](auto f) {
         for (int64_t r = t / groups; r < rows; r += sets) {
             if (PER == 1) {
                 const float v =
