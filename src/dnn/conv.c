@@ -371,6 +371,7 @@ static gaio_status conv_fc_launch(const char *fn, gaio_stream *stream, const con
     p.has_bias = c->has_bias, p.has_res = c->has_res;
     p.act.op = GAIO_KPW_IDENTITY;
     if (c->a.has_act) p.act.op = (int32_t)c->a.act.op, p.act.alpha = c->a.act.alpha, p.act.beta = c->a.act.beta;
+    gaio_fc_pick(&c->x.k, &c->w.k, &p);
     gaio_ktensor none;
     memset(&none, 0, sizeof none);
     gaio_arg args[6] = {GAIO_ARG(c->x.k), GAIO_ARG(c->w.k), GAIO_ARG(none), GAIO_ARG(none), GAIO_ARG(c->y.k), GAIO_ARG(p)};
@@ -378,8 +379,10 @@ static gaio_status conv_fc_launch(const char *fn, gaio_stream *stream, const con
     size_t nheld = 3;
     if (c->has_bias) args[2] = GAIO_ARG(c->bias.k), held[nheld++] = c->bias.t.buffer;
     if (c->has_res) args[3] = GAIO_ARG(c->res.k), held[nheld++] = c->res.t.buffer;
-    const int64_t outputs = c->a.n * c->a.k, per_block = BLOCK / GAIO_FC_LANES;
-    const int64_t blocks = (outputs + per_block - 1) / per_block;
+    /* Threads (THREAD) or warps (the warp modes) the work asks for. */
+    const int64_t per_block = p.mode == GAIO_FC_THREAD ? BLOCK : BLOCK / GAIO_FC_LANES;
+    const int64_t items = p.mode == GAIO_FC_WARP8 ? c->a.k * ((c->a.n + GAIO_FC_NB - 1) / GAIO_FC_NB) : c->a.n * c->a.k;
+    const int64_t blocks = (items + per_block - 1) / per_block;
     gaio_dim3 grid = {(uint32_t)(blocks < GAIO_DNN_MAX_BLOCKS ? blocks : GAIO_DNN_MAX_BLOCKS), 1, 1};
     gaio_dim3 block = {BLOCK, 1, 1};
     gaio_kernel *k;

@@ -520,6 +520,11 @@ static const ccase k_cases[] = {
     {"fc 1x1 maps sigmoid in place", 3, 40, 1, 1, 40, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NCHW, NCHW, NCHW, 0, 0, true, false, true, GAIO_UNARY_SIGMOID, 0, 0, 1, 0},
     {"fc 1x1 maps C=1 hardsigmoid", 2, 1, 1, 1, 33, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_HARD_SIGMOID, 0.2f, 0.5f, 1, 0},
     {"fc 1x1 maps C=300 gelu", 2, 300, 1, 1, 7, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NCHW, NHWC, 0, 0, false, true, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
+    /* The warp-of-8s order (f16 rows of 8s longer than a thread's sum): 1152 terms, a
+     * last run of 8s that only half the lanes take, samples not a multiple of 4. */
+    {"fc 1x1 maps se squeeze", 9, 1152, 1, 1, 48, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_SILU, 0, 0, 1, 0},
+    {"fc 1x1 maps C=136 relu", 5, 136, 1, 1, 3, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NCHW, NHWC, NCHW, 0, 0, false, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"fc 1x1 maps se expand", 9, 48, 1, 1, 1152, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_SIGMOID, 0, 0, 1, 0},
     /* gaio_dnn_conv_depthwise_tiled's: a partial channel group (264 = 256 + 8), rows not a
      * multiple of its strips, 7x7 and 5x3 windows, column stride 2 with row stride 1 and
      * row dilation, residual in place, an activation it calls. */

@@ -767,6 +767,7 @@ static gaio_status fc(const gaio__conv_args *a) {
         r = kt4(a->residual, a->dtype, a->n, a->k, 1, 1, a->rs);
         p.has_res = 1;
     }
+    gaio_fc_pick(&x, &w, &p);
     void *args[6] = {&x, &w, &b, &r, &y, &p};
     gaio_launch_info info;
     memset(&info, 0, sizeof info);
