@@ -509,6 +509,33 @@ static bool elementwise(model_op op) {
     }
 }
 
+enum { TO_NHWC, TO_NCHW };
+
+/* sp is a Transpose of a 4-D float value by (0, 2, 3, 1) (TO_NHWC: [N, C, H, W] into
+ * [N, H, W, C]) or by (0, 3, 1, 2) (TO_NCHW). */
+static bool transpose_perm(const gaio_engine *e, const xstep *sp, int which) {
+    static const int64_t perms[2][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}};
+    const mnode *n = sp->n;
+    if (n->op != OP_TRANSPOSE || n->a.nperm != 4 || sp->out != n->out[0]) return false;
+    const xvalue *x = &e->v[n->in[0]];
+    if (x->ndim != 4 || (x->dtype != GAIO_DTYPE_F16 && x->dtype != GAIO_DTYPE_F32)) return false;
+    for (int d = 0; d < 4; d++)
+        if (n->a.perm[d] != perms[which][d]) return false;
+    return true;
+}
+
+/* A Transpose that only renames the dimensions of its input's bytes: an NHWC
+ * [N, C, H, W] read as a row-major [N, H, W, C] (TO_NHWC), or a row-major [N, H, W, C]
+ * read as an NHWC [N, C, H, W] (TO_NCHW, where the output is wanted NHWC). Its output
+ * is then a view of its input, as a Reshape's is; the step does nothing (exec.c). ConvNeXt
+ * has two per block, Swin two per stage. */
+static bool transpose_view(const gaio_engine *e, const xstep *sp, const bool *want) {
+    const xvalue *in = &e->v[sp->n->in[0]];
+    if (in->cpitch > 0) return false; /* padded channels: not the bytes of a packed tensor */
+    if (transpose_perm(e, sp, TO_NHWC)) return in->nhwc;
+    return transpose_perm(e, sp, TO_NCHW) && !in->nhwc && e->nhwc && want[sp->out];
+}
+
 /* Which values an NHWC engine stores NHWC (4-D ones only): those a spatial operator
  * writes or reads, and those element-wise operators compute from them; never a MatMul's,
  * Gemm's or Einsum's operands or result (cuBLAS takes row-major matrices). The rest, such as
@@ -526,6 +553,10 @@ static bool *layout_wants(const gaio_engine *e) {
             if (sp->n->in[j] >= 0) want[sp->n->in[j]] = true;
         if (sp->res >= 0) want[sp->res] = true;
     }
+    /* A Transpose of [N, H, W, C] into [N, C, H, W] (ConvNeXt's and Swin's way back from
+     * their channels-last blocks) is free as NHWC: a view (transpose_view). */
+    for (int32_t i = 0; i < e->plan.nsteps; i++)
+        if (transpose_perm(e, &e->plan.steps[i], TO_NCHW)) want[e->plan.steps[i].out] = true;
     for (int32_t i = 0; i < e->plan.nsteps; i++) {
         const mnode *n = e->plan.steps[i].n;
         if (!elementwise(n->op)) continue;
@@ -644,6 +675,11 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
                 continue;
             }
             e->copy[i] = true; /* into x's own row-major memory, then viewed */
+        } else if (transpose_view(e, sp, want)) {
+            const xvalue *in = &e->v[n->in[0]];
+            x->root = in->root, x->nhwc = !in->nhwc;
+            snprintf(e->kernel[i], sizeof e->kernel[i], "none: a view of its input");
+            continue;
         } else {
             /* Integers (indices) stay row major: they leave the engine by a plain copy. */
             x->nhwc = e->nhwc && x->ndim == 4 && want[sp->out] &&
@@ -957,7 +993,8 @@ gaio_status gaio_engine_output(gaio_engine *e, int32_t i, gaio_model_io *out) {
 static void step_ops(const gaio_engine *e, const xstep *sp, char *out, size_t size) {
     const mgraph *g = &e->model->g;
     snprintf(out, size, "%s", sp->n->op_type);
-    if (sp->n->op != OP_CONV && sp->n->op != OP_BATCH_NORM) return;
+    if (sp->n->op != OP_CONV && sp->n->op != OP_BATCH_NORM && sp->n->op != OP_MATMUL && sp->n->op != OP_GEMM && !sp->gelu)
+        return;
     int32_t cur = sp->n->out[0];
     for (int hops = 0; cur != sp->out && hops < 8; hops++) {
         const mnode *next = NULL;

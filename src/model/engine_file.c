@@ -31,12 +31,14 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 8u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
+#define FORMAT 9u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
                    * approximate; 4: integer values and weights; 5: the reductions, indexing,
                    * ConvTranspose, general Resize and the normalizations; 6: Einsum; 7: values'
                    * channel pitch (padded stems); 8: batch norm steps with an activation, their
                    * statistics folded to a scale and shift; Concat steps reading an earlier
-                   * Concat's output for their first inputs */
+                   * Concat's output for their first inputs; 9: GELU chains as one step, MatMul
+                   * biases and activations, Transposes that rename an NHWC value's dimensions
+                   * as views */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -153,6 +155,7 @@ static void put_plan(wbuf *w, const gaio_engine *e) {
         put_i32(w, (int32_t)(s->n - e->model->g.nodes));
         put_i32(w, s->out), put_i32(w, s->w), put_i32(w, s->b), put_i32(w, s->res);
         put_u8(w, s->has_act), put_i32(w, (int32_t)s->act.op), put_f32(w, s->act.alpha), put_f32(w, s->act.beta);
+        put_u8(w, s->gelu);
         put_u8(w, e->copy[i]);
         put_str(w, e->kernel[i]);
     }
@@ -497,7 +500,7 @@ static void get_plan(rbuf *r, gaio_engine *e) {
     mgraph *g = &e->model->g;
     xplan *p = &e->plan;
     int32_t ns = get_i32(r);
-    if (!fits(r, ns, 38)) fail(r, "its step count is out of range");
+    if (!fits(r, ns, 39)) fail(r, "its step count is out of range");
     if (r->bad) return;
     p->steps = calloc((size_t)ns + 1, sizeof *p->steps);
     e->copy = calloc((size_t)ns + 1, sizeof *e->copy);
@@ -514,13 +517,15 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         s->out = get_i32(r), s->w = get_i32(r), s->b = get_i32(r), s->res = get_i32(r);
         s->has_act = get_u8(r) != 0;
         s->act.op = (gaio_unary_op)get_i32(r), s->act.alpha = get_f32(r), s->act.beta = get_f32(r);
+        s->gelu = get_u8(r) != 0;
         e->copy[i] = get_u8(r) != 0;
         uint32_t len = get_u32(r);
         if (len >= GAIO_ENGINE_KERNEL_TEXT) FAIL_RETURN(r, "a step's kernel text is too long");
         take(r, e->kernel[i], len);
         if (s->out < 0 || s->out >= nv_max || s->w < -1 || s->b < -1 || s->res < -1 || !step_inputs_ok(s->n) ||
             (s->n->op == OP_CONV && s->w < 0) || (s->n->op == OP_BATCH_NORM && (s->w < 0) != (s->b < 0)) ||
-            (s->n->op == OP_CONCAT && s->res >= 0 && (s->w < 1 || s->w >= s->n->nin)))
+            (s->n->op == OP_CONCAT && s->res >= 0 && (s->w < 1 || s->w >= s->n->nin)) ||
+            (s->gelu && ((s->n->op != OP_DIV && s->n->op != OP_MUL) || s->n->nin != 2)))
             FAIL_RETURN(r, "a step's values are out of range");
     }
     p->folded_bn = get_i32(r), p->fused_add = get_i32(r), p->fused_act = get_i32(r);

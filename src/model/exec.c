@@ -466,9 +466,10 @@ static gaio_tensor as_batched(const gaio_tensor *t, bool is_b) {
  * b's side with a row-major a: one GEMM with them folded into a's rows); any other
  * broadcast one GEMM per batch of the output. */
 static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n, const gaio_tensor *x,
-                              const gaio_tensor *b, const gaio_tensor *y) {
+                              const gaio_tensor *b, const gaio_tensor *bias, const gaio_tensor *y,
+                              const gaio_gemm_params *params) {
     gaio_stream *s = r->s;
-    gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
+    const gaio_gemm_params p = *params;
     if (x->layout != GAIO_TENSOR_ROW_MAJOR || b->layout != GAIO_TENSOR_ROW_MAJOR || y->layout != GAIO_TENSOR_ROW_MAJOR)
         return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (MatMul): an NHWC operand (a view of a convolution's "
                           "output): build the engine with layout NCHW", n->name);
@@ -484,14 +485,14 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
     if (ba == 1 && xa == ya) { /* b one matrix: a's batches fold into its rows */
         a3.shape[1] *= a3.shape[0], a3.shape[0] = 1;
         y3.shape[1] *= y3.shape[0], y3.shape[0] = 1;
-        return gaio_gemm(s, &a3, &b3, NULL, NULL, &y3, &p);
+        return gaio_gemm(s, &a3, &b3, NULL, bias, &y3, &p);
     }
     if ((xa == ya || xa == 1) && (ba == ya || ba == 1)) {
         /* equal or wholly broadcast: the leading dimensions of each side match y's
          * element by element (a side with as many as y and the same product) */
         bool same_a = xa == 1 || (la == lead && !memcmp(x->shape, y->shape, (size_t)lead * sizeof *x->shape));
         bool same_b = ba == 1 || (lb == lead && !memcmp(b->shape, y->shape, (size_t)lead * sizeof *b->shape));
-        if (same_a && same_b) return gaio_gemm(s, &a3, &b3, NULL, NULL, &y3, &p);
+        if (same_a && same_b) return gaio_gemm(s, &a3, &b3, NULL, bias, &y3, &p);
     }
     /* Partial broadcast: one GEMM per output batch, each side's batch by its own
      * dimensions (1s repeat). */
@@ -510,7 +511,7 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
         gaio_tensor a1 = a3, b1 = b3, y1 = y3;
         a1.shape[0] = b1.shape[0] = y1.shape[0] = 1;
         a1.offset += (size_t)(ai * am) * es, b1.offset += (size_t)(bi * bm) * es, y1.offset += (size_t)(i * ym) * es;
-        st = gaio_gemm(s, &a1, &b1, NULL, NULL, &y1, &p);
+        st = gaio_gemm(s, &a1, &b1, NULL, bias, &y1, &p);
     }
     return st;
 }
@@ -585,6 +586,11 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     gaio_stream *s = r->s;
     const mattrs *a = &n->a;
     gaio_tensor x = tensor(r, n->in[0]), y = tensor(r, sp->out);
+    if (sp->gelu) { /* an exported GELU chain (plan.c gelu_of): its input, not the constant */
+        gaio_unary_params p = {GAIO_UNARY_GELU, 0.0f, 0.0f};
+        if (g->values[n->in[0]].data) x = tensor(r, n->in[1]);
+        return gaio_unary(s, &x, &y, &p);
+    }
     switch (n->op) {
     case OP_IDENTITY:
     case OP_DROPOUT:
@@ -633,10 +639,20 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
                                       "other than 1 on a row of C) is not supported yet", n->name);
                 }
             }
-        } else if (x.ndim != 2 || b.ndim != 2) {
-            return run_matmul(fn, r, n, &x, &b, &y);
+        } else if (sp->b >= 0) { /* the planner's bias (plan.c bias_of), as the row it is */
+            ct = tensor(r, sp->b);
+            ct.ndim = 1, ct.shape[0] = y.shape[y.ndim - 1];
+            memset(ct.strides, 0, sizeof ct.strides); /* packed */
+            bias = &ct;
         }
-        return gaio_gemm(s, &x, &b, c, bias, &y, &p);
+        /* The fused activation: ReLU in the GEMM's epilogue, the others a pass after it
+         * (cuBLASLt's GELU epilogue is the tanh approximation, not ONNX's). */
+        bool pass = sp->has_act && sp->act.op != GAIO_UNARY_RELU;
+        if (sp->has_act && !pass) p.act = GAIO_ACT_RELU;
+        gaio_status st = n->op == OP_MATMUL && (x.ndim != 2 || b.ndim != 2) ? run_matmul(fn, r, n, &x, &b, bias, &y, &p)
+                                                                           : gaio_gemm(s, &x, &b, c, bias, &y, &p);
+        if (st != GAIO_OK || !pass) return st;
+        return gaio_unary(s, &y, &y, &sp->act);
     }
     case OP_EINSUM: {
         gaio_tensor b = tensor(r, n->in[1]);
@@ -740,6 +756,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_TOPK:
         return gaio__exec_reduce(fn, s, n, &x, dropped(r, n->in[0], &x), &y, n->op == OP_TOPK && sp->out != n->out[0]);
     case OP_TRANSPOSE: {
+        if (r->e->v[sp->out].root == r->e->v[n->in[0]].root) return GAIO_OK; /* a view (engine.c transpose_view) */
         int32_t perm[GAIO_TENSOR_MAX_NDIM];
         if (a->nperm > GAIO_TENSOR_MAX_NDIM) return run_transpose_big(fn, r, n, x, y);
         for (int32_t i = 0; i < a->nperm; i++) perm[i] = (int32_t)a->perm[i];

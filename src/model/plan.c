@@ -167,12 +167,78 @@ static bool silu_of(const mgraph *g, const int32_t *readers, const bool *absorbe
     return *mul >= 0 && !absorbed[*mul] && same_shape(&g->values[g->nodes[*mul].out[0]], &g->values[v]);
 }
 
+/* The constant scalar value v holds (one element), or NAN where it is none. */
+static double const_scalar(const mgraph *g, int32_t v) {
+    if (v < 0 || !is_const_float(&g->values[v]) || count(&g->values[v]) != 1) return NAN;
+    return get(&g->values[v], 0);
+}
+
+/* The input of two-input node n that is not v (-1 where v is not exactly one of them). */
+static int32_t other_in(const mnode *n, int32_t v) {
+    if (n->nin != 2) return -1;
+    if (n->in[0] == v && n->in[1] != v) return n->in[1];
+    if (n->in[1] == v && n->in[0] != v) return n->in[0];
+    return -1;
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-6 * fabs(b); }
+
+/* GELU as torch.onnx writes it before opset 20's Gelu (ConvNeXt's, ViT's and Swin's
+ * MLPs): Div(v, sqrt 2) (or Mul by 1 / sqrt 2) -> Erf -> Add 1 -> Mul by v -> Mul by
+ * 0.5, v read by the first and the fourth alone, each other intermediate by the next
+ * node alone. Five passes over the MLP's widest tensor become one. The chain's nodes in
+ * order in chain[0..4]. */
+static bool gelu_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed, int32_t v,
+                    int32_t chain[5]) {
+    if (v < 0 || g->values[v].is_output || readers[v] != 2) return false;
+    int32_t scale = -1, mul = -1;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const mnode *n = &g->nodes[i];
+        int32_t o = other_in(n, v);
+        if (o < 0 || absorbed[i]) continue;
+        double c = const_scalar(g, o);
+        if ((n->op == OP_DIV && n->in[0] == v && near(c, 1.4142135623730951)) ||
+            (n->op == OP_MUL && near(c, 0.7071067811865476)))
+            scale = i;
+        else if (n->op == OP_MUL)
+            mul = i; /* the Mul by 1 + erf, checked below */
+    }
+    if (scale < 0 || mul < 0) return false;
+    int32_t e = only_reader(g, readers, reader, g->nodes[scale].out[0]);
+    if (e < 0 || absorbed[e] || g->nodes[e].op != OP_ERF) return false;
+    int32_t a = only_reader(g, readers, reader, g->nodes[e].out[0]);
+    if (a < 0 || absorbed[a] || g->nodes[a].op != OP_ADD || const_scalar(g, other_in(&g->nodes[a], g->nodes[e].out[0])) != 1.0)
+        return false;
+    if (only_reader(g, readers, reader, g->nodes[a].out[0]) != mul || other_in(&g->nodes[mul], g->nodes[a].out[0]) != v)
+        return false;
+    int32_t h = only_reader(g, readers, reader, g->nodes[mul].out[0]);
+    if (h < 0 || absorbed[h] || g->nodes[h].op != OP_MUL ||
+        const_scalar(g, other_in(&g->nodes[h], g->nodes[mul].out[0])) != 0.5)
+        return false;
+    if (!same_shape(&g->values[g->nodes[h].out[0]], &g->values[v])) return false;
+    chain[0] = scale, chain[1] = e, chain[2] = a, chain[3] = mul, chain[4] = h;
+    return true;
+}
+
+/* A MatMul's bias as torch.onnx writes a Linear on more than 2-D inputs: an Add of a
+ * constant of the output's last dimension (leading dimensions 1), the MatMul's output
+ * read by it alone. */
+static bool bias_of(const mgraph *g, const mnode *add, int32_t v) {
+    int32_t c = other_in(add, v);
+    if (add->op != OP_ADD || c < 0 || !is_const_float(&g->values[c])) return false;
+    const mvalue *y = &g->values[v], *b = &g->values[c];
+    if (y->ndim < 1 || b->ndim < 1 || b->ndim > y->ndim || !same_shape(&g->values[add->out[0]], y)) return false;
+    for (int32_t d = 0; d < b->ndim - 1; d++)
+        if (b->dims[d] != 1) return false;
+    return b->dims[b->ndim - 1] == y->dims[y->ndim - 1] && b->elem == y->elem;
+}
+
 gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xplan *p) {
     memset(p, 0, sizeof *p);
     int32_t nn = g->nnodes, nv = g->nvalues;
     int32_t *readers = calloc((size_t)nv + 1, sizeof *readers), *reader = calloc((size_t)nv + 1, sizeof *reader);
     int32_t *emit_at = malloc(((size_t)nn + 1) * sizeof *emit_at);
-    bool *absorbed = calloc((size_t)nn + 1, sizeof *absorbed);
+    bool *absorbed = calloc((size_t)nn + 1, sizeof *absorbed), *head = calloc((size_t)nn + 1, sizeof *head);
     xstep *fused = calloc((size_t)nn + 1, sizeof *fused);
     size_t cap = (size_t)nn + 1; /* a step per node, and per further output of a Split */
     for (int32_t i = 0; i < nn; i++)
@@ -181,7 +247,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
             cap += (size_t)g->nodes[i].nout - 1;
     p->steps = calloc(cap, sizeof *p->steps);
     gaio_status st = GAIO_OK;
-    if (!readers || !reader || !emit_at || !absorbed || !fused || !p->steps) {
+    if (!readers || !reader || !emit_at || !absorbed || !head || !fused || !p->steps) {
         st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory planning the model");
         goto done;
     }
@@ -229,7 +295,34 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
         } else {
             memset(&s->act, 0, sizeof s->act);
         }
-        emit_at[last] = i;
+        emit_at[last] = i, head[i] = true;
+    }
+    /* Matrix products: a MatMul's bias Add, then an activation (an exported GELU chain
+     * included), the activation as a pass over the product's output unless the GEMM's
+     * epilogue takes it (ReLU). */
+    for (int32_t i = 0; i < nn && st == GAIO_OK; i++) {
+        const mnode *n = &g->nodes[i];
+        if ((n->op != OP_MATMUL && n->op != OP_GEMM) || absorbed[i] || n->nout < 1 || n->out[0] < 0) continue;
+        xstep *s = &fused[i];
+        s->n = n, s->out = n->out[0], s->w = s->b = s->res = -1;
+        int32_t last = i, j, chain[5];
+        if (n->op == OP_MATMUL && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
+            bias_of(g, &g->nodes[j], s->out)) {
+            s->b = other_in(&g->nodes[j], s->out);
+            absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_add++;
+        }
+        memset(&s->act, 0, sizeof s->act);
+        if ((j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] && act_of(g, &g->nodes[j], &s->act)) {
+            s->has_act = true, absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_act++;
+        } else if (gelu_of(g, readers, reader, absorbed, s->out, chain)) {
+            memset(&s->act, 0, sizeof s->act);
+            s->act.op = GAIO_UNARY_GELU, s->has_act = true;
+            for (int k = 0; k < 5; k++) absorbed[chain[k]] = true;
+            s->out = g->nodes[chain[4]].out[0], last = chain[4], p->fused_act++;
+        } else {
+            memset(&s->act, 0, sizeof s->act);
+        }
+        emit_at[last] = i, head[i] = true;
     }
     for (int32_t i = 0; i < nn && st == GAIO_OK; i++) {
         if (emit_at[i] >= 0) {
@@ -237,7 +330,17 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
             continue;
         }
         const mnode *n = &g->nodes[i];
-        if (absorbed[i] || n->op == OP_CONV) continue; /* a convolution runs where its epilogue ended */
+        if (absorbed[i] || head[i]) continue; /* a fused step runs where its epilogue ended */
+        int32_t chain[5];
+        if ((n->op == OP_DIV || n->op == OP_MUL) && n->nin == 2 &&
+            gelu_of(g, readers, reader, absorbed, g->values[n->in[0]].data ? n->in[1] : n->in[0], chain) &&
+            chain[0] == i) {
+            xstep *s = &p->steps[p->nsteps++];
+            s->n = n, s->w = s->b = s->res = -1, s->gelu = true;
+            for (int k = 1; k < 5; k++) absorbed[chain[k]] = true;
+            s->out = g->nodes[chain[4]].out[0], p->fused_act++;
+            continue;
+        }
         /* A step per output of a Split, and per output used of a TopK and a LayerNormalization. */
         for (int32_t k = 0; k < (n->op == OP_SPLIT || n->op == OP_TOPK || n->op == OP_LAYER_NORM ? n->nout : 1); k++) {
             if (n->out[k] < 0) continue; /* TopK's indices, LayerNormalization's statistics may be left out */
@@ -257,7 +360,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
         }
     }
 done:
-    free(readers), free(reader), free(emit_at), free(absorbed), free(fused);
+    free(readers), free(reader), free(emit_at), free(absorbed), free(head), free(fused);
     if (st != GAIO_OK) gaio__plan_free(p);
     return st;
 }

@@ -9,6 +9,10 @@
  *   HardSwish, and SiLU written as x * Sigmoid(x) (EfficientNet, MobileNetV3, RegNetY).
  *   The fused step runs where its last absorbed node stood, so the residual is
  *   computed by then.
+ * - A MatMul's bias (an Add of a constant row) fuses into its GEMM, and an activation
+ *   after a MatMul or Gemm into its step (GELU as exported, Div -> Erf -> Add -> Mul ->
+ *   Mul, included: ConvNeXt, ViT, Swin).
+ * - GELU chains elsewhere run as one step (xstep.gelu).
  * Folded weights are new constants (extra values after the graph's own). */
 #ifndef GAIO_MODEL_PLAN_H
 #define GAIO_MODEL_PLAN_H
@@ -18,9 +22,11 @@
 typedef struct xstep {
     const mnode *n;  /* the node run (its op and attributes) */
     int32_t out;     /* the value written: n's output, or the last absorbed node's */
-    int32_t w, b;    /* Conv: weights and bias values (folded ones are extra values); b -1 if none */
+    int32_t w, b;    /* Conv: weights and bias values (folded ones are extra values); b -1 if none;
+                      * MatMul: b its fused bias or -1 */
     int32_t res;     /* Conv: the fused residual, or -1 */
-    bool has_act;    /* Conv: the fused activation */
+    bool has_act;    /* Conv, MatMul, Gemm: the fused activation */
+    bool gelu;       /* an exported GELU chain (plan.c gelu_of) starting at n: GELU of n's non-constant input */
     gaio_unary_params act;
 } xstep;
 

@@ -1,0 +1,190 @@
+"""The planner's rewrites of transformer-style graphs (src/model/plan.c, engine.c),
+against onnxruntime: GELU as torch.onnx exports it (Div -> Erf -> Add -> Mul -> Mul)
+run as one step, a MatMul's bias Add and activation fused into its step, and the
+Transposes of ConvNeXt's channels-last blocks run as views of NHWC values. Each
+graph's outputs must match onnxruntime's whether or not a rewrite applies; the steps
+say which did."""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import gaio
+
+if os.environ.get("GAIO_REQUIRE_ONNXRUNTIME", "") not in ("", "0"):  # ctest's run: missing is a failure
+    import onnx
+    import onnxruntime as ort
+else:
+    onnx = pytest.importorskip("onnx", reason="SKIPPED: the onnx package is not installed")
+    ort = pytest.importorskip("onnxruntime", reason="SKIPPED: onnxruntime is not installed")
+from onnx import numpy_helper  # noqa: E402
+
+h = onnx.helper
+F = onnx.TensorProto.FLOAT
+GELU_OPS = "Div+Erf+Add+Mul+Mul"
+
+
+def _const(name: str, a) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(a, dtype=np.float32), name)
+
+
+def _model(nodes, inits, inputs: dict, outputs: dict):
+    graph = h.make_graph(nodes, "fusion", [h.make_tensor_value_info(k, F, v) for k, v in inputs.items()],
+                         [h.make_tensor_value_info(k, F, v) for k, v in outputs.items()], initializer=inits)
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _gelu_nodes(x: str, y: str, tag: str, mul_form: bool = False) -> tuple[list, list]:
+    """GELU of x into y as torch.onnx writes it (mul_form: x * 1/sqrt(2) first)."""
+    first = (h.make_node("Mul", [x, f"{tag}_s"], [f"{tag}_d"], name=f"{tag}/Mul_s") if mul_form else
+             h.make_node("Div", [x, f"{tag}_s"], [f"{tag}_d"], name=f"{tag}/Div"))
+    nodes = [first,
+             h.make_node("Erf", [f"{tag}_d"], [f"{tag}_e"], name=f"{tag}/Erf"),
+             h.make_node("Add", [f"{tag}_e", f"{tag}_one"], [f"{tag}_a"], name=f"{tag}/Add"),
+             h.make_node("Mul", [x, f"{tag}_a"], [f"{tag}_m"], name=f"{tag}/Mul"),
+             h.make_node("Mul", [f"{tag}_m", f"{tag}_half"], [y], name=f"{tag}/Mul_1")]
+    inits = [_const(f"{tag}_s", 1 / math.sqrt(2) if mul_form else math.sqrt(2)), _const(f"{tag}_one", 1.0),
+             _const(f"{tag}_half", 0.5)]
+    return nodes, inits
+
+
+def _run(model, feeds: dict, dev: str, layout: str = "auto"):
+    """gaio's outputs and its engine's steps; onnxruntime's outputs."""
+    m = gaio.Model(model.SerializeToString())
+    engine = m.build(dev, layout=layout, precision="model", tune=False)
+    ex = engine.exec()
+    s = gaio.Stream(dev)
+    xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]), device=dev, stream=s) for t in m.inputs]
+    ys = ex.empty_outputs(s)
+    ex.run(s, xs, ys).result(timeout=60)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for st in engine.steps:
+        print(f"  {st.name:28s} {st.ops:36s} {st.kernel}")
+    return [y.numpy() for y in ys], sess.run(None, feeds), engine
+
+
+def _close(got, want, tol=1e-4):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        err = float(np.max(np.abs(g.astype(np.float64) - w)))
+        print(f"max abs error {err:.3g}")
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def _convnext_block(n: int, c: int, hw: int, rng):
+    """ConvNeXt's block as torchvision exports it: a 7x7 depthwise convolution,
+    Transpose to channels last, LayerNorm, Linear(c, 4c) (MatMul + Add), GELU,
+    Linear(4c, c), Transpose back, the layer scale (Mul) and the residual Add."""
+    nodes = [h.make_node("Conv", ["x", "dw_w", "dw_b"], ["dw"], name="dw", group=c, kernel_shape=[7, 7],
+                         pads=[3, 3, 3, 3]),
+             h.make_node("Transpose", ["dw"], ["t1"], name="t1", perm=[0, 2, 3, 1]),
+             h.make_node("LayerNormalization", ["t1", "ln_g", "ln_b"], ["ln"], name="ln", axis=-1, epsilon=1e-6),
+             h.make_node("MatMul", ["ln", "w1"], ["mm1"], name="fc1/MatMul"),
+             h.make_node("Add", ["b1", "mm1"], ["fc1"], name="fc1/Add"),  # the bias first: either order fuses
+             ]
+    gelu, gelu_inits = _gelu_nodes("fc1", "act", "gelu")
+    nodes += gelu
+    nodes += [h.make_node("MatMul", ["act", "w2"], ["mm2"], name="fc2/MatMul"),
+              h.make_node("Add", ["mm2", "b2"], ["fc2"], name="fc2/Add"),
+              h.make_node("Transpose", ["fc2"], ["t2"], name="t2", perm=[0, 3, 1, 2]),
+              h.make_node("Mul", ["t2", "gamma"], ["scaled"], name="scale"),
+              h.make_node("Add", ["scaled", "x"], ["y"], name="residual")]
+    r = lambda *s: rng.standard_normal(s).astype(np.float32) * 0.3  # noqa: E731
+    inits = [_const("dw_w", r(c, 1, 7, 7)), _const("dw_b", r(c)), _const("ln_g", 1 + r(c)), _const("ln_b", r(c)),
+             _const("w1", r(c, 4 * c)), _const("b1", r(4 * c)), _const("w2", r(4 * c, c)), _const("b2", r(c)),
+             _const("gamma", r(c, 1, 1))] + gelu_inits
+    return _model(nodes, inits, {"x": [n, c, hw, hw]}, {"y": [n, c, hw, hw]})
+
+
+@pytest.mark.parametrize("layout", ["auto", "nchw"])
+def test_convnext_block(dev, layout, rng):
+    model = _convnext_block(2, 16, 6, rng)
+    x = rng.standard_normal((2, 16, 6, 6)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev, layout)
+    _close(got, want)
+    ops = {st.name: st for st in engine.steps}
+    assert ops["fc1/MatMul"].ops == "MatMul+Add+" + GELU_OPS
+    assert ops["fc2/MatMul"].ops == "MatMul+Add"
+    assert engine.info.steps == 8  # dw, t1, ln, fc1, fc2, t2, scale, residual
+    views = {k for k in ("t1", "t2") if ops[k].kernel == "none: a view of its input"}
+    # NHWC: the depthwise output read channels last is its own bytes, and so is fc2's read
+    # back as NHWC; NCHW engines copy both
+    assert views == ({"t1", "t2"} if layout == "auto" else set())
+
+
+def test_convnext_block_saved(dev, rng, tmp_path):
+    """The rewrites survive an engine's save and load (engine_file.c's format 9)."""
+    model = _convnext_block(3, 8, 5, rng)
+    x = rng.standard_normal((3, 8, 5, 5)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    engine.save(tmp_path / "block.engine")
+    loaded = gaio.Engine.load(tmp_path / "block.engine", engine.context)
+    assert [tuple(s) for s in loaded.steps] == [tuple(s) for s in engine.steps]
+    ex, s = loaded.exec(), gaio.Stream(dev)
+    ys = ex.empty_outputs(s)
+    ex.run(s, [gaio.tensor(x, device=dev, stream=s)], ys).result(timeout=60)
+    np.testing.assert_array_equal(ys[0].numpy(), got[0])
+    _close(got, want)
+
+
+@pytest.mark.parametrize("mul_form", [False, True])
+def test_gelu_chain_alone(dev, mul_form, rng):
+    """A GELU chain after something that is no matrix product: one step."""
+    nodes, inits = _gelu_nodes("r", "y", "g", mul_form)
+    model = _model([h.make_node("Relu", ["x"], ["r0"], name="relu"),
+                    h.make_node("Sub", ["r0", "shift"], ["r"], name="shift")] + nodes, inits + [_const("shift", 1.5)],
+                   {"x": [3, 5, 7]}, {"y": [3, 5, 7]})
+    x = rng.uniform(-4, 4, (3, 5, 7)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)
+    assert [st.ops for st in engine.steps] == ["Relu", "Sub", ("Mul" if mul_form else "Div") + "+Erf+Add+Mul+Mul"]
+
+
+def test_gelu_chain_read_elsewhere(dev, rng):
+    """A chain whose Erf output is also a graph output, or whose input a third node
+    reads, stays as its nodes (and still computes GELU)."""
+    nodes, inits = _gelu_nodes("x", "y", "g")
+    model = _model(nodes, inits, {"x": [4, 6]}, {"y": [4, 6], "g_e": [4, 6]})
+    x = rng.uniform(-3, 3, (4, 6)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)
+    assert engine.info.steps == 5
+    nodes, inits = _gelu_nodes("x", "y", "g")
+    model = _model(nodes + [h.make_node("Neg", ["x"], ["z"], name="neg")], inits, {"x": [4, 6]},
+                   {"y": [4, 6], "z": [4, 6]})
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)
+    assert engine.info.steps == 6
+
+
+@pytest.mark.parametrize("bias_shape", [(24,), (1, 1, 24)])
+def test_matmul_bias_relu(dev, bias_shape, rng):
+    """A 3-D MatMul's bias Add (a row, or a row with leading 1s) and its Relu: one step."""
+    model = _model([h.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+                    h.make_node("Add", ["m", "b"], ["a"], name="bias"),
+                    h.make_node("Relu", ["a"], ["y"], name="relu")],
+                   [_const("w", rng.standard_normal((16, 24))), _const("b", rng.standard_normal(bias_shape))],
+                   {"x": [2, 5, 16]}, {"y": [2, 5, 24]})
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)
+    assert [st.ops for st in engine.steps] == ["MatMul+Add+Relu"]
+
+
+def test_matmul_add_not_a_bias(dev, rng):
+    """An Add of a full tensor (no row) after a MatMul stays its own step."""
+    model = _model([h.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+                    h.make_node("Add", ["m", "c"], ["a"], name="add"),
+                    h.make_node("Sigmoid", ["a"], ["y"], name="sig")],
+                   [_const("w", rng.standard_normal((16, 8))), _const("c", rng.standard_normal((5, 8)))],
+                   {"x": [2, 5, 16]}, {"y": [2, 5, 8]})
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)
+    assert [st.ops for st in engine.steps] == ["MatMul", "Add", "Sigmoid"]
