@@ -188,3 +188,27 @@ def test_matmul_add_not_a_bias(dev, rng):
     got, want, engine = _run(model, {"x": x}, dev)
     _close(got, want)
     assert [st.ops for st in engine.steps] == ["MatMul", "Add", "Sigmoid"]
+
+
+@pytest.mark.parametrize("axis,index", [(0, 1), (1, -2), (-1, 3), (2, [-1]), (3, [0])])
+def test_gather_one_index(dev, axis, index, rng):
+    """A Gather of one constant index (attention's q, k, v) runs as a strided copy: on a
+    row-major input and on a convolution's NHWC output, scalar and [1] indices, negative
+    ones."""
+    shape = [3, 4, 5, 8]
+    idx = np.asarray(index, dtype=np.int64)
+    out = list(shape)
+    ax = axis % 4
+    if idx.ndim == 0:
+        del out[ax]
+    else:
+        out[ax] = 1
+    for after_conv in (False, True):
+        nodes = [h.make_node("Conv", ["x", "cw"], ["c"], name="conv", kernel_shape=[1, 1])] if after_conv else \
+                [h.make_node("Relu", ["x"], ["c"], name="relu")]
+        nodes.append(h.make_node("Gather", ["c", "i"], ["y"], name="gather", axis=axis))
+        inits = [numpy_helper.from_array(idx, "i"), _const("cw", rng.standard_normal((4, 4, 1, 1)))]
+        model = _model(nodes, inits if after_conv else inits[:1], {"x": shape}, {"y": out})
+        x = rng.standard_normal(shape).astype(np.float32)
+        got, want, engine = _run(model, {"x": x}, dev)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)

@@ -66,13 +66,16 @@ static void simplify(gaio_ktensor *x, gaio_ktensor *y) {
 
 /* The CUDA kernel's test for moving 16-byte vectors (kernels/dnn/layout.cu
  * vector_rows): then a thread's work is 16 bytes, not one element. */
+/* The CUDA kernel's test (kernels/dnn/layout.cu vector_rows): it moves 16 bytes a thread. */
 static bool vector_rows(const gaio_ktensor *x, const gaio_ktensor *y) {
     int64_t es = (int64_t)gaio_dtype_size((gaio_dtype)y->dtype);
     int32_t last = y->ndim - 1;
-    if (y->ndim > 2 || ((x->ptr | y->ptr) & 15u) != 0 || x->strides[last] != 1 || y->strides[last] != 1 ||
+    if (((x->ptr | y->ptr) & 15u) != 0 || x->strides[last] != 1 || y->strides[last] != 1 ||
         (y->shape[last] * es) % 16 != 0)
         return false;
-    return y->ndim == 1 || ((x->strides[0] * es) % 16 == 0 && (y->strides[0] * es) % 16 == 0);
+    for (int32_t d = 0; d < last; d++)
+        if ((x->strides[d] * es) % 16 != 0 || (y->strides[d] * es) % 16 != 0) return false;
+    return true;
 }
 
 static gaio_dim3 grid_for(gaio_stream *s, const gaio_ktensor *x, const gaio_ktensor *y, gaio_dim3 *block) {

@@ -580,6 +580,42 @@ static gaio_status run_transpose_big(const char *fn, const run_state *r, const m
     return st;
 }
 
+/* A Gather of one constant index (attention's q, k and v out of one projection in
+ * torch.onnx's export of nn.MultiheadAttention): the slice of x at that index, copied
+ * as a strided view, where the gather kernel would decode every element's coordinates
+ * (the copy moves rows of 16 bytes). *done: whether it ran; false leaves the general
+ * gather to the caller. */
+static gaio_status run_gather_one(const run_state *r, const mnode *n, const gaio_tensor *x, const gaio_tensor *y,
+                                  bool *done) {
+    const mgraph *g = &r->e->model->g;
+    const mvalue *iv = &g->values[n->in[1]];
+    int64_t rank = r->e->v[n->in[0]].ndim, axis = n->a.axis < 0 ? n->a.axis + rank : n->a.axis;
+    int64_t cnt = 1;
+    for (int32_t d = 0; d < iv->ndim; d++) cnt *= iv->dims[d];
+    if (!iv->data || cnt != 1 || (iv->elem != MT_I64 && iv->elem != MT_I32) || dropped(r, n->in[0], x) != 0 ||
+        x->ndim != rank || axis < 0 || axis >= rank || iv->ndim > 1)
+        return GAIO_OK;
+    int64_t at = iv->elem == MT_I64 ? *(const int64_t *)iv->data : *(const int32_t *)iv->data;
+    if (at < 0) at += x->shape[axis];
+    if (at < 0 || at >= x->shape[axis]) return GAIO_OK; /* the gather's own check names it */
+    gaio_tensor v;
+    gaio_status st = gaio_tensor_check(x, &v, NULL);
+    if (st != GAIO_OK) return st;
+    v.offset += (size_t)(at * v.strides[axis]) * gaio_dtype_size(v.dtype);
+    v.layout = GAIO_TENSOR_ROW_MAJOR; /* the strides are explicit: the tag no longer matters, nor fits 3-D */
+    if (iv->ndim == 0) { /* a scalar index drops the axis */
+        for (int32_t d = (int32_t)axis; d + 1 < v.ndim; d++) v.shape[d] = v.shape[d + 1], v.strides[d] = v.strides[d + 1];
+        if (--v.ndim == 0) v.ndim = 1, v.shape[0] = 1, v.strides[0] = 1;
+    } else {
+        v.shape[axis] = 1;
+    }
+    if (v.ndim != y->ndim) return GAIO_OK;
+    for (int32_t d = 0; d < v.ndim; d++)
+        if (v.shape[d] != y->shape[d]) return GAIO_OK;
+    *done = true;
+    return gaio_cast(r->s, &v, y); /* a copy, of integers too */
+}
+
 static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp) {
     const mgraph *g = &r->e->model->g;
     const mnode *n = sp->n;
@@ -889,6 +925,9 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     }
     case OP_GATHER:
     case OP_GATHER_ELEMENTS: {
+        bool done = false;
+        gaio_status st = n->op == OP_GATHER ? run_gather_one(r, n, &x, &y, &done) : GAIO_OK;
+        if (st != GAIO_OK || done) return st;
         gaio_tensor ind = tensor(r, n->in[1]);
         if (n->op == OP_GATHER) return gaio_gather(s, &x, &ind, &y, (int32_t)a->axis);
         return gaio_gather_elements(s, &x, &ind, &y, (int32_t)a->axis);

@@ -185,6 +185,15 @@ static void test_transpose(env *e) {
     run_transpose(e, F32, 2, (int64_t[]){1, 4099}, (int32_t[]){1, 0}, PACKED, PACKED);
     run_transpose(e, F32, 2, (int64_t[]){513, 300}, (int32_t[]){1, 0}, PACKED, PACKED);
     run_transpose(e, F16, 3, (int64_t[]){1, 67, 129}, (int32_t[]){0, 2, 1}, PACKED, STRIDED);
+    /* The last dimension kept, rows of 16-byte vectors (the CUDA kernel's vector path):
+     * attention's head splits and merges, ViT's move to tokens first, a 5-D one, and
+     * rows of 8 bytes or an element offset that keep it off the path. */
+    run_transpose(e, F16, 4, (int64_t[]){5, 7, 3, 16}, (int32_t[]){0, 2, 1, 3}, PACKED | ALIGNED, PACKED | ALIGNED);
+    run_transpose(e, F16, 3, (int64_t[]){4, 6, 24}, (int32_t[]){1, 0, 2}, PACKED | ALIGNED, PACKED | ALIGNED);
+    run_transpose(e, F32, 5, (int64_t[]){2, 3, 5, 4, 8}, (int32_t[]){3, 0, 2, 1, 4}, PACKED | ALIGNED, PACKED | ALIGNED);
+    run_transpose(e, F16, 4, (int64_t[]){3, 4, 5, 8}, (int32_t[]){2, 0, 1, 3}, NHWC | ALIGNED, PACKED | ALIGNED);
+    run_transpose(e, F16, 3, (int64_t[]){4, 6, 4}, (int32_t[]){1, 0, 2}, PACKED | ALIGNED, PACKED | ALIGNED);
+    run_transpose(e, F16, 3, (int64_t[]){4, 6, 24}, (int32_t[]){1, 0, 2}, PACKED, PACKED);
     /* Random permutations of 2- to 5-D tensors, any mix of views. */
     for (int r = 0; r < 60; r++) {
         int32_t n = 2 + (int32_t)(test_rand(&e->rng) % 4);

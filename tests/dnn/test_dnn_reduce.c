@@ -83,6 +83,15 @@ static void test_softmax(env *e) {
     softmax_case(e, F32, 2, (int64_t[]){17, 4}, 0, MEM_PACKED, MEM_GAPS, false, 0, 3);
     softmax_case(e, F16, 5, (int64_t[]){2, 3, 4, 2, 3}, 2, MEM_GAPS, MEM_NHWC, false, 0, 2);
     softmax_case(e, F32, 1, (int64_t[]){4099}, 0, MEM_PACKED, MEM_PACKED, false, 0, 20);
+    /* Packed rows along the last axis, held in registers on a GPU (up to 64 and up to
+     * 256 elements a row): attention's scores over ViT's 197 and Swin's 49 tokens, the
+     * bounds, in place, and one row longer than the registers hold. */
+    softmax_case(e, F16, 3, (int64_t[]){4, 12, 197}, -1, MEM_PACKED, MEM_PACKED, false, 0, 6);
+    softmax_case(e, F32, 2, (int64_t[]){3, 49}, 1, MEM_PACKED, MEM_PACKED, false, 80, 10);
+    softmax_case(e, F32, 3, (int64_t[]){2, 3, 64}, -1, MEM_PACKED, MEM_PACKED, false, 0, 3);
+    softmax_case(e, F16, 2, (int64_t[]){5, 65}, -1, MEM_PACKED, MEM_PACKED, false, 0, 3);
+    softmax_case(e, F16, 2, (int64_t[]){6, 256}, -1, MEM_PACKED, MEM_PACKED, true, 0, 4);
+    softmax_case(e, F32, 2, (int64_t[]){7, 257}, -1, MEM_PACKED, MEM_PACKED, false, 0, 4);
     /* In place. */
     softmax_case(e, F32, 3, (int64_t[]){5, 6, 129}, -1, MEM_GAPS, MEM_PACKED, true, 80, 10);
     softmax_case(e, F16, 4, (int64_t[]){2, 7, 3, 3}, 1, MEM_NHWC, MEM_PACKED, true, 0, 4);

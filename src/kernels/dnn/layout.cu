@@ -51,37 +51,61 @@ template <typename T> __device__ __forceinline__ void copy_any(const gaio_ktenso
         copy<T, uint64_t>(x, y, (uint64_t)total);
 }
 
-// Rows of 16-byte vectors: y and x of at most 2 dimensions (after the op's merging),
-// the last one packed on both sides, rows and bases 16-byte aligned. This is every
-// packed copy and every channel-axis concat of NHWC tensors whose channel counts are
-// multiples of 16 bytes (DenseNet's, SqueezeNet's): a division per 16 bytes moved
-// instead of one per element.
+// Rows of 16-byte vectors: the last dimension (after the op's merging) packed on both
+// sides, a whole number of 16-byte vectors long, every other stride and both bases
+// 16-byte aligned. This is every packed copy, every channel-axis concat of NHWC
+// tensors whose channel counts are multiples of 16 bytes (DenseNet's, SqueezeNet's),
+// and every transpose that keeps the last dimension in place, as attention's moves
+// between [batch, tokens, heads * dim] and [batch * heads, tokens, dim] do (ViT's,
+// Swin's: eight a layer). Coordinates are decoded once per 16 bytes moved, not once per
+// element: an element a thread had put those copies at 4-6x their bytes' time.
 __device__ __forceinline__ bool vector_rows(const gaio_ktensor &x, const gaio_ktensor &y, int64_t es) {
-    if (y.ndim > 2 || ((x.ptr | y.ptr) & 15u) != 0) return false;
-    const int64_t last = y.ndim == 2 ? y.shape[1] : y.shape[0];
-    const int64_t xs = y.ndim == 2 ? x.strides[1] : x.strides[0], ys = y.ndim == 2 ? y.strides[1] : y.strides[0];
-    if (xs != 1 || ys != 1 || (last * es) % 16 != 0) return false;
-    return y.ndim == 1 || ((x.strides[0] * es) % 16 == 0 && (y.strides[0] * es) % 16 == 0);
+    if (((x.ptr | y.ptr) & 15u) != 0) return false;
+    const int32_t last = y.ndim - 1;
+    if (gaio_kt_stride(&x, last) != 1 || gaio_kt_stride(&y, last) != 1 || (gaio_kt_extent(&y, last) * es) % 16 != 0)
+        return false;
+    bool aligned = true;
+#pragma unroll
+    for (int d = 0; d < GAIO_KT_MAX_NDIM - 1; d++)
+        if (d < last) aligned = aligned && (x.strides[d] * es) % 16 == 0 && (y.strides[d] * es) % 16 == 0;
+    return aligned;
 }
 
 template <typename I>
-__device__ __forceinline__ void copy_vectors(const uint4 *src, uint4 *dst, I rows, I len, int64_t xs, int64_t ys) {
+__device__ __forceinline__ void copy_vectors(const gaio_ktensor &x, const gaio_ktensor &y, I rows, I len, int64_t es) {
+    const uint4 *src = reinterpret_cast<const uint4 *>(x.ptr);
+    uint4 *dst = reinterpret_cast<uint4 *>(y.ptr);
+    const int32_t last = y.ndim - 1;
     const I total = rows * len, step = (I)blockDim.x * (I)gridDim.x;
     for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
-        const I r = i / len, c = i - r * len;
-        dst[(int64_t)r * ys + c] = src[(int64_t)r * xs + c];
+        I r = i / len;
+        const I c = i - r * len;
+        int64_t xo = 0, yo = 0; // in elements
+#pragma unroll
+        for (int d = GAIO_KT_MAX_NDIM - 2; d >= 0; d--) {
+            if (d < last) {
+                const I extent = (I)y.shape[d];
+                const I k = r % extent;
+                r /= extent;
+                xo += (int64_t)k * x.strides[d];
+                yo += (int64_t)k * y.strides[d];
+            }
+        }
+        dst[yo * es / 16 + c] = __ldg(src + xo * es / 16 + c);
     }
 }
 
 __device__ __forceinline__ void copy_rows_of_vectors(const gaio_ktensor &x, const gaio_ktensor &y, int64_t es) {
-    const int64_t rows = y.ndim == 2 ? y.shape[0] : 1, len = (y.ndim == 2 ? y.shape[1] : y.shape[0]) * es / 16;
-    const int64_t xs = y.ndim == 2 ? x.strides[0] * es / 16 : 0, ys = y.ndim == 2 ? y.strides[0] * es / 16 : 0;
-    const uint4 *src = reinterpret_cast<const uint4 *>(x.ptr);
-    uint4 *dst = reinterpret_cast<uint4 *>(y.ptr);
+    const int32_t last = y.ndim - 1;
+    const int64_t len = gaio_kt_extent(&y, last) * es / 16;
+    int64_t rows = 1;
+#pragma unroll
+    for (int d = 0; d < GAIO_KT_MAX_NDIM - 1; d++)
+        if (d < last) rows *= y.shape[d];
     if (rows * len + (int64_t)blockDim.x * gridDim.x <= (int64_t)UINT32_MAX)
-        copy_vectors<uint32_t>(src, dst, (uint32_t)rows, (uint32_t)len, xs, ys);
+        copy_vectors<uint32_t>(x, y, (uint32_t)rows, (uint32_t)len, es);
     else
-        copy_vectors<uint64_t>(src, dst, (uint64_t)rows, (uint64_t)len, xs, ys);
+        copy_vectors<uint64_t>(x, y, (uint64_t)rows, (uint64_t)len, es);
 }
 
 } // namespace

@@ -334,9 +334,68 @@ __device__ __forceinline__ bool gap_split(const gaio_ktensor &x, const gaio_kten
 
 } // namespace
 
+namespace {
+
+// Softmax over packed rows of at most 32 * K elements (x and y both packed, the axis
+// last: attention's scores, ViT's 197 tokens, Swin's 49): each lane keeps its
+// elements in registers, so the row is read once and not three times, and no
+// coordinates are decoded. The same sums in the same order as the general loop below
+// (lane l: i = l, l + 32, ...; then the shuffles), so the same bits.
+template <typename T, int K> __device__ __forceinline__ void softmax_rows(const T *x, T *y, int64_t rows, int32_t len) {
+    const int lane = (int)(threadIdx.x & 31u);
+    for (int64_t r = global_thread() >> 5; r < rows; r += grid_threads() >> 5) {
+        const T *xr = x + r * len;
+        T *yr = y + r * len;
+        float v[K], m = gaio_kt_neg_inf();
+#pragma unroll
+        for (int j = 0; j < K; j++) {
+            const int i = lane + 32 * j;
+            v[j] = i < len ? (float)xr[i] : gaio_kt_neg_inf();
+            m = gaio_kt_max(m, v[j]);
+        }
+        m = warp_max(m);
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < K; j++) {
+            if (lane + 32 * j < len) v[j] = expf(v[j] - m), s += v[j];
+        }
+        s = warp_sum(s);
+#pragma unroll
+        for (int j = 0; j < K; j++)
+            if (lane + 32 * j < len) yr[lane + 32 * j] = (T)(v[j] / s);
+    }
+}
+
+__device__ __forceinline__ bool packed(const gaio_ktensor &t) {
+    int64_t want = 1;
+    bool ok = true;
+#pragma unroll
+    for (int d = GAIO_KT_MAX_NDIM - 1; d >= 0; d--)
+        if (d < t.ndim) ok = ok && (t.shape[d] == 1 || t.strides[d] == want), want *= t.shape[d];
+    return ok;
+}
+
+template <typename T> __device__ __forceinline__ bool softmax_packed(const gaio_ktensor &x, const gaio_ktensor &y, int32_t axis) {
+    const int64_t len = gaio_kt_extent(&x, axis);
+    if (axis != x.ndim - 1 || len > 256 || !packed(x) || !packed(y)) return false;
+    const T *xp = reinterpret_cast<const T *>(x.ptr);
+    T *yp = reinterpret_cast<T *>(y.ptr);
+    const int64_t rows = gaio_kt_count(&x) / len;
+    if (len <= 64)
+        softmax_rows<T, 2>(xp, yp, rows, (int32_t)len);
+    else
+        softmax_rows<T, 8>(xp, yp, rows, (int32_t)len);
+    return true;
+}
+
+} // namespace
+
 extern "C" __global__ void gaio_dnn_softmax(gaio_ktensor x, gaio_ktensor y, int32_t axis) {
     const int lane = (int)(threadIdx.x & 31u);
     const int64_t len = gaio_kt_extent(&x, axis), sx = gaio_kt_stride(&x, axis), sy = gaio_kt_stride(&y, axis);
+    if (len > 0 && x.dtype == y.dtype &&
+        (x.dtype == GAIO_KT_F16 ? softmax_packed<__half>(x, y, axis) : softmax_packed<float>(x, y, axis)))
+        return;
     const int64_t rows = gaio_kt_count(&x) / len;
     // The loop bound is the same for every lane of a warp, as the shuffles need.
     for (int64_t r = global_thread() >> 5; r < rows; r += grid_threads() >> 5) {
