@@ -212,3 +212,29 @@ def test_gather_one_index(dev, axis, index, rng):
         x = rng.standard_normal(shape).astype(np.float32)
         got, want, engine = _run(model, {"x": x}, dev)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("after_conv", [False, True])
+def test_noop_pad_and_slice(dev, after_conv, rng):
+    """Swin pads its maps to whole windows and crops them back: where they are whole
+    already, the Pad and the Slice are views (no step runs), on NHWC values too; a
+    Pad that pads and a Slice that crops still run."""
+    shape = [2, 4, 6, 6]
+    first = h.make_node("Conv", ["x", "cw"], ["c"], name="conv", kernel_shape=[1, 1]) if after_conv else \
+        h.make_node("Relu", ["x"], ["c"], name="relu")
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, dtype=np.int64), name)  # noqa: E731
+    nodes = [first,
+             h.make_node("Pad", ["c", "zero_pads"], ["p0"], name="pad0"),
+             h.make_node("Slice", ["p0", "s0", "e0", "ax"], ["s_all"], name="slice_all"),
+             h.make_node("Sigmoid", ["s_all"], ["g"], name="sig"),
+             h.make_node("Pad", ["g", "pads"], ["p1"], name="pad1"),
+             h.make_node("Slice", ["p1", "s1", "e1", "ax"], ["y"], name="crop")]
+    inits = [i64("zero_pads", [0] * 8), i64("pads", [0, 0, 1, 0, 0, 0, 0, 2]), i64("s0", [0, 0]), i64("e0", [6, 6]),
+             i64("ax", [2, 3]), i64("s1", [1, 0]), i64("e1", [6, 7]), _const("cw", rng.standard_normal((4, 4, 1, 1)))]
+    model = _model(nodes, inits if after_conv else inits[:-1], {"x": shape}, {"y": [2, 4, 5, 7]})
+    x = rng.standard_normal(shape).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)
+    kernels = {st.name: st.kernel for st in engine.steps}
+    assert kernels["pad0"] == kernels["slice_all"] == "none: a view of its input"
+    assert kernels["pad1"] != "none: a view of its input" and kernels["crop"] != "none: a view of its input"

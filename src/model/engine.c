@@ -509,6 +509,19 @@ static bool elementwise(model_op op) {
     }
 }
 
+/* A Pad that pads nothing or a Slice that takes everything, in order (Swin's padding
+ * of its maps to whole windows, and the crop back, where the maps are whole windows
+ * already): a view of its input, as a Reshape is. */
+static bool noop_step(const gaio_engine *e, const xstep *sp) {
+    const mnode *n = sp->n;
+    if ((n->op != OP_PAD && n->op != OP_SLICE) || sp->out != n->out[0]) return false;
+    const xvalue *x = &e->v[n->in[0]], *y = &e->v[sp->out];
+    if (x->ndim != y->ndim || x->dtype != y->dtype || memcmp(x->dims, y->dims, sizeof x->dims)) return false;
+    for (int32_t d = 0; d < x->ndim; d++)
+        if (n->op == OP_PAD ? n->a.pad_begin[d] != 0 : n->a.slice_start[d] != 0 || n->a.slice_step[d] != 1) return false;
+    return true;
+}
+
 enum { TO_NHWC, TO_NCHW };
 
 /* sp is a Transpose of a 4-D float value by (0, 2, 3, 1) (TO_NHWC: [N, C, H, W] into
@@ -666,12 +679,14 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         const xstep *sp = &e->plan.steps[i];
         const mnode *n = sp->n;
         xvalue *x = &e->v[sp->out];
-        if (is_view(n->op)) {
+        if (is_view(n->op) || noop_step(e, sp)) {
             const xvalue *in = &e->v[n->in[0]];
-            if (!needs_copy(in)) {
+            bool same = x->ndim == in->ndim && !memcmp(x->dims, in->dims, sizeof x->dims);
+            if (same || !needs_copy(in)) {
                 x->root = in->root;
                 /* Same memory; NHWC only where the shape is unchanged. */
-                x->nhwc = in->nhwc && x->ndim == 4 && !memcmp(x->dims, in->dims, sizeof x->dims);
+                x->nhwc = in->nhwc && x->ndim == 4 && same;
+                if (!is_view(n->op)) snprintf(e->kernel[i], sizeof e->kernel[i], "none: a view of its input");
                 continue;
             }
             e->copy[i] = true; /* into x's own row-major memory, then viewed */
