@@ -238,3 +238,38 @@ def test_noop_pad_and_slice(dev, after_conv, rng):
     kernels = {st.name: st.kernel for st in engine.steps}
     assert kernels["pad0"] == kernels["slice_all"] == "none: a view of its input"
     assert kernels["pad1"] != "none: a view of its input" and kernels["crop"] != "none: a view of its input"
+
+
+@pytest.mark.parametrize("scores_out", [False, True])
+def test_attention_k_transposed(dev, scores_out, rng):
+    """q @ k^T with k^T a Transpose of k's last two dimensions (as torch.onnx writes
+    attention): the GEMM reads k transposed and the Transpose runs no step; where k^T
+    is also a graph output it stays."""
+    b, hds, t, d = 2, 3, 5, 4
+    nodes = [h.make_node("Mul", ["k", "scale"], ["ks"], name="scale_k"),
+             h.make_node("Transpose", ["ks"], ["kt"], name="kT", perm=[0, 1, 3, 2]),
+             h.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+             h.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             h.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
+    outs = {"y": [b, hds, t, d]}
+    if scores_out:
+        outs["kt"] = [b, hds, d, t]
+    model = _model(nodes, [_const("scale", 0.5)], {"q": [b, hds, t, d], "k": [b, hds, t, d], "v": [b, hds, t, d]},
+                   outs)
+    feeds = {name: rng.standard_normal((b, hds, t, d)).astype(np.float32) for name in ("q", "k", "v")}
+    got, want, engine = _run(model, feeds, dev)
+    _close(got, want)
+    assert ("kT" in {st.name for st in engine.steps}) == scores_out
+
+
+def test_matmul_2d_b_transposed(dev, rng):
+    """A 2-D MatMul of a transposed B, with a bias: one GEMM step reading B transposed."""
+    model = _model([h.make_node("Relu", ["w"], ["wr"], name="relu"),
+                    h.make_node("Transpose", ["wr"], ["wt"], name="wT", perm=[1, 0]),
+                    h.make_node("MatMul", ["x", "wt"], ["m"], name="mm"),
+                    h.make_node("Add", ["m", "b"], ["y"], name="bias")],
+                   [_const("b", rng.standard_normal(6))], {"x": [4, 9], "w": [6, 9]}, {"y": [4, 6]})
+    feeds = {"x": rng.standard_normal((4, 9)).astype(np.float32), "w": rng.standard_normal((6, 9)).astype(np.float32)}
+    got, want, engine = _run(model, feeds, dev)
+    _close(got, want)
+    assert [st.ops for st in engine.steps] == ["Relu", "MatMul+Add"]

@@ -583,6 +583,7 @@ static bool *layout_wants(const gaio_engine *e) {
         if (n->op != OP_MATMUL && n->op != OP_GEMM && n->op != OP_EINSUM) continue;
         for (int32_t j = 0; j < n->nin; j++)
             if (n->in[j] >= 0) want[n->in[j]] = false;
+        if (e->plan.steps[i].w >= 0) want[e->plan.steps[i].w] = false; /* B's source, read transposed */
         want[e->plan.steps[i].out] = false;
     }
     return want;

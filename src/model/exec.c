@@ -480,7 +480,7 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
     int64_t ya = span(y, 0, lead), xa = span(x, 0, la), ba = span(b, 0, lb);
     gaio_tensor a3 = as_batched(x, false), b3 = as_batched(b, true), y3 = *y;
     y3.ndim = 3, y3.layout = GAIO_TENSOR_ROW_MAJOR;
-    y3.shape[0] = ya, y3.shape[1] = a3.shape[1], y3.shape[2] = b3.shape[2];
+    y3.shape[0] = ya, y3.shape[1] = a3.shape[1], y3.shape[2] = p.trans_b ? b3.shape[1] : b3.shape[2];
     memset(y3.strides, 0, sizeof y3.strides); /* packed */
     if (ba == 1 && xa == ya) { /* b one matrix: a's batches fold into its rows */
         a3.shape[1] *= a3.shape[0], a3.shape[0] = 1;
@@ -655,8 +655,8 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     }
     case OP_GEMM:
     case OP_MATMUL: {
-        gaio_tensor b = tensor(r, n->in[1]);
-        gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
+        gaio_tensor b = tensor(r, n->op == OP_MATMUL && sp->w >= 0 ? sp->w : n->in[1]);
+        gaio_gemm_params p = {0, n->op == OP_MATMUL && sp->w >= 0, 1.0f, 0.0f, GAIO_ACT_NONE}; /* plan.c swap_last_two */
         const gaio_tensor *bias = NULL, *c = NULL;
         gaio_tensor ct;
         if (n->op == OP_GEMM) {
