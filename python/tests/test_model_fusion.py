@@ -273,3 +273,30 @@ def test_matmul_2d_b_transposed(dev, rng):
     got, want, engine = _run(model, feeds, dev)
     _close(got, want)
     assert [st.ops for st in engine.steps] == ["Relu", "MatMul+Add"]
+
+
+def test_attention_scales_fold_into_alpha(dev, rng):
+    """Attention as torch.onnx exports scaled_dot_product_attention: the scale is
+    Sqrt(Sqrt(Cast(head size))) reciprocal, computed from a Shape (folded at load), q and
+    k^T each multiplied by it; the planner folds both Muls into the GEMM's alpha and the
+    Transpose into trans_b: three steps."""
+    b, hds, t, d = 2, 3, 7, 16
+    i64 = numpy_helper.from_array(np.asarray(-1, dtype=np.int64), "last")
+    nodes = [h.make_node("Shape", ["q"], ["qs"], name="shape"),
+             h.make_node("Gather", ["qs", "last"], ["dim"], name="dim", axis=0),
+             h.make_node("Cast", ["dim"], ["dimf"], name="cast", to=F),
+             h.make_node("Sqrt", ["dimf"], ["r1"], name="sqrt"),
+             h.make_node("Sqrt", ["r1"], ["r2"], name="sqrt_1"),
+             h.make_node("Reciprocal", ["r2"], ["sc"], name="recip"),
+             h.make_node("Mul", ["q", "sc"], ["q_s"], name="scale_q"),
+             h.make_node("Transpose", ["k"], ["kt"], name="kT", perm=[0, 1, 3, 2]),
+             h.make_node("Mul", ["sc", "kt"], ["kt_s"], name="scale_k"),
+             h.make_node("MatMul", ["q_s", "kt_s"], ["s"], name="qk"),
+             h.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             h.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
+    model = _model(nodes, [i64], {"q": [b, hds, t, d], "k": [b, hds, t, d], "v": [b, hds, t, d]},
+                   {"y": [b, hds, t, d]})
+    feeds = {name: rng.standard_normal((b, hds, t, d)).astype(np.float32) for name in ("q", "k", "v")}
+    got, want, engine = _run(model, feeds, dev)
+    _close(got, want)
+    assert [st.name for st in engine.steps] == ["qk", "softmax", "pv"]

@@ -303,9 +303,9 @@ static gaio_status resolve_options(const char *fn, const mgraph *g, const gaio_e
 
 /* ---- weights ---- */
 
-/* The value a step reads at input slot j (its inputs, then the planner's weight, bias
- * and residual: a convolution's own weight and bias inputs are seen through those, as
- * batch-norm folding may have replaced them), or -1. */
+/* The value a step reads at input slot j (its inputs, then the planner's weight, bias,
+ * residual and MatMul source: a convolution's own weight and bias inputs are seen
+ * through those, as batch-norm folding may have replaced them), or -1. */
 int32_t gaio__step_value(const xstep *sp, int32_t j) {
     const mnode *n = sp->n;
     if (j < n->nin) {
@@ -313,7 +313,7 @@ int32_t gaio__step_value(const xstep *sp, int32_t j) {
         if (n->op == OP_BATCH_NORM && j >= 1 && sp->w >= 0) return -1; /* folded to scale sp->w, shift sp->b */
         return n->in[j];
     }
-    return j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : sp->res;
+    return j == n->nin ? sp->w : j == n->nin + 1 ? sp->b : j == n->nin + 2 ? sp->res : n->op == OP_MATMUL ? sp->x : -1;
 }
 
 static const void *const_data(const gaio_engine *e, int32_t v, int32_t *elem) {
@@ -357,7 +357,7 @@ static gaio_status place_weights(const char *fn, gaio_engine *e) {
     for (int32_t i = 0; i < e->plan.nsteps; i++) {
         const xstep *sp = &e->plan.steps[i];
         const mnode *n = sp->n;
-        for (int32_t j = 0; j < n->nin + 3; j++) {
+        for (int32_t j = 0; j < n->nin + GAIO__STEP_SLOTS; j++) {
             int32_t v = gaio__step_value(sp, j), elem = MT_F32;
             if (v < 0 || e->v[v].mem != XM_NONE) continue;
             const void *data = const_data(e, v, &elem);
@@ -450,7 +450,7 @@ gaio_status gaio__engine_place_arena(const char *fn, gaio_engine *e) {
         const xstep *sp = &e->plan.steps[i];
         int32_t out = e->v[sp->out].root;
         if (e->v[out].mem == XM_ARENA && live[out].first > i) live[out].first = i;
-        for (int32_t j = 0; j < sp->n->nin + 3; j++) {
+        for (int32_t j = 0; j < sp->n->nin + GAIO__STEP_SLOTS; j++) {
             int32_t v = gaio__step_value(sp, j);
             if (v < 0) continue;
             int32_t root = e->v[v].root;
@@ -583,7 +583,8 @@ static bool *layout_wants(const gaio_engine *e) {
         if (n->op != OP_MATMUL && n->op != OP_GEMM && n->op != OP_EINSUM) continue;
         for (int32_t j = 0; j < n->nin; j++)
             if (n->in[j] >= 0) want[n->in[j]] = false;
-        if (e->plan.steps[i].w >= 0) want[e->plan.steps[i].w] = false; /* B's source, read transposed */
+        if (e->plan.steps[i].w >= 0) want[e->plan.steps[i].w] = false; /* the planner's sources of B and A */
+        if (e->plan.steps[i].x >= 0) want[e->plan.steps[i].x] = false;
         want[e->plan.steps[i].out] = false;
     }
     return want;
@@ -616,7 +617,7 @@ static void pad_stems(gaio_engine *e, const bool *want) {
         for (int32_t s = 0; s < e->plan.nsteps && ok; s++) {
             const xstep *sp = &e->plan.steps[s];
             bool reads = false;
-            for (int32_t j = 0; j < sp->n->nin + 3; j++) reads = reads || gaio__step_value(sp, j) == v;
+            for (int32_t j = 0; j < sp->n->nin + GAIO__STEP_SLOTS; j++) reads = reads || gaio__step_value(sp, j) == v;
             if (!reads) continue;
             int32_t elem = MT_F32;
             ok = sp->n->op == OP_CONV && sp->n->in[0] == v && sp->res != v && sp->n->a.group == 1 && sp->w >= 0 &&
@@ -626,7 +627,7 @@ static void pad_stems(gaio_engine *e, const bool *want) {
              * the others now run after a conv + bias plan, whose stems were fast. */
             slow = slow || (sp->has_act && sp->act.op == GAIO_UNARY_CLIP);
             for (int32_t t = 0; t < e->plan.nsteps && ok; t++) /* the weights: these convolutions' only */
-                for (int32_t j = 0; j < e->plan.steps[t].n->nin + 3 && ok; j++)
+                for (int32_t j = 0; j < e->plan.steps[t].n->nin + GAIO__STEP_SLOTS && ok; j++)
                     if (gaio__step_value(&e->plan.steps[t], j) == sp->w)
                         ok = e->plan.steps[t].n->op == OP_CONV && e->plan.steps[t].w == sp->w &&
                              e->plan.steps[t].n->in[0] == v;

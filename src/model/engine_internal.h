@@ -112,7 +112,9 @@ bool gaio__engine_is_float(int32_t elem);
 size_t gaio__xvalue_count(const xvalue *x);
 size_t gaio__xvalue_bytes(const xvalue *x);
 
-/* The value a step reads at input slot j (0 .. n->nin + 2), or -1: see engine.c. */
+/* The value a step reads at input slot j (0 .. n->nin + GAIO__STEP_SLOTS - 1), or -1:
+ * see engine.c. */
+#define GAIO__STEP_SLOTS 4
 int32_t gaio__step_value(const xstep *sp, int32_t j);
 
 /* Places the activations by lifetime into e->arena_bytes (offsets in e->v). */

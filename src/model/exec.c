@@ -656,7 +656,11 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_GEMM:
     case OP_MATMUL: {
         gaio_tensor b = tensor(r, n->op == OP_MATMUL && sp->w >= 0 ? sp->w : n->in[1]);
-        gaio_gemm_params p = {0, n->op == OP_MATMUL && sp->w >= 0, 1.0f, 0.0f, GAIO_ACT_NONE}; /* plan.c swap_last_two */
+        gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
+        if (n->op == OP_MATMUL) { /* the planner's absorbed scales and transpose (plan.c) */
+            if (sp->x >= 0) x = tensor(r, sp->x);
+            p.trans_b = sp->trans_b, p.alpha = sp->alpha;
+        }
         const gaio_tensor *bias = NULL, *c = NULL;
         gaio_tensor ct;
         if (n->op == OP_GEMM) {

@@ -1306,6 +1306,31 @@ static gaio_status fold_cast(const char *fn, mgraph *g, const mnode *n, const mv
     return GAIO_OK;
 }
 
+/* Exact float functions of a small constant (Sqrt, Reciprocal, Neg, Abs), folded:
+ * torch.onnx writes attention's scale as Sqrt of a Cast of the head size, then its
+ * Sqrt again and a Div (ViT, Swin); folded, the Muls by it are Muls by a constant,
+ * which the planner moves into the GEMM's alpha. Computed in double and rounded once:
+ * each is correctly rounded, as the float function at run time is. */
+static bool folds_unary(model_op op) { return op == OP_SQRT || op == OP_RECIPROCAL || op == OP_NEG || op == OP_ABS; }
+
+static gaio_status fold_unary(const char *fn, mgraph *g, const mnode *n, const mvalue *x, mvalue *o) {
+    if (x->elem != MT_F32 && x->elem != MT_F16) return GAIO_OK;
+    TRY(const_ok(fn, n, x));
+    size_t es = gaio__mt_size(x->elem), cnt = x->bytes / es;
+    if (cnt > ((size_t)1 << 16)) return GAIO_OK; /* a tensor, not a scale: it runs */
+    bool skip;
+    TRY(fold_alloc(fn, g, n, o, cnt * es, &skip));
+    if (skip) return GAIO_OK;
+    for (size_t i = 0; i < cnt; i++) {
+        double v = load_num(x->elem, x->data, i);
+        double r = n->op == OP_SQRT ? sqrt(v) : n->op == OP_RECIPROCAL ? 1.0 / v : n->op == OP_NEG ? -v : fabs(v);
+        char *d = (char *)o->data + i * es;
+        if (x->elem == MT_F32) { float f = (float)r; memcpy(d, &f, 4); }
+        else { uint16_t h = f2h((float)r); memcpy(d, &h, 2); }
+    }
+    return GAIO_OK;
+}
+
 /* ---- the entry ---- */
 
 static gaio_status check_inputs(const char *fn, mgraph *g, const mnode *n) {
@@ -1451,5 +1476,6 @@ gaio_status gaio__op_infer(const char *fn, mgraph *g, mnode *n) {
     for (int i = 0; i < o.ndim; i++) out->dims[i] = o.d[i], out->dim_names[i] = o.d[i] < 0 && o.nm[i] ? o.nm[i] : "";
     if (fold_same) TRY(fold_copy(fn, g, n, x, out));
     if (n->op == OP_CAST && x->data) TRY(fold_cast(fn, g, n, x, out));
+    if (folds_unary(n->op) && x->data && x->elem == out->elem) TRY(fold_unary(fn, g, n, x, out));
     return GAIO_OK;
 }

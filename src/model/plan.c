@@ -238,6 +238,26 @@ static int32_t swap_last_two(const mgraph *g, const int32_t *readers, int32_t v)
     return -1;
 }
 
+/* The node making value v as x * c, c * x or x / c for a constant scalar c, v read by
+ * one node alone: its index, x in *x and c as a factor in *c; else -1. A MatMul takes
+ * the factor as its GEMM's alpha: one pass over each operand fewer. */
+static int32_t scaled_by(const mgraph *g, const int32_t *readers, const bool *absorbed, int32_t v, int32_t *x,
+                         double *c) {
+    if (v < 0 || g->values[v].is_output || readers[v] != 1) return -1;
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const mnode *n = &g->nodes[i];
+        if (n->nout < 1 || n->out[0] != v) continue;
+        if (absorbed[i] || (n->op != OP_MUL && n->op != OP_DIV) || n->nin != 2) return -1;
+        int32_t k = 1;
+        if (n->op == OP_MUL && isfinite(const_scalar(g, n->in[0])) && !isfinite(const_scalar(g, n->in[1]))) k = 0;
+        double f = const_scalar(g, n->in[k]);
+        if (!isfinite(f) || f == 0.0 || !same_shape(&g->values[n->in[1 - k]], &g->values[v])) return -1;
+        *c = n->op == OP_MUL ? f : 1.0 / f, *x = n->in[1 - k];
+        return i;
+    }
+    return -1;
+}
+
 /* A MatMul's bias as torch.onnx writes a Linear on more than 2-D inputs: an Add of a
  * constant of the output's last dimension (leading dimensions 1), the MatMul's output
  * read by it alone. */
@@ -279,7 +299,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
         const mnode *n = &g->nodes[i];
         if (n->op != OP_CONV || absorbed[i]) continue;
         xstep *s = &fused[i];
-        s->n = n, s->out = n->out[0], s->w = n->in[1], s->b = n->nin > 2 ? n->in[2] : -1, s->res = -1;
+        s->n = n, s->out = n->out[0], s->w = n->in[1], s->b = n->nin > 2 ? n->in[2] : -1, s->res = s->x = -1;
         int32_t last = i, j;
         bool consts = is_const_float(&g->values[s->w]) && (s->b < 0 || is_const_float(&g->values[s->b]));
         if (consts && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
@@ -323,9 +343,17 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
         if ((n->op != OP_MATMUL && n->op != OP_GEMM) || absorbed[i] || n->nout < 1 || n->out[0] < 0) continue;
         xstep *s = &fused[i];
         s->n = n, s->out = n->out[0], s->w = s->b = s->res = -1;
+        s->x = -1, s->alpha = 1.0f;
         int32_t last = i, j, chain[5], t;
-        if (n->op == OP_MATMUL && n->nin == 2 && (t = swap_last_two(g, readers, n->in[1])) >= 0 && !absorbed[t])
-            s->w = g->nodes[t].in[0], absorbed[t] = true; /* B read transposed by the GEMM */
+        if (n->op == OP_MATMUL && n->nin == 2) {
+            int32_t a = n->in[0], b = n->in[1];
+            double c;
+            if ((t = scaled_by(g, readers, absorbed, a, &a, &c)) >= 0) s->alpha *= (float)c, absorbed[t] = true;
+            if ((t = scaled_by(g, readers, absorbed, b, &b, &c)) >= 0) s->alpha *= (float)c, absorbed[t] = true;
+            if ((t = swap_last_two(g, readers, b)) >= 0 && !absorbed[t]) b = g->nodes[t].in[0], s->trans_b = true, absorbed[t] = true;
+            if (a != n->in[0]) s->x = a;
+            if (b != n->in[1]) s->w = b;
+        }
         if (n->op == OP_MATMUL && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
             bias_of(g, &g->nodes[j], s->out)) {
             s->b = other_in(&g->nodes[j], s->out);
@@ -356,7 +384,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
             gelu_of(g, readers, reader, absorbed, g->values[n->in[0]].data ? n->in[1] : n->in[0], chain) &&
             chain[0] == i) {
             xstep *s = &p->steps[p->nsteps++];
-            s->n = n, s->w = s->b = s->res = -1, s->gelu = true;
+            s->n = n, s->w = s->b = s->res = s->x = -1, s->gelu = true;
             for (int k = 1; k < 5; k++) absorbed[chain[k]] = true;
             s->out = g->nodes[chain[4]].out[0], p->fused_act++;
             continue;
@@ -365,7 +393,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
         for (int32_t k = 0; k < (n->op == OP_SPLIT || n->op == OP_TOPK || n->op == OP_LAYER_NORM ? n->nout : 1); k++) {
             if (n->out[k] < 0) continue; /* TopK's indices, LayerNormalization's statistics may be left out */
             xstep *s = &p->steps[p->nsteps++];
-            s->n = n, s->out = n->out[k], s->w = s->b = s->res = -1;
+            s->n = n, s->out = n->out[k], s->w = s->b = s->res = s->x = -1;
             /* A batch norm that no convolution absorbed (DenseNet's BN -> ReLU -> Conv)
              * takes the activation after it into its own pass: gaio's kernel applies any
              * act_of, on both backends. The act node comes later in the graph's order, so

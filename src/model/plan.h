@@ -13,8 +13,9 @@
  *   after a MatMul or Gemm into its step (GELU as exported, Div -> Erf -> Add -> Mul ->
  *   Mul, included: ConvNeXt, ViT, Swin).
  * - GELU chains elsewhere run as one step (xstep.gelu).
- * - A Transpose of a MatMul's B that swaps its last two dimensions (q @ k^T) becomes
- *   the GEMM's trans_b.
+ * - A MatMul's operands scaled by constant scalars (Mul or Div: attention's q and k
+ *   scaled by dim^-1/4 each) fold into the GEMM's alpha, and a Transpose of B that
+ *   swaps its last two dimensions (q @ k^T) into its trans_b.
  * Folded weights are new constants (extra values after the graph's own). */
 #ifndef GAIO_MODEL_PLAN_H
 #define GAIO_MODEL_PLAN_H
@@ -25,9 +26,12 @@ typedef struct xstep {
     const mnode *n;  /* the node run (its op and attributes) */
     int32_t out;     /* the value written: n's output, or the last absorbed node's */
     int32_t w, b;    /* Conv: weights and bias values (folded ones are extra values); b -1 if none;
-                      * MatMul: b its fused bias or -1; w B's source when a Transpose of B's
-                      * last two dimensions was absorbed (the GEMM reads w transposed), else -1 */
+                      * MatMul: b its fused bias or -1; w B's source where the planner absorbed
+                      * a scale or a Transpose of B (else -1) */
     int32_t res;     /* Conv: the fused residual, or -1 */
+    int32_t x;       /* MatMul: A's source where the planner absorbed a scale of A, else -1 */
+    bool trans_b;    /* MatMul: the GEMM reads B (w) transposed */
+    float alpha;     /* MatMul: the GEMM's alpha, the absorbed scales' product (1 if none) */
     bool has_act;    /* Conv, MatMul, Gemm: the fused activation */
     bool gelu;       /* an exported GELU chain (plan.c gelu_of) starting at n: GELU of n's non-constant input */
     gaio_unary_params act;
