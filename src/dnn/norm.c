@@ -22,6 +22,7 @@
 /* A warp keeps a contiguous set of up to this many elements in registers (32 a lane:
  * more would cost occupancy in registers; ViT-L's and ConvNeXt-B's 1024 channels fit). */
 #define ROWS_MAX 1024
+#define ROWS8_BLOCKS 528 /* the resident blocks of an H100 or H200: 4 an SM (64 registers) on 132 */
 /* Fewer sets than this leave a thread per set too little parallelism. */
 #define THREAD_MIN_SETS 2048
 
@@ -312,10 +313,16 @@ gaio_status gaio_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tens
     int64_t blocks = 1;
     k.mode = pick_mode(&k, y != NULL, &blocks);
 
+    /* f16 rows of whole 16-byte vectors: the CUDA kernel that moves them so
+     * (kernels/dnn/norm.cu rows_vec), its grid capped at a few blocks an SM so that
+     * each block stages the scale and bias for many rows. */
+    bool vec = k.mode == GAIO_KNORM_ROWS && k.xdt == GAIO_KT_F16 && k.count % 8 == 0 && k.xs[0] % 8 == 0 &&
+               (k.x % 16) == 0 && (!y || (k.ys[0] % 8 == 0 && k.y % 16 == 0));
+    if (vec && blocks > ROWS8_BLOCKS) blocks = ROWS8_BLOCKS;
     gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
     if (stream->ctx->be->kind == GAIO_DEVICE_CUDA) grid.x = (uint32_t)blocks, block.x = BLOCK;
     gaio_kernel *kern;
-    const char *name = k.mode == GAIO_KNORM_ROWS ? "gaio_dnn_norm_rows" : "gaio_dnn_norm";
+    const char *name = vec ? "gaio_dnn_norm_rows8" : k.mode == GAIO_KNORM_ROWS ? "gaio_dnn_norm_rows" : "gaio_dnn_norm";
     if ((st = gaio__kernel_builtin(name, &kern)) != GAIO_OK) return gaio__fail(st, fn, "%s", gaio_last_error());
     gaio_arg args[1] = {GAIO_ARG(k)};
     gaio_buffer *held[6];

@@ -226,6 +226,13 @@ static void test_norm(env *e) {
     c = layer(F16, 3, (int64_t[]){2, 5, 2048}, -1, P, G), c.shift = 100, norm_case(e, &c);
     c = layer(F16, 2, (int64_t[]){70, 96}, 1, P, P), c.pdt = F32, c.mean = c.rstd = true, norm_case(e, &c);
     c = layer(F32, 2, (int64_t[]){3, 37}, -1, P, P), c.in_place = true, c.shift = 1000, norm_case(e, &c);
+    /* f16 rows of whole 16-byte vectors (the CUDA rows8 kernel): 4, 2 and 1 rows a warp,
+     * 2 and 4 vectors a lane, more rows than its capped grid covers at once, in place. */
+    c = layer(F16, 2, (int64_t[]){17, 64}, -1, P, P), c.mean = true, norm_case(e, &c);
+    c = layer(F16, 3, (int64_t[]){100, 125, 96}, -1, P, P), c.shift = 50, norm_case(e, &c);
+    c = layer(F16, 2, (int64_t[]){9, 384}, -1, P, P), c.in_place = true, c.rstd = true, norm_case(e, &c);
+    c = layer(F16, 2, (int64_t[]){33, 768}, -1, P, P), c.pdt = F32, norm_case(e, &c);
+    c = layer(F16, 2, (int64_t[]){5, 1024}, -1, P, P), norm_case(e, &c);
     /* Larger contiguous sets (a warp), and larger still (a block). */
     c = layer(F32, 2, (int64_t[]){4, 3000}, -1, P, P), norm_case(e, &c);
     c = layer(F16, 2, (int64_t[]){2, 9000}, -1, P, P), c.rstd = true, norm_case(e, &c);

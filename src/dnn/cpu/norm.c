@@ -74,6 +74,7 @@ static const size_t norm_sizes[1] = {sizeof(gaio_knorm)};
 
 const gaio_builtin_kernel gaio__dnn_norm_kernels[] = {
     {"gaio_dnn_norm", dnn_norm, 1, norm_sizes},
-    {"gaio_dnn_norm_rows", dnn_norm, 1, norm_sizes}, /* the CUDA kernel's register-resident split */
+    {"gaio_dnn_norm_rows", dnn_norm, 1, norm_sizes},  /* the CUDA kernel's register-resident split */
+    {"gaio_dnn_norm_rows8", dnn_norm, 1, norm_sizes}, /* and its f16 vector one */
     {NULL, NULL, 0, NULL},
 };

@@ -165,6 +165,77 @@ __device__ __forceinline__ void rows(const gaio_knorm &p, float *sc, float *bi) 
     }
 }
 
+// ROWS of f16 in 16-byte vectors (count a multiple of 8, rows and bases aligned): a
+// group of G lanes a row, 32 / G rows a warp at once, V vectors a lane. ConvNeXt's
+// LayerNorms over 96 to 768 channels ran at 5x their bytes' time a lane an element
+// (2-byte loads, one row a warp in flight); here a row of 96 takes 12 loads of 16
+// bytes from half a warp. The sums' order differs from the element-wise path's; the
+// host kernel's f64 sums agree with either to rounding.
+template <int G, int V> __device__ __forceinline__ void rows_vec(const gaio_knorm &p, const float *sc, const float *bi) {
+    const int lane = (int)(threadIdx.x & 31u), t = lane % G;
+    const int nvec = (int)p.count / 8;
+    const int64_t xs = p.xs[0], ys = p.ys[0], ms = p.ms[0], rs = p.rs[0];
+    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t r0 = (((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * (32 / G); r0 < p.sets;
+         r0 += warps * (32 / G)) {
+        const int64_t r = r0 + lane / G;
+        const bool row = r < p.sets;
+        float v[V][8];
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = t + G * k;
+            uint4 u = make_uint4(0u, 0u, 0u, 0u);
+            if (row && j < nvec) u = __ldg(reinterpret_cast<const uint4 *>((uintptr_t)p.x) + (r * xs) / 8 + j);
+            const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float2 f = __half22float2(h[e]);
+                v[k][2 * e] = f.x, v[k][2 * e + 1] = f.y;
+                s += f.x + f.y;
+            }
+        }
+#pragma unroll
+        for (int o = G / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        const float mean = s / (float)p.count;
+        float q = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            if (t + G * k < nvec)
+#pragma unroll
+                for (int e = 0; e < 8; e++) q += (v[k][e] - mean) * (v[k][e] - mean);
+#pragma unroll
+        for (int o = G / 2; o > 0; o >>= 1) q += __shfl_xor_sync(0xffffffffu, q, o);
+        const float rstd = 1.0f / sqrtf(q / (float)p.count + p.epsilon);
+        if (row && t == 0 && p.mean) gaio_knorm_st(p.mean, p.mdt, r * ms, mean);
+        if (row && t == 0 && p.rstd) gaio_knorm_st(p.rstd, p.rdt, r * rs, rstd);
+        if (!p.y || !row) continue;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int j = t + G * k;
+            if (j >= nvec) continue;
+            uint4 u;
+            __half2 *h = reinterpret_cast<__half2 *>(&u);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = 8 * j + 2 * e;
+                h[e] = __floats2half2_rn((v[k][2 * e] - mean) * rstd * sc[i] + bi[i],
+                                         (v[k][2 * e + 1] - mean) * rstd * sc[i + 1] + bi[i + 1]);
+            }
+            reinterpret_cast<uint4 *>((uintptr_t)p.y)[(r * ys) / 8 + j] = u;
+        }
+    }
+}
+
+__device__ __forceinline__ void rows_vec_any(const gaio_knorm &p, const float *sc, const float *bi) {
+    const int64_t nvec = p.count / 8;
+    if (nvec <= 8) rows_vec<8, 1>(p, sc, bi);
+    else if (nvec <= 16) rows_vec<16, 1>(p, sc, bi);
+    else if (nvec <= 32) rows_vec<32, 1>(p, sc, bi);
+    else if (nvec <= 64) rows_vec<32, 2>(p, sc, bi);
+    else rows_vec<32, 4>(p, sc, bi); /* count <= 1024: 128 vectors */
+}
+
 template <typename T>
 __device__ __forceinline__ void rows_any(const gaio_knorm &p, float *sc, float *bi) {
     const int64_t per_lane = (p.count + 31) / 32;
@@ -192,6 +263,21 @@ extern "C" __global__ void __launch_bounds__(256) gaio_dnn_norm_rows(gaio_knorm 
         rows_any<__half>(p, sc, bi);
     else
         rows_any<float>(p, sc, bi);
+}
+
+// ROWS of f16 vectors (src/dnn/norm.c sends them when rows_vec's conditions hold): a
+// kernel of its own too, with its own registers. The element-wise ROWS kernel takes
+// 116 for its rows of up to 1024 (32 a lane), which held every launch of it to two
+// blocks an SM.
+extern "C" __global__ void __launch_bounds__(256) gaio_dnn_norm_rows8(gaio_knorm p) {
+    __shared__ float sc[1024], bi[1024];
+    const int64_t ss = p.ss[1], bs = p.bs[1];
+    for (int i = (int)threadIdx.x; i < (int)p.count; i += (int)blockDim.x) {
+        sc[i] = p.scale ? gaio_knorm_ld(p.scale, p.sdt, i * ss) : 1.0f;
+        bi[i] = p.bias ? gaio_knorm_ld(p.bias, p.bdt, i * bs) : 0.0f;
+    }
+    __syncthreads();
+    rows_vec_any(p, sc, bi);
 }
 
 extern "C" __global__ void __launch_bounds__(256) gaio_dnn_norm(gaio_knorm p) {
