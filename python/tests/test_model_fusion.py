@@ -300,3 +300,34 @@ def test_attention_scales_fold_into_alpha(dev, rng):
     got, want, engine = _run(model, feeds, dev)
     _close(got, want)
     assert [st.name for st in engine.steps] == ["qk", "softmax", "pv"]
+
+
+@pytest.mark.parametrize("act", [None, "Relu", "gelu"])
+def test_matmul_residual(dev, act, rng):
+    """A transformer MLP's tail: MatMul + bias, then the residual Add (the GEMM's C),
+    then an activation: one step; a residual that is a 4-D convolution output (NHWC)
+    still adds right."""
+    nodes = [h.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+             h.make_node("Add", ["m", "b"], ["mb"], name="bias"),
+             h.make_node("Add", ["r", "mb"], ["a" if act else "y"], name="residual")]
+    inits = [_const("w", rng.standard_normal((16, 16)) * 0.3), _const("b", rng.standard_normal(16))]
+    if act == "Relu":
+        nodes.append(h.make_node("Relu", ["a"], ["y"], name="act"))
+    elif act == "gelu":
+        g, gi = _gelu_nodes("a", "y", "g")
+        nodes += g
+        inits += gi
+    model = _model([h.make_node("Sigmoid", ["x0"], ["x"], name="pre"), h.make_node("Neg", ["x0"], ["r"], name="res")]
+                   + nodes, inits, {"x0": [2, 3, 5, 16]}, {"y": [2, 3, 5, 16]})
+    x = rng.standard_normal((2, 3, 5, 16)).astype(np.float32)
+    got, want, engine = _run(model, {"x0": x}, dev)
+    _close(got, want)
+    ops = {st.name: st.ops for st in engine.steps}
+    assert ops["mm"].startswith("MatMul+Add+Add") and "residual" not in ops
+    # the residual from a convolution (an NHWC value where the engine prefers it)
+    conv = [h.make_node("Conv", ["x0", "cw"], ["r"], name="res", kernel_shape=[1, 1])]
+    model = _model([h.make_node("Sigmoid", ["x0"], ["x"], name="pre")] + conv + nodes,
+                   inits + [_const("cw", rng.standard_normal((2, 2, 1, 1)))], {"x0": [2, 2, 5, 16]}, {"y": [2, 2, 5, 16]})
+    x = rng.standard_normal((2, 2, 5, 16)).astype(np.float32)
+    got, want, engine = _run(model, {"x0": x}, dev)
+    _close(got, want)

@@ -585,6 +585,7 @@ static bool *layout_wants(const gaio_engine *e) {
             if (n->in[j] >= 0) want[n->in[j]] = false;
         if (e->plan.steps[i].w >= 0) want[e->plan.steps[i].w] = false; /* the planner's sources of B and A */
         if (e->plan.steps[i].x >= 0) want[e->plan.steps[i].x] = false;
+        if (e->plan.steps[i].res >= 0) want[e->plan.steps[i].res] = false; /* a MatMul's C */
         want[e->plan.steps[i].out] = false;
     }
     return want;

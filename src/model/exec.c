@@ -466,7 +466,7 @@ static gaio_tensor as_batched(const gaio_tensor *t, bool is_b) {
  * b's side with a row-major a: one GEMM with them folded into a's rows); any other
  * broadcast one GEMM per batch of the output. */
 static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n, const gaio_tensor *x,
-                              const gaio_tensor *b, const gaio_tensor *bias, const gaio_tensor *y,
+                              const gaio_tensor *b, const gaio_tensor *c, const gaio_tensor *bias, const gaio_tensor *y,
                               const gaio_gemm_params *params) {
     gaio_stream *s = r->s;
     const gaio_gemm_params p = *params;
@@ -485,14 +485,18 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
     if (ba == 1 && xa == ya) { /* b one matrix: a's batches fold into its rows */
         a3.shape[1] *= a3.shape[0], a3.shape[0] = 1;
         y3.shape[1] *= y3.shape[0], y3.shape[0] = 1;
-        return gaio_gemm(s, &a3, &b3, NULL, bias, &y3, &p);
+        gaio_tensor c3 = y3;
+        if (c) c3.buffer = c->buffer, c3.offset = c->offset, c3.dtype = c->dtype; /* y's shape: packed */
+        return gaio_gemm(s, &a3, &b3, c ? &c3 : NULL, bias, &y3, &p);
     }
     if ((xa == ya || xa == 1) && (ba == ya || ba == 1)) {
         /* equal or wholly broadcast: the leading dimensions of each side match y's
          * element by element (a side with as many as y and the same product) */
         bool same_a = xa == 1 || (la == lead && !memcmp(x->shape, y->shape, (size_t)lead * sizeof *x->shape));
         bool same_b = ba == 1 || (lb == lead && !memcmp(b->shape, y->shape, (size_t)lead * sizeof *b->shape));
-        if (same_a && same_b) return gaio_gemm(s, &a3, &b3, NULL, bias, &y3, &p);
+        gaio_tensor c3 = y3;
+        if (c) c3.buffer = c->buffer, c3.offset = c->offset, c3.dtype = c->dtype;
+        if (same_a && same_b) return gaio_gemm(s, &a3, &b3, c ? &c3 : NULL, bias, &y3, &p);
     }
     /* Partial broadcast: one GEMM per output batch, each side's batch by its own
      * dimensions (1s repeat). */
@@ -511,7 +515,9 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
         gaio_tensor a1 = a3, b1 = b3, y1 = y3;
         a1.shape[0] = b1.shape[0] = y1.shape[0] = 1;
         a1.offset += (size_t)(ai * am) * es, b1.offset += (size_t)(bi * bm) * es, y1.offset += (size_t)(i * ym) * es;
-        st = gaio_gemm(s, &a1, &b1, NULL, bias, &y1, &p);
+        gaio_tensor c1 = y1;
+        if (c) c1.buffer = c->buffer, c1.offset = c->offset + (size_t)(i * ym) * es, c1.dtype = c->dtype;
+        st = gaio_gemm(s, &a1, &b1, c ? &c1 : NULL, bias, &y1, &p);
     }
     return st;
 }
@@ -657,9 +663,14 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_MATMUL: {
         gaio_tensor b = tensor(r, n->op == OP_MATMUL && sp->w >= 0 ? sp->w : n->in[1]);
         gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
-        if (n->op == OP_MATMUL) { /* the planner's absorbed scales and transpose (plan.c) */
+        gaio_tensor rt;
+        const gaio_tensor *res = NULL;
+        if (n->op == OP_MATMUL) { /* the planner's absorbed scales, transpose and residual (plan.c) */
             if (sp->x >= 0) x = tensor(r, sp->x);
             p.trans_b = sp->trans_b, p.alpha = sp->alpha;
+            if (sp->res >= 0) rt = tensor(r, sp->res), res = &rt, p.beta = 1.0f;
+            /* The GEMM's C is row major (engine.c wants it so); anything else adds after. */
+            if (res && rt.layout != GAIO_TENSOR_ROW_MAJOR) res = NULL, p.beta = 0.0f;
         }
         const gaio_tensor *bias = NULL, *c = NULL;
         gaio_tensor ct;
@@ -687,10 +698,14 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         }
         /* The fused activation: ReLU in the GEMM's epilogue, the others a pass after it
          * (cuBLASLt's GELU epilogue is the tanh approximation, not ONNX's). */
-        bool pass = sp->has_act && sp->act.op != GAIO_UNARY_RELU;
+        const bool late = n->op == OP_MATMUL && sp->res >= 0 && !res; /* the residual added after the GEMM */
+        bool pass = sp->has_act && (sp->act.op != GAIO_UNARY_RELU || late);
         if (sp->has_act && !pass) p.act = GAIO_ACT_RELU;
-        gaio_status st = n->op == OP_MATMUL && (x.ndim != 2 || b.ndim != 2) ? run_matmul(fn, r, n, &x, &b, bias, &y, &p)
+        if (res) c = res;
+        gaio_status st = n->op == OP_MATMUL && (x.ndim != 2 || b.ndim != 2) ? run_matmul(fn, r, n, &x, &b, c, bias, &y, &p)
                                                                            : gaio_gemm(s, &x, &b, c, bias, &y, &p);
+        if (st == GAIO_OK && late) /* the residual, then the activation */
+            return gaio_binary(s, GAIO_BINARY_ADD, &y, &rt, &y, pass ? &sp->act : NULL);
         if (st != GAIO_OK || !pass) return st;
         return gaio_unary(s, &y, &y, &sp->act);
     }

@@ -359,6 +359,15 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
             s->b = other_in(&g->nodes[j], s->out);
             absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_add++;
         }
+        /* A residual Add of a tensor of the output's shape: the GEMM's C (beta 1). */
+        int32_t other;
+        if (n->op == OP_MATMUL && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
+            g->nodes[j].op == OP_ADD && (other = other_in(&g->nodes[j], s->out)) >= 0 &&
+            !is_const_float(&g->values[other]) && same_shape(&g->values[other], &g->values[s->out]) &&
+            same_shape(&g->values[g->nodes[j].out[0]], &g->values[s->out])) {
+            s->res = other;
+            absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_add++;
+        }
         memset(&s->act, 0, sizeof s->act);
         if ((j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] && act_of(g, &g->nodes[j], &s->act)) {
             s->has_act = true, absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_act++;

@@ -9,7 +9,8 @@
  *   HardSwish, and SiLU written as x * Sigmoid(x) (EfficientNet, MobileNetV3, RegNetY).
  *   The fused step runs where its last absorbed node stood, so the residual is
  *   computed by then.
- * - A MatMul's bias (an Add of a constant row) fuses into its GEMM, and an activation
+ * - A MatMul's bias (an Add of a constant row) and then a residual (an Add of a tensor
+ *   of its shape: the GEMM's C) fuse into its GEMM, and an activation
  *   after a MatMul or Gemm into its step (GELU as exported, Div -> Erf -> Add -> Mul ->
  *   Mul, included: ConvNeXt, ViT, Swin).
  * - GELU chains elsewhere run as one step (xstep.gelu).
@@ -28,7 +29,7 @@ typedef struct xstep {
     int32_t w, b;    /* Conv: weights and bias values (folded ones are extra values); b -1 if none;
                       * MatMul: b its fused bias or -1; w B's source where the planner absorbed
                       * a scale or a Transpose of B (else -1) */
-    int32_t res;     /* Conv: the fused residual, or -1 */
+    int32_t res;     /* Conv, MatMul: the fused residual (a MatMul's: its GEMM's C), or -1 */
     int32_t x;       /* MatMul: A's source where the planner absorbed a scale of A, else -1 */
     bool trans_b;    /* MatMul: the GEMM reads B (w) transposed */
     float alpha;     /* MatMul: the GEMM's alpha, the absorbed scales' product (1 if none) */
