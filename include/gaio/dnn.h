@@ -242,6 +242,26 @@ gaio_status gaio_norm(gaio_stream *stream, const gaio_tensor *x, const gaio_tens
                       const gaio_tensor *y, const gaio_tensor *mean, const gaio_tensor *inv_std_dev,
                       const gaio_norm_params *params);
 
+/* ---- attention (src/dnn/attention.c, dnn/cpu/attention.c, kernels/dnn/attention.cu) ---- */
+
+typedef struct gaio_attention_params {
+    float scale; /* the scores' factor: 1 / sqrt(head size) for scaled dot-product attention */
+} gaio_attention_params;
+
+/* y = softmax(scale * q k^T + bias) v over the last two dimensions, the scores never in
+ * memory: q [..., L, D], k and v [..., Lk, D] and y [..., L, D] with the same 0 to 2
+ * leading dimensions (batch, heads), one dtype, each last dimension packed; bias (may
+ * be NULL) F32 or F16, broadcast (NumPy's rules) to the scores' [..., L, Lk]: a relative
+ * position bias, -inf for masked keys. A query whose keys are all masked gets zeros. y
+ * overlaps no input.
+ *
+ * On a GPU: F16 with D 32 or 64 and rows of q, k, v and y 16-byte aligned, else
+ * GAIO_ERR_NOT_SUPPORTED; FlashAttention's scheme on tensor cores (an online softmax
+ * over 64 keys at a time, f32 accumulation, probabilities rounded to f16 for the second
+ * product). The host: F32 or F16, any D, f32 sums. */
+gaio_status gaio_attention(gaio_stream *stream, const gaio_tensor *q, const gaio_tensor *k, const gaio_tensor *v,
+                           const gaio_tensor *bias, const gaio_tensor *y, const gaio_attention_params *params);
+
 /* ---- reductions (src/dnn/reduce.c, dnn/cpu/reduce.c, kernels/dnn/reduce.cu) ---------- */
 
 /* y = softmax(x) along `axis` (negative counts from the end), computed stably in F32

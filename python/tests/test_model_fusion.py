@@ -54,10 +54,10 @@ def _gelu_nodes(x: str, y: str, tag: str, mul_form: bool = False) -> tuple[list,
     return nodes, inits
 
 
-def _run(model, feeds: dict, dev: str, layout: str = "auto"):
+def _run(model, feeds: dict, dev: str, layout: str = "auto", precision: str = "model"):
     """gaio's outputs and its engine's steps; onnxruntime's outputs."""
     m = gaio.Model(model.SerializeToString())
-    engine = m.build(dev, layout=layout, precision="model", tune=False)
+    engine = m.build(dev, layout=layout, precision=precision, tune=False)
     ex = engine.exec()
     s = gaio.Stream(dev)
     xs = [gaio.tensor(np.ascontiguousarray(feeds[t.name]), device=dev, stream=s) for t in m.inputs]
@@ -331,3 +331,40 @@ def test_matmul_residual(dev, act, rng):
     x = rng.standard_normal((2, 2, 5, 16)).astype(np.float32)
     got, want, engine = _run(model, {"x0": x}, dev)
     _close(got, want)
+
+
+def _attention_model(b, hds, t, d, bias=None, tk=None):
+    """torch.onnx's attention over q, k, v inputs [b, hds, t, d] (k and v [b, hds, tk, d]):
+    q and k^T scaled by d^-1/4 each, an optional constant bias, Softmax, @ v."""
+    tk = tk or t
+    sc = float(d) ** -0.25
+    nodes = [h.make_node("Mul", ["q", "s"], ["qs"], name="scale_q"),
+             h.make_node("Transpose", ["k"], ["kt"], name="kT", perm=[0, 1, 3, 2]),
+             h.make_node("Mul", ["kt", "s"], ["kts"], name="scale_k"),
+             h.make_node("MatMul", ["qs", "kts"], ["sc"], name="qk")]
+    inits = [_const("s", sc)]
+    if bias is not None:
+        nodes.append(h.make_node("Add", ["sc", "bias"], ["sb"], name="bias"))
+        inits.append(_const("bias", bias))
+    nodes += [h.make_node("Softmax", ["sb" if bias is not None else "sc"], ["p"], name="softmax", axis=-1),
+              h.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
+    return _model(nodes, inits, {"q": [b, hds, t, d], "k": [b, hds, tk, d], "v": [b, hds, tk, d]},
+                  {"y": [b, hds, t, d]})
+
+
+@pytest.mark.parametrize("case", ["vit", "swin", "keys", "head48"])
+def test_attention_fused(dev, case, rng):
+    """Attention runs as one gaio_attention step in f16 GPU engines (ViT's 197 tokens and
+    head size 64; Swin's 49 tokens, head size 32 and relative position bias; more keys
+    than queries), matching onnxruntime to f16's precision; the host, and a head size
+    the GPU kernel does not take, keep the graph's MatMuls and Softmax."""
+    b, hds, t, d, tk, bias = {"vit": (2, 3, 197, 64, None, None), "swin": (4, 3, 49, 32, None, (3, 49, 49)),
+                              "keys": (1, 2, 40, 64, 130, (40, 130)), "head48": (1, 2, 20, 48, None, None)}[case]
+    bias = None if bias is None else rng.standard_normal(bias).astype(np.float32)
+    model = _attention_model(b, hds, t, d, bias, tk)
+    feeds = {n: rng.standard_normal((b, hds, t if n == "q" else (tk or t), d)).astype(np.float32) for n in "qkv"}
+    gpu = dev != "cpu"
+    got, want, engine = _run(model, feeds, dev, precision="f16" if gpu else "model")
+    _close(got, want, 2e-2 if gpu else 1e-4)
+    fused = [st for st in engine.steps if st.ops == "MatMul+Softmax+MatMul" or st.ops == "MatMul+Add+Softmax+MatMul"]
+    assert len(fused) == (1 if gpu and case != "head48" else 0), [tuple(st) for st in engine.steps]

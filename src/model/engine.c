@@ -766,7 +766,10 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
      * GAIO_MODEL_FUSE_ACTS=relu keeps the steps to Relu and Clip (to compare). */
     const char *acts = getenv("GAIO_MODEL_FUSE_ACTS");
     bool all_acts = !(acts && !strcmp(acts, "relu"));
-    gaio_status st = gaio__plan_make(fn, g, all_acts, &e->plan);
+    /* Fused attention where its GPU kernel runs (f16); GAIO_MODEL_ATTENTION=0 keeps the
+     * graph's MatMuls and Softmax, to compare. */
+    const char *att = getenv("GAIO_MODEL_ATTENTION");
+    gaio_status st = gaio__plan_make(fn, g, all_acts, e->gpu && e->f16 && !(att && !strcmp(att, "0")), &e->plan);
     e->nv = g->nvalues + e->plan.nextra;
     if (st == GAIO_OK) st = alloc_tables(fn, e);
     if (st == GAIO_OK) st = place_values(fn, e);

@@ -38,7 +38,7 @@
                    * statistics folded to a scale and shift; Concat steps reading an earlier
                    * Concat's output for their first inputs; 9: GELU chains as one step, MatMul
                    * biases and activations, Transposes that rename an NHWC value's dimensions
-                   * as views; MatMul steps' absorbed scales and transpose */
+                   * as views; MatMul steps' absorbed scales and transpose; attention steps */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -155,11 +155,11 @@ static void put_plan(wbuf *w, const gaio_engine *e) {
         put_i32(w, (int32_t)(s->n - e->model->g.nodes));
         put_i32(w, s->out), put_i32(w, s->w), put_i32(w, s->b), put_i32(w, s->res);
         put_u8(w, s->has_act), put_i32(w, (int32_t)s->act.op), put_f32(w, s->act.alpha), put_f32(w, s->act.beta);
-        put_u8(w, s->gelu), put_i32(w, s->x), put_u8(w, s->trans_b), put_f32(w, s->alpha);
+        put_u8(w, s->gelu), put_i32(w, s->x), put_u8(w, s->trans_b), put_f32(w, s->alpha), put_u8(w, s->attention);
         put_u8(w, e->copy[i]);
         put_str(w, e->kernel[i]);
     }
-    put_i32(w, p->folded_bn), put_i32(w, p->fused_add), put_i32(w, p->fused_act);
+    put_i32(w, p->folded_bn), put_i32(w, p->fused_add), put_i32(w, p->fused_act), put_i32(w, p->fused_attention);
     put_i32(w, p->nextra);
     for (int32_t i = 0; i < p->nextra; i++) {
         const xconst *c = &p->extra[i];
@@ -500,7 +500,7 @@ static void get_plan(rbuf *r, gaio_engine *e) {
     mgraph *g = &e->model->g;
     xplan *p = &e->plan;
     int32_t ns = get_i32(r);
-    if (!fits(r, ns, 48)) fail(r, "its step count is out of range");
+    if (!fits(r, ns, 49)) fail(r, "its step count is out of range");
     if (r->bad) return;
     p->steps = calloc((size_t)ns + 1, sizeof *p->steps);
     e->copy = calloc((size_t)ns + 1, sizeof *e->copy);
@@ -518,19 +518,20 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         s->has_act = get_u8(r) != 0;
         s->act.op = (gaio_unary_op)get_i32(r), s->act.alpha = get_f32(r), s->act.beta = get_f32(r);
         s->gelu = get_u8(r) != 0;
-        s->x = get_i32(r), s->trans_b = get_u8(r) != 0, s->alpha = get_f32(r);
+        s->x = get_i32(r), s->trans_b = get_u8(r) != 0, s->alpha = get_f32(r), s->attention = get_u8(r) != 0;
         e->copy[i] = get_u8(r) != 0;
         uint32_t len = get_u32(r);
         if (len >= GAIO_ENGINE_KERNEL_TEXT) FAIL_RETURN(r, "a step's kernel text is too long");
         take(r, e->kernel[i], len);
         if (s->out < 0 || s->out >= nv_max || s->w < -1 || s->b < -1 || s->res < -1 || s->x < -1 ||
             (s->x >= 0 && s->n->op != OP_MATMUL) || !step_inputs_ok(s->n) ||
+            (s->attention && (s->n->op != OP_MATMUL || s->w < 0 || s->res < 0)) ||
             (s->n->op == OP_CONV && s->w < 0) || (s->n->op == OP_BATCH_NORM && (s->w < 0) != (s->b < 0)) ||
             (s->n->op == OP_CONCAT && s->res >= 0 && (s->w < 1 || s->w >= s->n->nin)) ||
             (s->gelu && ((s->n->op != OP_DIV && s->n->op != OP_MUL) || s->n->nin != 2)))
             FAIL_RETURN(r, "a step's values are out of range");
     }
-    p->folded_bn = get_i32(r), p->fused_add = get_i32(r), p->fused_act = get_i32(r);
+    p->folded_bn = get_i32(r), p->fused_add = get_i32(r), p->fused_act = get_i32(r), p->fused_attention = get_i32(r);
     int32_t nx = get_i32(r);
     if (!fits(r, nx, 9)) fail(r, "its constant count is out of range");
     if (r->bad) return;

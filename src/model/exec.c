@@ -661,6 +661,12 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     }
     case OP_GEMM:
     case OP_MATMUL: {
+        if (sp->attention) { /* plan.c attention_of */
+            gaio_tensor q = tensor(r, sp->x >= 0 ? sp->x : n->in[0]), k = tensor(r, sp->w), v = tensor(r, sp->res), bt;
+            if (sp->b >= 0) bt = tensor(r, sp->b);
+            gaio_attention_params ap = {sp->alpha};
+            return gaio_attention(s, &q, &k, &v, sp->b >= 0 ? &bt : NULL, &y, &ap);
+        }
         gaio_tensor b = tensor(r, n->op == OP_MATMUL && sp->w >= 0 ? sp->w : n->in[1]);
         gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
         gaio_tensor rt;

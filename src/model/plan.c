@@ -258,6 +258,58 @@ static int32_t scaled_by(const mgraph *g, const int32_t *readers, const bool *ab
     return -1;
 }
 
+/* Whether bias value b broadcasts (NumPy's rules) to value s's shape. */
+static bool broadcasts(const mvalue *b, const mvalue *s) {
+    if (b->ndim > s->ndim) return false;
+    for (int32_t d = 0; d < b->ndim; d++) {
+        int64_t n = b->dims[d], m = s->dims[d + s->ndim - b->ndim];
+        if (n != 1 && n != m) return false;
+    }
+    return true;
+}
+
+/* Attention as exported graphs write it, after the first MatMul's step s has taken its
+ * scales and k's Transpose: s's output (the scores) read by an Add of a constant bias
+ * (optional) and then a Softmax over the last axis alone, whose output is the A of a
+ * second MatMul alone. q, k and v of one rank (3 or 4), equal leading dimensions, head
+ * size 32 or 64 (gaio_attention's GPU kernel). The second MatMul's node index, v in
+ * *v, the bias in *bias (-1: none), the absorbed Add and Softmax in *add (-1) and *sm. */
+static int32_t attention_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
+                            const xstep *s, int32_t *v, int32_t *bias, int32_t *add, int32_t *sm) {
+    if (!s->trans_b || s->b >= 0 || s->res >= 0 || s->has_act || s->w < 0) return -1;
+    const mvalue *q = &g->values[s->x >= 0 ? s->x : s->n->in[0]], *k = &g->values[s->w];
+    const int32_t r = q->ndim;
+    if ((r != 3 && r != 4) || k->ndim != r) return -1;
+    const int64_t D = q->dims[r - 1];
+    if ((D != 32 && D != 64) || k->dims[r - 1] != D) return -1;
+    for (int32_t d = 0; d < r - 2; d++)
+        if (q->dims[d] != k->dims[d]) return -1;
+    int32_t cur = s->out, j = only_reader(g, readers, reader, cur);
+    *bias = *add = -1;
+    if (j >= 0 && !absorbed[j] && g->nodes[j].op == OP_ADD) {
+        int32_t b = other_in(&g->nodes[j], cur);
+        if (b < 0 || !is_const_float(&g->values[b]) || !broadcasts(&g->values[b], &g->values[cur]) ||
+            !same_shape(&g->values[g->nodes[j].out[0]], &g->values[cur]))
+            return -1;
+        *bias = b, *add = j, cur = g->nodes[j].out[0], j = only_reader(g, readers, reader, cur);
+    }
+    if (j < 0 || absorbed[j] || g->nodes[j].op != OP_SOFTMAX || g->nodes[j].in[0] != cur) return -1;
+    int64_t axis = g->nodes[j].a.axis < 0 ? g->nodes[j].a.axis + r : g->nodes[j].a.axis;
+    if (axis != r - 1) return -1;
+    *sm = j, cur = g->nodes[j].out[0], j = only_reader(g, readers, reader, cur);
+    if (j < 0 || absorbed[j] || g->nodes[j].op != OP_MATMUL || g->nodes[j].nin != 2 || g->nodes[j].in[0] != cur ||
+        g->nodes[j].in[1] == cur)
+        return -1;
+    const mvalue *vv = &g->values[g->nodes[j].in[1]], *y = &g->values[g->nodes[j].out[0]];
+    if (vv->ndim != r || y->ndim != r || vv->dims[r - 1] != D || vv->dims[r - 2] != k->dims[r - 2] ||
+        y->dims[r - 1] != D || y->dims[r - 2] != q->dims[r - 2] || vv->elem != q->elem)
+        return -1;
+    for (int32_t d = 0; d < r - 2; d++)
+        if (vv->dims[d] != q->dims[d]) return -1;
+    *v = g->nodes[j].in[1];
+    return j;
+}
+
 /* A MatMul's bias as torch.onnx writes a Linear on more than 2-D inputs: an Add of a
  * constant of the output's last dimension (leading dimensions 1), the MatMul's output
  * read by it alone. */
@@ -271,7 +323,7 @@ static bool bias_of(const mgraph *g, const mnode *add, int32_t v) {
     return b->dims[b->ndim - 1] == y->dims[y->ndim - 1] && b->elem == y->elem;
 }
 
-gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xplan *p) {
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool attention, xplan *p) {
     memset(p, 0, sizeof *p);
     int32_t nn = g->nnodes, nv = g->nvalues;
     int32_t *readers = calloc((size_t)nv + 1, sizeof *readers), *reader = calloc((size_t)nv + 1, sizeof *reader);
@@ -353,6 +405,14 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xpla
             if ((t = swap_last_two(g, readers, b)) >= 0 && !absorbed[t]) b = g->nodes[t].in[0], s->trans_b = true, absorbed[t] = true;
             if (a != n->in[0]) s->x = a;
             if (b != n->in[1]) s->w = b;
+            int32_t v, bias, add, sm, m2;
+            if (attention && (m2 = attention_of(g, readers, reader, absorbed, s, &v, &bias, &add, &sm)) >= 0) {
+                s->attention = true, s->res = v, s->b = bias, s->out = g->nodes[m2].out[0];
+                if (add >= 0) absorbed[add] = true;
+                absorbed[sm] = absorbed[m2] = true, p->fused_attention++;
+                emit_at[m2] = i, head[i] = true;
+                continue;
+            }
         }
         if (n->op == OP_MATMUL && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
             bias_of(g, &g->nodes[j], s->out)) {

@@ -14,6 +14,8 @@
  *   after a MatMul or Gemm into its step (GELU as exported, Div -> Erf -> Add -> Mul ->
  *   Mul, included: ConvNeXt, ViT, Swin).
  * - GELU chains elsewhere run as one step (xstep.gelu).
+ * - Attention (q @ k^T scaled, an optional constant bias, Softmax, @ v) on f16 GPU
+ *   engines: one gaio_attention step (xstep.attention).
  * - A MatMul's operands scaled by constant scalars (Mul or Div: attention's q and k
  *   scaled by dim^-1/4 each) fold into the GEMM's alpha, and a Transpose of B that
  *   swaps its last two dimensions (q @ k^T) into its trans_b.
@@ -32,6 +34,8 @@ typedef struct xstep {
     int32_t res;     /* Conv, MatMul: the fused residual (a MatMul's: its GEMM's C), or -1 */
     int32_t x;       /* MatMul: A's source where the planner absorbed a scale of A, else -1 */
     bool trans_b;    /* MatMul: the GEMM reads B (w) transposed */
+    bool attention;  /* MatMul: the step is gaio_attention (plan.c attention_of): q x (or n's A),
+                      * k w, v res, the bias b (or -1), the scale alpha; out the second MatMul's */
     float alpha;     /* MatMul: the GEMM's alpha, the absorbed scales' product (1 if none) */
     bool has_act;    /* Conv, MatMul, Gemm: the fused activation */
     bool gelu;       /* an exported GELU chain (plan.c gelu_of) starting at n: GELU of n's non-constant input */
@@ -53,9 +57,12 @@ typedef struct xplan {
     xconst *extra; /* value g->nvalues + i */
     int32_t nextra;
     int32_t folded_bn, fused_add, fused_act; /* what the rewrites did, for tests and logs */
+    int32_t fused_attention;
 } xplan;
 
-gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, xplan *p);
+/* attention: fuse attention into gaio_attention steps (engines whose GPU kernel takes
+ * them: f16 on a GPU). */
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool attention, xplan *p);
 void gaio__plan_free(xplan *p);
 
 #endif
