@@ -22,16 +22,23 @@ namespace {
 using namespace nvcuda;
 
 constexpr int BQ = 64, BK = 64, WARPS = 4, MAXD = 64;
+// Rows of the shared tiles are padded: a row of 64 halves (128 bytes) puts the 8 rows a
+// WMMA load reads in the same 4 banks, and a warp's lanes reading one column of the
+// scores (a row of 64 floats each) in one bank: an 8- and a 32-way conflict, which had
+// made the first version of this kernel slower than the unfused graph.
+constexpr int LDH = MAXD + 8; // halves a row of q, k, v
+constexpr int LDS = BK + 4;   // floats a row of a warp's scores
 
 struct __align__(32) smem_t {
-    half q[BQ * MAXD];
-    half k[BK * MAXD];
-    half v[BK * MAXD];
-    float s[WARPS][16 * BK]; // a warp's scores, then its tile of p v
-    half p[WARPS][16 * BK];  // a warp's probabilities
+    half q[BQ * LDH];
+    half k[BK * LDH];
+    half v[BK * LDH];
+    // a warp's scores (f32, LDS a row); then, in place, its probabilities (f16, LDH a
+    // row); then its tile of p v (f32, LDS a row)
+    float s[WARPS][16 * LDS];
 };
 
-// rows [first, first + 64) of t at (b0, b1) into dst (D halves a row), zeros past `rows`.
+// rows [first, first + 64) of t at (b0, b1) into dst (LDH halves a row), zeros past `rows`.
 template <int D>
 __device__ __forceinline__ void load_tile(half *dst, const gaio_ktensor &t, int64_t b0, int64_t b1, int64_t first,
                                           int64_t rows) {
@@ -42,7 +49,7 @@ __device__ __forceinline__ void load_tile(half *dst, const gaio_ktensor &t, int6
         const int r = i / VPR, c = i % VPR;
         uint4 u = make_uint4(0u, 0u, 0u, 0u);
         if (first + r < rows) u = __ldg(reinterpret_cast<const uint4 *>(base + 2 * ((first + r) * t.strides[2])) + c);
-        reinterpret_cast<uint4 *>(dst + r * D)[c] = u;
+        reinterpret_cast<uint4 *>(dst + r * LDH)[c] = u;
     }
 }
 
@@ -52,15 +59,18 @@ __device__ void attention(const gaio_ktensor &q, const gaio_ktensor &k, const ga
     const int64_t L = q.shape[2], Lk = k.shape[2];
     const int64_t b0 = blockIdx.z, b1 = blockIdx.y, q0 = (int64_t)blockIdx.x * BQ;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int r = lane >> 1, h = lane & 1; // this lane's row of the warp's 16, and its half of the columns
+    // This lane's row of the warp's 16 and its columns: h, h + 2, h + 4, ... (interleaved,
+    // so that the two lanes of a row touch neighbouring words).
+    const int r = lane >> 1, h = lane & 1;
     const int64_t qg = q0 + 16 * warp + r;
+    const float l2e = 1.4426950408889634f, scale = p.alpha * l2e; // exp(x) = exp2(x log2 e)
     float o[D / 2];
 #pragma unroll
     for (int j = 0; j < D / 2; j++) o[j] = 0.0f;
-    float m = gaio_kt_neg_inf(), l = 0.0f;
+    float m = gaio_kt_neg_inf(), l = 0.0f; // the running max (log2 units) and sum
     load_tile<D>(sm.q, q, b0, b1, q0, L);
     float *sw = sm.s[warp];
-    half *pw = sm.p[warp];
+    half *pw = reinterpret_cast<half *>(sw);
     for (int64_t k0 = 0; k0 < Lk; k0 += BK) {
         __syncthreads(); // the previous tile's readers are done (and q is in place)
         load_tile<D>(sm.k, k, b0, b1, k0, Lk);
@@ -75,71 +85,81 @@ __device__ void attention(const gaio_ktensor &q, const gaio_ktensor &k, const ga
             for (int kk = 0; kk < D / 16; kk++) {
                 wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> fb;
-                wmma::load_matrix_sync(fa, sm.q + (16 * warp) * D + kk * 16, D);
-                wmma::load_matrix_sync(fb, sm.k + (16 * n) * D + kk * 16, D);
+                wmma::load_matrix_sync(fa, sm.q + (16 * warp) * LDH + kk * 16, LDH);
+                wmma::load_matrix_sync(fb, sm.k + (16 * n) * LDH + kk * 16, LDH);
                 wmma::mma_sync(acc, fa, fb, acc);
             }
-            wmma::store_matrix_sync(sw + 16 * n, acc, BK, wmma::mem_row_major);
+            wmma::store_matrix_sync(sw + 16 * n, acc, LDS, wmma::mem_row_major);
         }
         __syncwarp();
-        // the online softmax over this lane's 32 columns of its row
+        // the online softmax over this lane's 32 columns of its row, in log2 units
         float x[32], mt = gaio_kt_neg_inf();
 #pragma unroll
         for (int j = 0; j < 32; j++) {
-            const int64_t kg = k0 + h * 32 + j;
-            float s = sw[r * BK + h * 32 + j] * p.alpha;
+            const int c = h + 2 * j;
+            const int64_t kg = k0 + c;
+            float s = sw[r * LDS + c] * scale;
             if (p.has_bias && qg < L && kg < Lk)
-                s += gaio_kt_get(&bias, b0 * bias.strides[0] + b1 * bias.strides[1] + qg * bias.strides[2] +
-                                            kg * bias.strides[3]);
+                s += l2e * gaio_kt_get(&bias, b0 * bias.strides[0] + b1 * bias.strides[1] + qg * bias.strides[2] +
+                                                  kg * bias.strides[3]);
             x[j] = kg < Lk ? s : gaio_kt_neg_inf();
             mt = gaio_kt_max(mt, x[j]);
         }
         mt = gaio_kt_max(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
         const float mn = gaio_kt_max(m, mt);
         const bool none = mn == gaio_kt_neg_inf(); // every key so far masked: nothing to weigh
-        const float corr = none ? 1.0f : expf(m - mn);
+        const float corr = none ? 1.0f : exp2f(m - mn);
+        __syncwarp(); // every lane's scores are in registers: the probabilities overwrite them
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < 32; j++) {
-            const float e = none ? 0.0f : expf(x[j] - mn);
+            const float e = none ? 0.0f : exp2f(x[j] - mn);
             sum += e;
-            pw[r * BK + h * 32 + j] = __float2half_rn(e);
+            pw[r * LDH + h + 2 * j] = __float2half_rn(e);
         }
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         l = l * corr + sum, m = mn;
 #pragma unroll
         for (int j = 0; j < D / 2; j++) o[j] *= corr;
         __syncwarp();
-        // o += p v: the warp's 16 x D tile, through its score buffer
+        // o += p v: the warp's 16 x D tile; stored over the probabilities once all are read
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[D / 16];
 #pragma unroll
         for (int c = 0; c < D / 16; c++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-            wmma::fill_fragment(acc, 0.0f);
+            wmma::fill_fragment(acc[c], 0.0f);
 #pragma unroll
             for (int kk = 0; kk < BK / 16; kk++) {
                 wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> fa;
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> fb;
-                wmma::load_matrix_sync(fa, pw + kk * 16, BK);
-                wmma::load_matrix_sync(fb, sm.v + (kk * 16) * D + c * 16, D);
-                wmma::mma_sync(acc, fa, fb, acc);
+                wmma::load_matrix_sync(fa, pw + kk * 16, LDH);
+                wmma::load_matrix_sync(fb, sm.v + (kk * 16) * LDH + c * 16, LDH);
+                wmma::mma_sync(acc[c], fa, fb, acc[c]);
             }
-            wmma::store_matrix_sync(sw + c * 16, acc, BK, wmma::mem_row_major);
         }
         __syncwarp();
 #pragma unroll
-        for (int j = 0; j < D / 2; j++) o[j] += sw[r * BK + h * (D / 2) + j];
+        for (int c = 0; c < D / 16; c++) wmma::store_matrix_sync(sw + c * 16, acc[c], LDS, wmma::mem_row_major);
+        __syncwarp();
+#pragma unroll
+        for (int j = 0; j < D / 2; j++) o[j] += sw[r * LDS + h + 2 * j];
         __syncwarp(); // the next tile's scores overwrite sw
     }
-    if (qg >= L) return;
+    // the warp's 16 rows through sw, then out in rows of 16-byte vectors
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    char *row = reinterpret_cast<char *>(static_cast<uintptr_t>(y.ptr)) +
-                2 * (b0 * y.strides[0] + b1 * y.strides[1] + qg * y.strides[2] + h * (D / 2));
 #pragma unroll
-    for (int c = 0; c < D / 16; c++) { // 8 halves a store
+    for (int j = 0; j < D / 2; j++) sw[r * LDS + h + 2 * j] = o[j] * inv;
+    __syncwarp();
+    for (int i = lane; i < 16 * (D / 8); i += 32) {
+        const int rr = i / (D / 8), c = i % (D / 8);
+        const int64_t qr = q0 + 16 * warp + rr;
+        if (qr >= L) continue;
         uint4 u;
         half2 *hv = reinterpret_cast<half2 *>(&u);
+        const float *src = sw + rr * LDS + 8 * c;
 #pragma unroll
-        for (int e = 0; e < 4; e++) hv[e] = __floats2half2_rn(o[8 * c + 2 * e] * inv, o[8 * c + 2 * e + 1] * inv);
+        for (int e = 0; e < 4; e++) hv[e] = __floats2half2_rn(src[2 * e], src[2 * e + 1]);
+        half *row = reinterpret_cast<half *>(static_cast<uintptr_t>(y.ptr)) + b0 * y.strides[0] + b1 * y.strides[1] +
+                    qr * y.strides[2];
         reinterpret_cast<uint4 *>(row)[c] = u;
     }
 }
