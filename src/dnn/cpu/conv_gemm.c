@@ -703,6 +703,19 @@ static gaio_ktensor kt4(const void *p, gaio_dtype dt, int64_t d0, int64_t d1, in
     return t;
 }
 
+/* The bias ([K]) and residual ([N, K, P, Q]) of a, as the depthwise and fc host
+ * kernels take them (zeroed when absent); whether there is a bias. */
+static int32_t epilogue_tensors(const gaio__conv_args *a, int64_t p, int64_t q, gaio_ktensor *b, gaio_ktensor *r) {
+    if (a->residual) *r = kt4(a->residual, a->dtype, a->n, a->k, p, q, a->rs);
+    if (!a->bias) return 0;
+    b->ptr = (uint64_t)(uintptr_t)a->bias;
+    b->ndim = 1;
+    b->dtype = (int32_t)a->dtype;
+    b->shape[0] = a->k;
+    b->strides[0] = 1;
+    return 1;
+}
+
 static gaio_status depthwise(const gaio__conv_args *a) {
     gaio_ktensor x = kt4(a->x, a->dtype, a->n, a->c, a->h, a->w, a->xs);
     gaio_ktensor w = kt4(a->wt, a->dtype, a->k, 1, a->r, a->s, a->ws);
@@ -718,18 +731,8 @@ static gaio_status depthwise(const gaio__conv_args *a) {
     p.c_inner = a->xs[1] == 1 && a->ys[1] == 1;
     p.act.op = GAIO_KPW_IDENTITY;
     if (a->has_act) p.act.op = (int32_t)a->act.op, p.act.alpha = a->act.alpha, p.act.beta = a->act.beta;
-    if (a->bias) {
-        b.ptr = (uint64_t)(uintptr_t)a->bias;
-        b.ndim = 1;
-        b.dtype = (int32_t)a->dtype;
-        b.shape[0] = a->k;
-        b.strides[0] = 1;
-        p.has_bias = 1;
-    }
-    if (a->residual) {
-        r = kt4(a->residual, a->dtype, a->n, a->k, a->p, a->q, a->rs);
-        p.has_res = 1;
-    }
+    p.has_bias = epilogue_tensors(a, a->p, a->q, &b, &r);
+    p.has_res = a->residual != NULL;
     void *args[6] = {&x, &w, &b, &r, &y, &p};
     gaio_launch_info info;
     memset(&info, 0, sizeof info);
@@ -755,18 +758,8 @@ static gaio_status fc(const gaio__conv_args *a) {
     memset(&p, 0, sizeof p);
     p.act.op = GAIO_KPW_IDENTITY;
     if (a->has_act) p.act.op = (int32_t)a->act.op, p.act.alpha = a->act.alpha, p.act.beta = a->act.beta;
-    if (a->bias) {
-        b.ptr = (uint64_t)(uintptr_t)a->bias;
-        b.ndim = 1;
-        b.dtype = (int32_t)a->dtype;
-        b.shape[0] = a->k;
-        b.strides[0] = 1;
-        p.has_bias = 1;
-    }
-    if (a->residual) {
-        r = kt4(a->residual, a->dtype, a->n, a->k, 1, 1, a->rs);
-        p.has_res = 1;
-    }
+    p.has_bias = epilogue_tensors(a, 1, 1, &b, &r);
+    p.has_res = a->residual != NULL;
     gaio_fc_pick(&x, &w, &p);
     void *args[6] = {&x, &w, &b, &r, &y, &p};
     gaio_launch_info info;
