@@ -142,7 +142,10 @@ typedef struct gaio_engine_options {
 
 /* Builds m for ctx's device: checks that the executor runs every node, plans the
  * graph (batch norms folded into convolutions, convolution + residual add + ReLU /
- * Clip fused into one op), converts the weights to the chosen precision and layout and
+ * Clip fused into one op; a MatMul's scales, transpose, bias, residual and activation
+ * into its GEMM; exported GELU as one op; on f16 GPU engines attention as one
+ * gaio_attention; copies that only rename dimensions as views: src/model/plan.h),
+ * converts the weights to the chosen precision and layout and
  * uploads them in one buffer, sizes the activation arena by lifetime, and plans every
  * convolution (cuDNN's candidates timed, the fastest kept). Blocks until done (seconds
  * on a GPU). The engine holds references to m and ctx. */
@@ -169,7 +172,9 @@ typedef struct gaio_engine_info {
     size_t weight_bytes;         /* on the device, once per engine */
     size_t arena_bytes;          /* activations: one arena per execution context */
     int32_t nodes, steps;        /* the model's nodes; the steps they became */
-    int32_t folded_bn, fused_add, fused_act;
+    int32_t folded_bn;           /* batch norms folded into convolutions */
+    int32_t fused_add;           /* adds fused: convolutions' residuals, MatMuls' biases and residuals */
+    int32_t fused_act;           /* activations fused into convolutions and MatMuls, GELU chains made one op */
     int32_t convs;               /* convolution steps */
     int32_t cuda_graph;          /* contexts replay one CUDA graph per run */
     int32_t loaded;              /* 1: from gaio_engine_load, 0: built */

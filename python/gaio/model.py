@@ -168,8 +168,8 @@ class EngineInfo:
     nodes: int            # the model's nodes
     steps: int            # the steps they became
     folded_bn: int        # batch norms folded into convolutions
-    fused_add: int        # residual adds fused into convolutions
-    fused_act: int        # activations fused into convolutions
+    fused_add: int        # adds fused: convolutions' residuals, MatMuls' biases and residuals
+    fused_act: int        # activations fused into convolutions and MatMuls, GELU chains made one op
     convs: int            # convolution steps
     cuda_graph: bool      # contexts replay one CUDA graph per run
     loaded: bool          # read by Engine.load, not built

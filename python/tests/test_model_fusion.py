@@ -368,3 +368,21 @@ def test_attention_fused(dev, case, rng):
     _close(got, want, 2e-2 if gpu else 1e-4)
     fused = [st for st in engine.steps if st.ops == "MatMul+Softmax+MatMul" or st.ops == "MatMul+Add+Softmax+MatMul"]
     assert len(fused) == (1 if gpu and case != "head48" else 0), [tuple(st) for st in engine.steps]
+
+
+@pytest.mark.parametrize("op", ["Reshape", "Pad", "Identity"])
+def test_same_shape_view_feeds_matmul(dev, op, rng):
+    """A same-shape view (Reshape, a Pad of nothing, Identity) of a convolution's NHWC
+    output read by a MatMul, which takes row-major operands only: the view's reader gets
+    them (a copy), where a view kept NHWC had been refused."""
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, dtype=np.int64), name)  # noqa: E731
+    args = {"Reshape": ["c", "shape"], "Pad": ["c", "pads"], "Identity": ["c"]}[op]
+    nodes = [h.make_node("Conv", ["x", "cw"], ["c"], name="conv", kernel_shape=[1, 1]),
+             h.make_node(op, args, ["r"], name="view"),
+             h.make_node("MatMul", ["r", "w"], ["y"], name="mm")]
+    inits = [_const("cw", rng.standard_normal((4, 4, 1, 1))), i64("shape", [2, 4, 5, 6]), i64("pads", [0] * 8),
+             _const("w", rng.standard_normal((6, 3)))]
+    model = _model(nodes, inits, {"x": [2, 4, 5, 6]}, {"y": [2, 4, 5, 3]})
+    x = rng.standard_normal((2, 4, 5, 6)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)

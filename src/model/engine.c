@@ -685,10 +685,13 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         if (is_view(n->op) || noop_step(e, sp)) {
             const xvalue *in = &e->v[n->in[0]];
             bool same = x->ndim == in->ndim && !memcmp(x->dims, in->dims, sizeof x->dims);
-            if (same || !needs_copy(in)) {
+            /* An NHWC input of the same shape stays NHWC where the readers want it so;
+             * readers that take row-major operands only (MatMul) get a copy. */
+            bool keep = same && in->nhwc && want[sp->out];
+            if (keep || !needs_copy(in)) {
                 x->root = in->root;
-                /* Same memory; NHWC only where the shape is unchanged. */
-                x->nhwc = in->nhwc && x->ndim == 4 && same;
+                /* Same memory; NHWC only where kept (else its bytes are row-major's too). */
+                x->nhwc = keep && x->ndim == 4;
                 if (!is_view(n->op)) snprintf(e->kernel[i], sizeof e->kernel[i], "none: a view of its input");
                 continue;
             }
