@@ -91,7 +91,8 @@ static double *read_back(env *e, const ht *h) {
 
 /* One case: q [B0, B1, L, D] (lead 1 or 2 leading dimensions), k and v [.., Lk, D]; the
  * bias, when bnd > 0, of shape bshape (right-aligned against [B0, B1, L, Lk]), masked
- * (-inf) at every 7th key of every other query when mask. */
+ * (-inf) at every 7th key of every other query when mask; a bias broadcast over the
+ * keys masks every key of every third query instead (those rows' outputs are zeros). */
 static void attn_case(env *e, const char *name, gaio_dtype dt, int32_t lead, int64_t B0, int64_t B1, int64_t L,
                       int64_t Lk, int64_t D, int32_t bnd, const int64_t *bshape, gaio_dtype bdt, bool mask) {
     int64_t qs[4], ks[4];
@@ -118,7 +119,8 @@ static void attn_case(env *e, const char *name, gaio_dtype dt, int32_t lead, int
         }
         for (size_t i = 0; i < n; i++) {
             int64_t t = (int64_t)(i % (size_t)bshape[bnd - 1]), qi = bnd > 1 ? (int64_t)(i / (size_t)bshape[bnd - 1]) % bshape[bnd - 2] : 0;
-            given[i] = mask && t % 7 == 3 && qi % 2 == 0 ? -INFINITY : rnd(&e->rng) * 2.0;
+            bool masked = bshape[bnd - 1] == 1 ? qi % 3 == 1 : t % 7 == 3 && qi % 2 == 0;
+            given[i] = mask && masked ? -INFINITY : rnd(&e->rng) * 2.0;
         }
         make(e, &b, bdt, bnd, bshape, 0.0, given);
         free(given);
@@ -144,11 +146,11 @@ static void attn_case(env *e, const char *name, gaio_dtype dt, int32_t lead, int
                     s[t] = acc;
                     if (acc > m) m = acc;
                 }
-                for (int64_t t = 0; t < Lk; t++) s[t] = exp(s[t] - m), sum += s[t];
+                for (int64_t t = 0; t < Lk; t++) s[t] = m == -INFINITY ? 0 : exp(s[t] - m), sum += s[t];
                 for (int64_t d = 0; d < D; d++) {
                     double want = 0;
                     for (int64_t t = 0; t < Lk; t++) want += s[t] * v.v[((b0 * B1 + b1) * Lk + t) * D + d];
-                    want /= sum;
+                    want = sum > 0 ? want / sum : 0; /* every key masked: zeros */
                     double err = fabs(got[qb + d] - want);
                     if (err > worst) worst = err;
                     if (!(err <= tol)) {
@@ -200,6 +202,9 @@ static void run(int device) {
     attn_case(&e, "70 x 130 keys, f32 bias, masked", F16, 1, 1, 2, 70, 130, 64, 2, (int64_t[]){70, 130}, F32, true);
     attn_case(&e, "one query, 3 keys", F16, 2, 2, 1, 1, 3, 32, 0, NULL, F16, false);
     attn_case(&e, "bias per (b0, b1)", F16, 2, 2, 3, 20, 65, 64, 4, (int64_t[]){2, 3, 20, 65}, F16, false);
+    /* a bias column stride of 0 (the GPU's strided bias path), whole rows masked */
+    attn_case(&e, "bias per query, rows masked", F16, 1, 1, 3, 33, 100, 32, 2, (int64_t[]){33, 1}, F32, true);
+    attn_case(&e, "300 tokens: 5 key tiles", F16, 2, 2, 2, 300, 300, 64, 0, NULL, F16, false);
     if (!e.cuda) {
         attn_case(&e, "host f32, head 48", F32, 1, 1, 3, 17, 29, 48, 1, (int64_t[]){29}, F32, true);
         attn_case(&e, "host f32, head 64", F32, 2, 2, 2, 33, 33, 64, 0, NULL, F32, false);
