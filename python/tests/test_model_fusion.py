@@ -119,7 +119,7 @@ def test_convnext_block(dev, layout, rng):
 
 
 def test_convnext_block_saved(dev, rng, tmp_path):
-    """The rewrites survive an engine's save and load (engine_file.c's format 9)."""
+    """The rewrites survive an engine's save and load (engine_file.c's format)."""
     model = _convnext_block(3, 8, 5, rng)
     x = rng.standard_normal((3, 8, 5, 5)).astype(np.float32)
     got, want, engine = _run(model, {"x": x}, dev)
@@ -386,3 +386,90 @@ def test_same_shape_view_feeds_matmul(dev, op, rng):
     x = rng.standard_normal((2, 4, 5, 6)).astype(np.float32)
     got, want, engine = _run(model, {"x": x}, dev)
     _close(got, want)
+
+
+def _mha_model(n, t, e, hds, rng):
+    """nn.MultiheadAttention (batch_first) as torch.onnx exports it: x [n, t, e] to
+    [t, n, e], the in-projection, unflatten/unsqueeze/transpose/squeeze to [3, t, n, e],
+    q, k, v gathered, each viewed [t, n*hds, d], transposed to [n*hds, t, d] and viewed
+    [n, hds, t, d]; scaled dot-product attention; the heads merged back by a Transpose
+    to [t, n, hds, d], the out-projection (Gemm) and a Transpose to [n, t, e]."""
+    d = e // hds
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, dtype=np.int64), name)  # noqa: E731
+    sc = float(d) ** -0.25
+    nodes = [h.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+             h.make_node("MatMul", ["xt", "w_in"], ["pm"]),
+             h.make_node("Add", ["pm", "b_in"], ["p"]),
+             h.make_node("Reshape", ["p", "s_unflat"], ["pu"]),
+             h.make_node("Unsqueeze", ["pu", "ax0"], ["pu1"]),
+             h.make_node("Transpose", ["pu1"], ["pt"], perm=[3, 1, 2, 0, 4]),
+             h.make_node("Squeeze", ["pt", "ax3"], ["ps"])]
+    for i, name in enumerate("qkv"):
+        nodes += [h.make_node("Gather", ["ps", f"i{i}"], [f"{name}0"], axis=0),
+                  h.make_node("Reshape", [f"{name}0", "s_heads"], [f"{name}1"]),
+                  h.make_node("Transpose", [f"{name}1"], [f"{name}2"], perm=[1, 0, 2]),
+                  h.make_node("Reshape", [f"{name}2", "s_4d"], [name])]
+    nodes += [h.make_node("Mul", ["q", "s"], ["qs"]),
+              h.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+              h.make_node("Mul", ["kt", "s"], ["kts"]),
+              h.make_node("MatMul", ["qs", "kts"], ["sc"]),
+              h.make_node("Softmax", ["sc"], ["pr"], axis=-1),
+              h.make_node("MatMul", ["pr", "v"], ["o"]),
+              h.make_node("Transpose", ["o"], ["ot"], perm=[2, 0, 1, 3]),
+              h.make_node("Reshape", ["ot", "s_rows"], ["or"]),
+              h.make_node("Gemm", ["or", "w_out", "b_out"], ["g"], transB=1),
+              h.make_node("Reshape", ["g", "s_tne"], ["gt"]),
+              h.make_node("Transpose", ["gt"], ["y"], perm=[1, 0, 2])]
+    inits = [_const("w_in", rng.standard_normal((e, 3 * e)) / math.sqrt(e)), _const("b_in", rng.standard_normal(3 * e)),
+             i64("s_unflat", [t, n, 3, e]), i64("ax0", [0]), i64("ax3", [3]), i64("s_heads", [t, n * hds, d]),
+             i64("s_4d", [n, hds, t, d]), _const("s", sc), i64("s_rows", [t * n, e]),
+             _const("w_out", rng.standard_normal((e, e)) / math.sqrt(e)), _const("b_out", rng.standard_normal(e)),
+             i64("s_tne", [t, n, e])] + [numpy_helper.from_array(np.asarray(i, dtype=np.int64), f"i{i}") for i in range(3)]
+    return _model(nodes, inits, {"x": [n, t, e]}, {"y": [n, t, e]})
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 64, 2), (3, 197, 128, 2)])
+def test_mha_head_split_views(dev, shape, rng, monkeypatch):
+    """torch.onnx's multi-head attention: with attention fused (GAIO_MODEL_ATTENTION=1
+    on the host, whose kernel takes any strides; f16 on a GPU), q, k and v are strided
+    views of the in-projection and attention writes its output in the order of the
+    Transpose after it: none of those data-moving steps runs (model/views.c), and the
+    result matches onnxruntime. GAIO_MODEL_VIEWS=0 copies them as before."""
+    n, t, e, hds = shape
+    model = _mha_model(n, t, e, hds, rng)
+    x = rng.standard_normal((n, t, e)).astype(np.float32)
+    gpu = dev != "cpu"
+    monkeypatch.setenv("GAIO_MODEL_ATTENTION", "1")
+    for views in ("1", "0"):
+        monkeypatch.setenv("GAIO_MODEL_VIEWS", views)
+        got, want, engine = _run(model, {"x": x}, dev, precision="f16" if gpu else "model")
+        _close(got, want, 2e-2 if gpu else 1e-4)
+        kernels = {st.name: st.kernel for st in engine.steps}
+        fused = [st for st in engine.steps if st.ops == "MatMul+Softmax+MatMul"]
+        assert len(fused) == 1, [tuple(st) for st in engine.steps]
+        in_place = [st for st in engine.steps if st.kernel.startswith("none: a strided view")]
+        written = [st for st in engine.steps if st.kernel.startswith("none: attention wrote")]
+        if views == "1":
+            # Reshape, Unsqueeze, Transpose, Squeeze; per operand Gather, Reshape, Transpose, Reshape
+            assert len(in_place) == 4 + 3 * 4, kernels
+            assert len(written) == 1, kernels
+        else:
+            assert not in_place and not written, kernels
+
+
+def test_mha_views_saved(dev, rng, tmp_path, monkeypatch):
+    """Strided views survive an engine's save and load (engine_file.c format 10)."""
+    monkeypatch.setenv("GAIO_MODEL_ATTENTION", "1")
+    model = _mha_model(2, 9, 64, 2, rng)
+    x = rng.standard_normal((2, 9, 64)).astype(np.float32)
+    gpu = dev != "cpu"
+    got, want, engine = _run(model, {"x": x}, dev, precision="f16" if gpu else "model")
+    assert any(st.kernel.startswith("none: a strided view") for st in engine.steps)
+    engine.save(tmp_path / "mha.engine")
+    loaded = gaio.Engine.load(tmp_path / "mha.engine", engine.context)
+    assert [tuple(s) for s in loaded.steps] == [tuple(s) for s in engine.steps]
+    ex, s = loaded.exec(), gaio.Stream(dev)
+    ys = ex.empty_outputs(s)
+    ex.run(s, [gaio.tensor(x, device=dev, stream=s)], ys).result(timeout=60)
+    np.testing.assert_array_equal(ys[0].numpy(), got[0])
+    _close(got, want, 2e-2 if gpu else 1e-4)

@@ -26,6 +26,7 @@
 #include "model/engine_internal.h"
 #include "model/exec_index.h"
 #include "model/lifetime.h"
+#include "model/views.h"
 
 #define MAXD GAIO_MODEL_MAX_NDIM
 #define ALIGN GAIO_ENGINE_ALIGN
@@ -709,6 +710,7 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         x->mem = XM_ARENA;
     }
     free(want);
+    if (st == GAIO_OK) gaio__engine_attention_views(e);
     if (st == GAIO_OK) st = gaio__engine_place_arena(fn, e);
     return st;
 }
@@ -770,9 +772,11 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     const char *acts = getenv("GAIO_MODEL_FUSE_ACTS");
     bool all_acts = !(acts && !strcmp(acts, "relu"));
     /* Fused attention where its GPU kernel runs (f16); GAIO_MODEL_ATTENTION=0 keeps the
-     * graph's MatMuls and Softmax, to compare. */
+     * graph's MatMuls and Softmax, to compare, =1 fuses it on any engine (the host's
+     * kernel takes any head size and dtype: tests of the planning run without a GPU). */
     const char *att = getenv("GAIO_MODEL_ATTENTION");
-    gaio_status st = gaio__plan_make(fn, g, all_acts, e->gpu && e->f16 && !(att && !strcmp(att, "0")), &e->plan);
+    bool attention = att && !strcmp(att, "1") ? true : e->gpu && e->f16 && !(att && !strcmp(att, "0"));
+    gaio_status st = gaio__plan_make(fn, g, all_acts, attention, &e->plan);
     e->nv = g->nvalues + e->plan.nextra;
     if (st == GAIO_OK) st = alloc_tables(fn, e);
     if (st == GAIO_OK) st = place_values(fn, e);

@@ -31,14 +31,15 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 9u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
+#define FORMAT 10u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
                    * approximate; 4: integer values and weights; 5: the reductions, indexing,
                    * ConvTranspose, general Resize and the normalizations; 6: Einsum; 7: values'
                    * channel pitch (padded stems); 8: batch norm steps with an activation, their
                    * statistics folded to a scale and shift; Concat steps reading an earlier
                    * Concat's output for their first inputs; 9: GELU chains as one step, MatMul
                    * biases and activations, Transposes that rename an NHWC value's dimensions
-                   * as views; MatMul steps' absorbed scales and transpose; attention steps */
+                   * as views; MatMul steps' absorbed scales and transpose; attention steps; 10:
+                   * strided views of attention's operands */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -176,6 +177,8 @@ static void put_plan(wbuf *w, const gaio_engine *e) {
         for (int32_t d = 0; d < x->ndim; d++) put_i64(w, x->dims[d]);
         put_i32(w, (int32_t)x->dtype), put_i32(w, (int32_t)x->mem), put_u64(w, x->off), put_i32(w, x->root);
         put_u8(w, x->nhwc), put_u8(w, x->staged), put_i32(w, x->input), put_i32(w, x->cpitch);
+        put_i32(w, x->vndim), put_i64(w, x->voff);
+        for (int32_t d = 0; d < x->vndim; d++) put_i64(w, x->vdims[d]), put_i64(w, x->vstrides[d]);
     }
 }
 
@@ -570,6 +573,9 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         x->off = (size_t)get_u64(r);
         x->root = get_i32(r), x->nhwc = get_u8(r) != 0, x->staged = get_u8(r) != 0, x->input = get_i32(r);
         x->cpitch = get_i32(r);
+        x->vndim = get_i32(r), x->voff = get_i64(r);
+        if (x->vndim < 0 || x->vndim > GAIO_TENSOR_MAX_NDIM) FAIL_RETURN(r, "a view's rank is out of range");
+        for (int32_t d = 0; d < x->vndim; d++) x->vdims[d] = get_i64(r), x->vstrides[d] = get_i64(r);
         uint64_t count = 0;
         if ((dt != GAIO_DTYPE_F32 && dt != GAIO_DTYPE_F16 && dt != GAIO_DTYPE_S32 && dt != GAIO_DTYPE_S64 &&
              dt != GAIO_DTYPE_U8) ||
@@ -594,6 +600,17 @@ static void check_places(rbuf *r, const gaio_engine *e) {
     for (int32_t i = 0; i < e->nv && !r->bad; i++) {
         const xvalue *x = &e->v[i];
         if (e->v[x->root].root != x->root) FAIL_RETURN(r, "a view's memory is itself a view");
+        if (x->vndim > 0) { /* a strided view (views.c): inside its root's elements */
+            const xvalue *rx = &e->v[x->root];
+            int64_t last = x->voff;
+            bool ok = x->voff >= 0 && x->mem == XM_NONE && rx->dtype == x->dtype && x->root != i;
+            for (int32_t d = 0; d < x->vndim && ok; d++) {
+                ok = x->vdims[d] >= 1 && x->vstrides[d] >= 0 && x->vstrides[d] <= INT64_MAX / x->vdims[d];
+                if (ok) last += (x->vdims[d] - 1) * x->vstrides[d];
+            }
+            if (!ok || last < 0 || (uint64_t)last >= gaio__xvalue_count(rx))
+                FAIL_RETURN(r, "a strided view lies outside its memory");
+        }
         size_t bytes = gaio__xvalue_bytes(x), lim = x->mem == XM_WEIGHT ? e->weight_bytes : e->arena_bytes;
         if (x->mem != XM_NONE && (x->off > lim || bytes > lim - x->off))
             FAIL_RETURN(r, "a value lies outside its buffer");

@@ -41,6 +41,13 @@ typedef struct xvalue {
      * a staged image input and its convolutions' weights, so that a GPU runs the stem
      * (3 channels) as an 8-channel convolution on tensor cores (engine.c pad_stems). */
     int32_t cpitch;
+    /* A strided view of root (model/views.c), vndim > 0: the memory is vdims by vstrides
+     * (elements) from element voff of the root; the value's dimensions are products of
+     * consecutive ones of these, so that only steps that read any strides, and do not
+     * mind how their leading dimensions are split (attention), read it. */
+    int32_t vndim;
+    int64_t vdims[GAIO_TENSOR_MAX_NDIM], vstrides[GAIO_TENSOR_MAX_NDIM];
+    int64_t voff;
 } xvalue;
 
 #define GAIO_ENGINE_KERNEL_TEXT 96

@@ -29,6 +29,7 @@
 #include "model/infer_resize.h"
 #include "model/exec_reduce.h"
 #include "model/norm_ops.h"
+#include "model/views.h"
 
 struct gaio_model_exec {
     gaio_engine *engine;    /* a reference */
@@ -211,6 +212,13 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     }
     t.dtype = x->dtype;
     t.layout = x->nhwc ? GAIO_TENSOR_NHWC : GAIO_TENSOR_ROW_MAJOR;
+    if (x->vndim > 0) { /* a strided view (views.c): its memory's dimensions, which attention reads */
+        t.offset += (size_t)x->voff * gaio_dtype_size(x->dtype);
+        t.ndim = x->vndim;
+        memcpy(t.shape, x->vdims, (size_t)x->vndim * sizeof *t.shape);
+        memcpy(t.strides, x->vstrides, (size_t)x->vndim * sizeof *t.strides);
+        return t;
+    }
     /* gaio_tensor has at most 5 dimensions: leading 1s beyond that are dropped, and
      * the leading dimensions of a value still larger merged (a view for the steps
      * that only move it, which node_check lets take such values). */
@@ -622,8 +630,44 @@ static gaio_status run_gather_one(const run_state *r, const mnode *n, const gaio
     return gaio_cast(r->s, &v, y); /* a copy, of integers too */
 }
 
+/* t with its strides explicit and its leading dimensions of size 1 dropped (L and D
+ * stay). */
+static void lead_tidy(gaio_tensor *t) {
+    int64_t st = 1;
+    bool packed = true;
+    for (int32_t d = 0; d < t->ndim; d++) packed = packed && t->strides[d] == 0;
+    for (int32_t d = t->ndim - 1; d >= 0 && packed; d--) t->strides[d] = st, st *= t->shape[d];
+    int32_t k = 0;
+    for (int32_t d = 0; d < t->ndim; d++)
+        if (d >= t->ndim - 2 || t->shape[d] != 1) t->shape[k] = t->shape[d], t->strides[k] = t->strides[d], k++;
+    t->ndim = k;
+}
+
+/* gaio_attention's q, k, v and y with one split of their leading (batch) dimensions:
+ * a strided view (views.c) keeps a merged dimension's parts apart, [N, H, L, D] for
+ * the graph's [N*H, L, D]; the operands with a single leading dimension are split as
+ * the view is (views.c leads_agree checked that they can be). */
+static void attention_leads(gaio_tensor *const *t) {
+    for (int i = 0; i < 4; i++) lead_tidy(t[i]);
+    const gaio_tensor *split = NULL;
+    for (int i = 0; i < 4; i++)
+        if (t[i]->ndim == 4) split = t[i];
+    if (!split) return;
+    for (int i = 0; i < 4; i++) {
+        gaio_tensor *u = t[i];
+        if (u->ndim != 3 || u->shape[0] != split->shape[0] * split->shape[1]) continue;
+        const int64_t s0 = u->strides[0];
+        u->ndim = 4;
+        u->shape[3] = u->shape[2], u->strides[3] = u->strides[2];
+        u->shape[2] = u->shape[1], u->strides[2] = u->strides[1];
+        u->shape[0] = split->shape[0], u->shape[1] = split->shape[1];
+        u->strides[0] = s0 * split->shape[1], u->strides[1] = s0;
+    }
+}
+
 static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp) {
     const mgraph *g = &r->e->model->g;
+    if (gaio__engine_step_is_view(r->e, r->step)) return GAIO_OK; /* views.c */
     const mnode *n = sp->n;
     gaio_stream *s = r->s;
     const mattrs *a = &n->a;
@@ -665,6 +709,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
             gaio_tensor q = tensor(r, sp->x >= 0 ? sp->x : n->in[0]), k = tensor(r, sp->w), v = tensor(r, sp->res), bt;
             if (sp->b >= 0) bt = tensor(r, sp->b);
             gaio_attention_params ap = {sp->alpha};
+            attention_leads((gaio_tensor *const[4]){&q, &k, &v, &y});
             return gaio_attention(s, &q, &k, &v, sp->b >= 0 ? &bt : NULL, &y, &ap);
         }
         gaio_tensor b = tensor(r, n->op == OP_MATMUL && sp->w >= 0 ? sp->w : n->in[1]);
