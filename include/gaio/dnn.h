@@ -252,7 +252,9 @@ typedef struct gaio_attention_params {
  * memory: q [..., L, D], k and v [..., Lk, D] and y [..., L, D] with the same 0 to 2
  * leading dimensions (batch, heads), one dtype, each last dimension packed; bias (may
  * be NULL) F32 or F16, broadcast (NumPy's rules) to the scores' [..., L, Lk]: a relative
- * position bias, -inf for masked keys. A query whose keys are all masked gets zeros. y
+ * position bias, -inf for masked keys; of the two leading dimensions, one whose size
+ * divides the scores' repeats along it (element b % size: Swin's shifted-window mask,
+ * [windows, heads, L, Lk] against scores of [batch * windows, heads, L, Lk]). A query whose keys are all masked gets zeros. y
  * overlaps no input.
  *
  * On a GPU: F16 with D 32 or 64 and rows of q, k, v and y 16-byte aligned, else

@@ -302,6 +302,25 @@ def test_attention_scales_fold_into_alpha(dev, rng):
     assert [st.name for st in engine.steps] == ["qk", "softmax", "pv"]
 
 
+def test_attention_pow_scale_folds(dev, rng):
+    """Swin's scale as torch.onnx writes it: Pow(head size as a float, -0.5), a constant
+    Pow that folds at load, so that the Mul of q by it moves into the GEMM's alpha:
+    three steps."""
+    b, hds, t, d = 2, 3, 7, 16
+    nodes = [h.make_node("Pow", ["hd", "mhalf"], ["sc"], name="pow"),
+             h.make_node("Mul", ["q", "sc"], ["q_s"], name="scale_q"),
+             h.make_node("Transpose", ["k"], ["kt"], name="kT", perm=[0, 1, 3, 2]),
+             h.make_node("MatMul", ["q_s", "kt"], ["s"], name="qk"),
+             h.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             h.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
+    model = _model(nodes, [_const("hd", float(d)), _const("mhalf", -0.5)],
+                   {"q": [b, hds, t, d], "k": [b, hds, t, d], "v": [b, hds, t, d]}, {"y": [b, hds, t, d]})
+    feeds = {name: rng.standard_normal((b, hds, t, d)).astype(np.float32) for name in ("q", "k", "v")}
+    got, want, engine = _run(model, feeds, dev)
+    _close(got, want)
+    assert [st.name for st in engine.steps] == ["qk", "softmax", "pv"]
+
+
 @pytest.mark.parametrize("act", [None, "Relu", "gelu"])
 def test_matmul_residual(dev, act, rng):
     """A transformer MLP's tail: MatMul + bias, then the residual Add (the GEMM's C),
@@ -368,6 +387,41 @@ def test_attention_fused(dev, case, rng):
     _close(got, want, 2e-2 if gpu else 1e-4)
     fused = [st for st in engine.steps if st.ops == "MatMul+Softmax+MatMul" or st.ops == "MatMul+Add+Softmax+MatMul"]
     assert len(fused) == (1 if gpu and case != "head48" else 0), [tuple(st) for st in engine.steps]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_shifted_window_attention(dev, bias, rng, monkeypatch):
+    """Swin's shifted-window attention as torch.onnx exports it: the scores plus the
+    relative position bias [heads, L, L], reshaped to [batch, windows, heads, L, L], plus
+    the windows' mask [1, windows, 1, L, L] (0 or -100), reshaped back, Softmax, @ v:
+    one attention step whose bias joins both (a constant over [windows, heads, L, L]
+    that repeats over the batch), matching onnxruntime."""
+    b, nw, hds, t, d = 2, 4, 3, 49, 32
+    i64 = lambda name, v: numpy_helper.from_array(np.asarray(v, dtype=np.int64), name)  # noqa: E731
+    nodes = [h.make_node("Mul", ["q", "s"], ["qs"], name="scale_q"),
+             h.make_node("Transpose", ["k"], ["kt"], name="kT", perm=[0, 1, 3, 2]),
+             h.make_node("MatMul", ["qs", "kt"], ["sc"], name="qk")]
+    cur = "sc"
+    inits = [_const("s", d ** -0.5), i64("split", [b, nw, hds, t, t]), i64("merge", [b * nw, hds, t, t])]
+    if bias:
+        nodes.append(h.make_node("Add", ["sc", "rel"], ["sb"], name="rel_bias"))
+        inits.append(_const("rel", rng.standard_normal((hds, t, t))))
+        cur = "sb"
+    mask = np.where(rng.random((1, nw, 1, t, t)) < 0.3, -100.0, 0.0)
+    nodes += [h.make_node("Reshape", [cur, "split"], ["s5"], name="split"),
+              h.make_node("Add", ["s5", "mask"], ["m5"], name="mask"),
+              h.make_node("Reshape", ["m5", "merge"], ["m4"], name="merge"),
+              h.make_node("Softmax", ["m4"], ["p"], name="softmax", axis=-1),
+              h.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
+    inits.append(_const("mask", mask))
+    shape = [b * nw, hds, t, d]
+    model = _model(nodes, inits, {"q": shape, "k": shape, "v": shape}, {"y": shape})
+    feeds = {n: rng.standard_normal(shape).astype(np.float32) for n in "qkv"}
+    gpu = dev != "cpu"
+    monkeypatch.setenv("GAIO_MODEL_ATTENTION", "1")
+    got, want, engine = _run(model, feeds, dev, precision="f16" if gpu else "model")
+    _close(got, want, 2e-2 if gpu else 1e-4)
+    assert [st.name for st in engine.steps] == ["qk"], [tuple(st) for st in engine.steps]
 
 
 @pytest.mark.parametrize("op", ["Reshape", "Pad", "Identity"])

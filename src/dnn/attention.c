@@ -64,15 +64,18 @@ gaio_status gaio_attention(gaio_stream *stream, const gaio_tensor *q, const gaio
         return BAD("the last dimension of q, k, v and y must be packed (stride 1)");
     memset(&kb, 0, sizeof kb);
     if (bias) {
-        /* NumPy broadcasting against the scores' [B0, B1, L, Lk]: strides 0 where 1. */
+        /* NumPy broadcasting against the scores' [B0, B1, L, Lk]: strides 0 where 1; a
+         * leading dimension that divides the scores' repeats (the kernels read element
+         * b % shape there: Swin's window mask over [batch * windows]). */
         if (vb.k.ndim > 4) return BAD("bias has %d dimensions: at most 4", (int)vb.k.ndim);
         const int64_t want[4] = {kq.shape[0], kq.shape[1], L, Lk};
         kb.ptr = vb.k.ptr, kb.dtype = vb.k.dtype, kb.ndim = 4;
         for (int32_t d = 0; d < 4; d++) {
             int32_t s = d - (4 - vb.k.ndim);
             int64_t n = s >= 0 ? vb.k.shape[s] : 1;
-            if (n != 1 && n != want[d]) return BAD("bias does not broadcast to the scores' [B0, B1, L, Lk]");
-            kb.shape[d] = want[d], kb.strides[d] = n == 1 ? 0 : vb.k.strides[s];
+            if (n != 1 && n != want[d] && !(d < 2 && want[d] % n == 0))
+                return BAD("bias does not broadcast to the scores' [B0, B1, L, Lk] (nor repeat along B0 or B1)");
+            kb.shape[d] = d < 2 ? n : want[d], kb.strides[d] = n == 1 ? 0 : vb.k.strides[s];
         }
     }
     if (gaio__ktensor_view_overlap(&vy, &vq) || gaio__ktensor_view_overlap(&vy, &vk) ||

@@ -29,9 +29,14 @@ static int64_t count(const mvalue *v) {
 }
 
 bool gaio__arith_folds(const mgraph *g, const mnode *n) {
-    if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_MUL && n->op != OP_DIV && n->op != OP_MOD) return false;
+    if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_MUL && n->op != OP_DIV && n->op != OP_MOD &&
+        n->op != OP_POW)
+        return false;
     if (n->nin < 2 || n->in[0] < 0 || n->in[1] < 0) return false;
     const mvalue *a = &g->values[n->in[0]], *b = &g->values[n->in[1]];
+    /* Pow of float constants of one type only (Swin's scale, head size ** -0.5: folded,
+     * the Mul by it moves into attention's alpha); its other forms run. */
+    if (n->op == OP_POW && (a->elem != b->elem || (a->elem != MT_F32 && a->elem != MT_F16))) return false;
     if (is_int(a->elem) || is_int(b->elem)) return true;
     /* Floats of small constants fold too (Swin's mask arithmetic, known at build); the
      * rest run. */
@@ -52,6 +57,7 @@ static bool float_op(model_op op, double a, double b, double *r) {
     case OP_SUB: return *r = a - b, true;
     case OP_MUL: return *r = a * b, true;
     case OP_DIV: return *r = a / b, true;
+    case OP_POW: return *r = pow(a, b), true;
     default: return *r = fmod(a, b), true; /* fmod 1: inference refuses 0 for floats */
     }
 }

@@ -270,12 +270,45 @@ static bool broadcasts(const mvalue *b, const mvalue *s) {
 
 /* Attention as exported graphs write it, after the first MatMul's step s has taken its
  * scales and k's Transpose: s's output (the scores) read by an Add of a constant bias
- * (optional) and then a Softmax over the last axis alone, whose output is the A of a
+ * (optional), then optionally Swin's shifted-window mask (a Reshape splitting the
+ * batch into [batch, windows], an Add of a constant mask over the windows, a Reshape
+ * back), and then a Softmax over the last axis alone, whose output is the A of a
  * second MatMul alone. q, k and v of one rank (3 or 4), equal leading dimensions, head
- * size 32 or 64 (gaio_attention's GPU kernel). The second MatMul's node index, v in
- * *v, the bias in *bias (-1: none), the absorbed Add and Softmax in *add (-1) and *sm. */
+ * size 32 or 64 (gaio_attention's GPU kernel). The second MatMul's node index; v, the
+ * bias (-1: none), the mask (-1: none) and the absorbed nodes in *a. */
+typedef struct attn_match {
+    int32_t v, bias, add, sm;
+    int32_t mask, split, mask_add, merge; /* Swin's mask: its Reshape, Add and Reshape (-1: none) */
+} attn_match;
+
+/* The windows' mask after the scores cur [B0, ...]: Reshape to [B0 / P, P, ...], Add of
+ * a constant that broadcasts there without varying along B0 / P, Reshape back. */
+static bool mask_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed, int32_t cur,
+                    attn_match *a) {
+    const mvalue *c = &g->values[cur];
+    int32_t j = only_reader(g, readers, reader, cur);
+    if (j < 0 || absorbed[j] || g->nodes[j].op != OP_RESHAPE || g->nodes[j].in[0] != cur) return false;
+    const mvalue *o = &g->values[g->nodes[j].out[0]];
+    if (o->ndim != c->ndim + 1 || o->dims[0] * o->dims[1] != c->dims[0]) return false;
+    for (int32_t d = 1; d < c->ndim; d++)
+        if (o->dims[d + 1] != c->dims[d]) return false;
+    const int32_t k = only_reader(g, readers, reader, g->nodes[j].out[0]);
+    if (k < 0 || absorbed[k] || g->nodes[k].op != OP_ADD) return false;
+    const int32_t m = other_in(&g->nodes[k], g->nodes[j].out[0]);
+    if (m < 0 || !is_const_float(&g->values[m]) || !broadcasts(&g->values[m], o) ||
+        !same_shape(&g->values[g->nodes[k].out[0]], o))
+        return false;
+    if (g->values[m].ndim == o->ndim && g->values[m].dims[0] != 1) return false; /* varies with the batch */
+    const int32_t l = only_reader(g, readers, reader, g->nodes[k].out[0]);
+    if (l < 0 || absorbed[l] || g->nodes[l].op != OP_RESHAPE || g->nodes[l].in[0] != g->nodes[k].out[0] ||
+        !same_shape(&g->values[g->nodes[l].out[0]], c))
+        return false;
+    a->mask = m, a->split = j, a->mask_add = k, a->merge = l;
+    return true;
+}
+
 static int32_t attention_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
-                            const xstep *s, int32_t *v, int32_t *bias, int32_t *add, int32_t *sm) {
+                            const xstep *s, attn_match *a) {
     if (!s->trans_b || s->b >= 0 || s->res >= 0 || s->has_act || s->w < 0) return -1;
     const mvalue *q = &g->values[s->x >= 0 ? s->x : s->n->in[0]], *k = &g->values[s->w];
     const int32_t r = q->ndim;
@@ -285,18 +318,24 @@ static int32_t attention_of(const mgraph *g, const int32_t *readers, const int32
     for (int32_t d = 0; d < r - 2; d++)
         if (q->dims[d] != k->dims[d]) return -1;
     int32_t cur = s->out, j = only_reader(g, readers, reader, cur);
-    *bias = *add = -1;
+    a->bias = a->add = a->mask = a->split = a->mask_add = a->merge = -1;
     if (j >= 0 && !absorbed[j] && g->nodes[j].op == OP_ADD) {
         int32_t b = other_in(&g->nodes[j], cur);
         if (b < 0 || !is_const_float(&g->values[b]) || !broadcasts(&g->values[b], &g->values[cur]) ||
             !same_shape(&g->values[g->nodes[j].out[0]], &g->values[cur]))
             return -1;
-        *bias = b, *add = j, cur = g->nodes[j].out[0], j = only_reader(g, readers, reader, cur);
+        a->bias = b, a->add = j, cur = g->nodes[j].out[0], j = only_reader(g, readers, reader, cur);
+    }
+    if (mask_of(g, readers, reader, absorbed, cur, a)) {
+        /* the bias joins the mask in one constant over [P, ...]: it must not vary with B0 */
+        const mvalue *b = a->bias >= 0 ? &g->values[a->bias] : NULL;
+        if (b && b->ndim == r && b->dims[0] != 1) return -1;
+        cur = g->nodes[a->merge].out[0], j = only_reader(g, readers, reader, cur);
     }
     if (j < 0 || absorbed[j] || g->nodes[j].op != OP_SOFTMAX || g->nodes[j].in[0] != cur) return -1;
     int64_t axis = g->nodes[j].a.axis < 0 ? g->nodes[j].a.axis + r : g->nodes[j].a.axis;
     if (axis != r - 1) return -1;
-    *sm = j, cur = g->nodes[j].out[0], j = only_reader(g, readers, reader, cur);
+    a->sm = j, cur = g->nodes[j].out[0], j = only_reader(g, readers, reader, cur);
     if (j < 0 || absorbed[j] || g->nodes[j].op != OP_MATMUL || g->nodes[j].nin != 2 || g->nodes[j].in[0] != cur ||
         g->nodes[j].in[1] == cur)
         return -1;
@@ -306,8 +345,52 @@ static int32_t attention_of(const mgraph *g, const int32_t *readers, const int32
         return -1;
     for (int32_t d = 0; d < r - 2; d++)
         if (vv->dims[d] != q->dims[d]) return -1;
-    *v = g->nodes[j].in[1];
+    a->v = g->nodes[j].in[1];
     return j;
+}
+
+/* The element of constant v broadcast (NumPy's rules) to a shape of rank r at index ix. */
+static double bcast_get(const mvalue *v, int32_t r, const int64_t *ix) {
+    size_t off = 0;
+    for (int32_t d = 0; d < v->ndim; d++) {
+        const int64_t n = v->dims[d], i = ix[d + r - v->ndim];
+        off = off * (size_t)n + (size_t)(n == 1 ? 0 : i);
+    }
+    return get(v, off);
+}
+
+/* Swin's bias and window mask as one constant [P, S1, ...] (f32) over the scores' [B0,
+ * S1, ...]: gaio_attention repeats a leading bias dimension that divides the scores'
+ * (element b0 % P). Its value index in *out; false where it is too large to keep. */
+static gaio_status mask_bias(const char *fn, const mgraph *g, xplan *p, const xstep *s, const attn_match *a,
+                             int32_t *out) {
+    const mvalue *sc = &g->values[s->out], *split = &g->values[g->nodes[a->split].out[0]];
+    const mvalue *m = &g->values[a->mask], *b = a->bias >= 0 ? &g->values[a->bias] : NULL;
+    const int32_t r = sc->ndim;
+    int64_t dims[GAIO_MODEL_MAX_NDIM];
+    dims[0] = split->dims[1];
+    size_t n = (size_t)dims[0];
+    for (int32_t d = 1; d < r; d++) dims[d] = sc->dims[d], n *= (size_t)dims[d];
+    *out = -1;
+    if (n > ((size_t)1 << 24)) return GAIO_OK;
+    const int32_t v = add_extra(p, g, MT_F32, r, dims);
+    if (v < 0) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory joining attention's bias and mask");
+    xconst *c = &p->extra[v - g->nvalues];
+    for (size_t i = 0; i < n; i++) {
+        int64_t ix[GAIO_MODEL_MAX_NDIM + 1], at = (int64_t)i; /* ix: [0, p, s1, ...] over the split shape */
+        for (int32_t d = r - 1; d >= 0; d--) ix[d + 1] = at % dims[d], at /= dims[d];
+        ix[0] = 0;
+        double x = bcast_get(m, r + 1, ix);
+        if (b) { /* the bias at [0, s1, ...]: it does not vary along B0 (attention_of) */
+            int64_t bix[GAIO_MODEL_MAX_NDIM];
+            bix[0] = 0;
+            for (int32_t d = 1; d < r; d++) bix[d] = ix[d + 1];
+            x += bcast_get(b, r, bix);
+        }
+        put(MT_F32, c->data, i, x);
+    }
+    *out = v;
+    return GAIO_OK;
 }
 
 /* A MatMul's bias as torch.onnx writes a Linear on more than 2-D inputs: an Add of a
@@ -405,14 +488,18 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool
             if ((t = swap_last_two(g, readers, b)) >= 0 && !absorbed[t]) b = g->nodes[t].in[0], s->trans_b = true, absorbed[t] = true;
             if (a != n->in[0]) s->x = a;
             if (b != n->in[1]) s->w = b;
-            int32_t v, bias, add, sm, m2;
-            if (attention && (m2 = attention_of(g, readers, reader, absorbed, s, &v, &bias, &add, &sm)) >= 0) {
-                s->attention = true, s->res = v, s->b = bias, s->out = g->nodes[m2].out[0];
-                if (add >= 0) absorbed[add] = true;
-                absorbed[sm] = absorbed[m2] = true, p->fused_attention++;
+            attn_match am;
+            int32_t m2, joined = -1;
+            if (attention && (m2 = attention_of(g, readers, reader, absorbed, s, &am)) >= 0 &&
+                (am.mask < 0 || ((st = mask_bias(fn, g, p, s, &am, &joined)) == GAIO_OK && joined >= 0))) {
+                s->attention = true, s->res = am.v, s->b = am.mask >= 0 ? joined : am.bias, s->out = g->nodes[m2].out[0];
+                if (am.add >= 0) absorbed[am.add] = true;
+                if (am.mask >= 0) absorbed[am.split] = absorbed[am.mask_add] = absorbed[am.merge] = true;
+                absorbed[am.sm] = absorbed[m2] = true, p->fused_attention++;
                 emit_at[m2] = i, head[i] = true;
                 continue;
             }
+            if (st != GAIO_OK) break;
         }
         if (n->op == OP_MATMUL && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
             bias_of(g, &g->nodes[j], s->out)) {

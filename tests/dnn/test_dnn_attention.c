@@ -107,6 +107,7 @@ static void attn_case(env *e, const char *name, gaio_dtype dt, int32_t lead, int
     make(e, &v, dt, nd, ks, 1.0, NULL);
     make(e, &y, dt, nd, qs, 0.0, NULL);
     int64_t bs[4] = {0, 0, 0, 0}; /* the bias's strides against [B0, B1, L, Lk] */
+    int64_t bn[4] = {1, 1, 1, 1}; /* its sizes there: a leading one may divide B0 or B1 (it repeats) */
     if (bnd > 0) {
         size_t n = 1;
         for (int32_t i = 0; i < bnd; i++) n *= (size_t)bshape[i];
@@ -115,6 +116,7 @@ static void attn_case(env *e, const char *name, gaio_dtype dt, int32_t lead, int
         int64_t acc = 1;
         for (int32_t i = bnd - 1; i >= 0; i--) {
             bs[4 - bnd + i] = bshape[i] == 1 ? 0 : acc;
+            bn[4 - bnd + i] = bshape[i];
             acc *= bshape[i];
         }
         for (size_t i = 0; i < n; i++) {
@@ -142,7 +144,7 @@ static void attn_case(env *e, const char *name, gaio_dtype dt, int32_t lead, int
                     double acc = 0;
                     for (int64_t d = 0; d < D; d++) acc += q.v[qb + d] * k.v[kb + d];
                     acc *= alpha;
-                    if (bnd > 0) acc += b.v[b0 * bs[0] + b1 * bs[1] + i * bs[2] + t * bs[3]];
+                    if (bnd > 0) acc += b.v[(b0 % bn[0]) * bs[0] + (b1 % bn[1]) * bs[1] + i * bs[2] + t * bs[3]];
                     s[t] = acc;
                     if (acc > m) m = acc;
                 }
@@ -177,6 +179,11 @@ static void test_bad(env *e) {
     CHECK(gaio_attention(e->s, &q.t, &q.t, &k.t, NULL, &y.t, &one) == GAIO_ERR_INVALID_ARG); /* k vs v */
     CHECK(gaio_attention(e->s, &q.t, &k.t, &k.t, &k.t, &y.t, &one) == GAIO_ERR_INVALID_ARG); /* bias shape */
     CHECK(strstr(gaio_last_error(), "broadcast") != NULL);
+    ht b3; /* a leading size that does not divide the scores' (2 heads): neither broadcasts nor repeats */
+    make(e, &b3, GAIO_DTYPE_F16, 3, (int64_t[]){3, 5, 6}, 1.0, NULL);
+    CHECK(gaio_attention(e->s, &q.t, &k.t, &k.t, &b3.t, &y.t, &one) == GAIO_ERR_INVALID_ARG);
+    CHECK(strstr(gaio_last_error(), "repeat") != NULL);
+    drop(&b3);
     CHECK(gaio_attention(NULL, &q.t, &k.t, &k.t, NULL, &y.t, &one) == GAIO_ERR_INVALID_ARG);
     CHECK(gaio_attention(e->s, &q.t, NULL, &k.t, NULL, &y.t, &one) == GAIO_ERR_INVALID_ARG);
     CHECK(gaio_attention(e->s, &q.t, &k.t, &k.t, NULL, &y.t, NULL) == GAIO_ERR_INVALID_ARG);
@@ -205,6 +212,8 @@ static void run(int device) {
     /* a bias column stride of 0 (the GPU's strided bias path), whole rows masked */
     attn_case(&e, "bias per query, rows masked", F16, 1, 1, 3, 33, 100, 32, 2, (int64_t[]){33, 1}, F32, true);
     attn_case(&e, "300 tokens: 5 key tiles", F16, 2, 2, 2, 300, 300, 64, 0, NULL, F16, false);
+    /* Swin's window mask: [windows, heads, L, Lk] repeating over [batch * windows] */
+    attn_case(&e, "bias repeating over B0", F16, 2, 6, 2, 49, 49, 32, 4, (int64_t[]){3, 2, 49, 49}, F32, true);
     if (!e.cuda) {
         attn_case(&e, "host f32, head 48", F32, 1, 1, 3, 17, 29, 48, 1, (int64_t[]){29}, F32, true);
         attn_case(&e, "host f32, head 64", F32, 2, 2, 2, 33, 33, 64, 0, NULL, F32, false);

@@ -33,7 +33,8 @@ static void attn_rows(void *arg, size_t begin, size_t end) {
             for (int64_t d = 0; d < D; d++) acc = fmaf(gaio_kt_get(&j->q, qb + d), gaio_kt_get(&j->k, kb + d), acc);
             acc *= j->p.alpha;
             if (j->p.has_bias)
-                acc += gaio_kt_get(&j->bias, b0 * j->bias.strides[0] + b1 * j->bias.strides[1] + i * j->bias.strides[2] +
+                acc += gaio_kt_get(&j->bias, (b0 % j->bias.shape[0]) * j->bias.strides[0] +
+                                                 (b1 % j->bias.shape[1]) * j->bias.strides[1] + i * j->bias.strides[2] +
                                                  t * j->bias.strides[3]);
             s[t] = acc;
             if (acc > m) m = acc;

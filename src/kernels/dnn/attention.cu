@@ -201,7 +201,8 @@ __device__ void attention(const gaio_ktensor &q, const gaio_ktensor &k, const ga
         float mt[2] = {-INFINITY, -INFINITY};
         if (p.has_bias) {
             const char *bb = reinterpret_cast<const char *>(static_cast<uintptr_t>(bias.ptr));
-            const int64_t at0 = b0 * bias.strides[0] + b1 * bias.strides[1] + k0 * bias.strides[3];
+            const int64_t at0 = (b0 % bias.shape[0]) * bias.strides[0] + (b1 % bias.shape[1]) * bias.strides[1] +
+                                k0 * bias.strides[3]; // leading dimensions repeat (attention.c)
             const int es = bias.dtype == GAIO_KT_F16 ? 2 : 4;
             const char *br[2];
 #pragma unroll
