@@ -424,6 +424,27 @@ def test_shifted_window_attention(dev, bias, rng, monkeypatch):
     assert [st.name for st in engine.steps] == ["qk"], [tuple(st) for st in engine.steps]
 
 
+@pytest.mark.parametrize("case", ["vit", "swin", "relu", "sigmoid", "odd"])
+def test_patch_conv(dev, case, rng):
+    """A convolution whose window is its stride (ViT's 16 x 16 patch embedding, Swin's
+    4 x 4) runs on a GPU at f16 as a copy into patches and one GEMM
+    (dnn/conv_patches.c), its bias and ReLU in the GEMM's epilogue, another activation
+    after; a size that does not tile exactly stays cuDNN's. Against onnxruntime."""
+    c, o, k, hw, act = {"vit": (3, 64, 16, 64, None), "swin": (3, 96, 4, 32, None), "relu": (8, 32, 4, 16, "Relu"),
+                        "sigmoid": (8, 32, 4, 16, "Sigmoid"), "odd": (3, 64, 16, 70, None)}[case]
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], name="patch", kernel_shape=[k, k], strides=[k, k])]
+    nodes.append(h.make_node(act, ["c"], ["y"], name="act") if act else h.make_node("Identity", ["c"], ["y"]))
+    out = hw // k
+    model = _model(nodes, [_const("w", rng.standard_normal((o, c, k, k)) / k), _const("b", rng.standard_normal(o))],
+                   {"x": [2, c, hw, hw]}, {"y": [2, o, out, out]})
+    x = rng.standard_normal((2, c, hw, hw)).astype(np.float32)
+    gpu = dev != "cpu"
+    got, want, engine = _run(model, {"x": x}, dev, precision="f16" if gpu else "model")
+    _close(got, want, 3e-2 if gpu else 1e-4)
+    patches = [st for st in engine.steps if st.kernel == "gaio patches + cuBLASLt GEMM"]
+    assert len(patches) == (1 if gpu and case != "odd" else 0), [tuple(st) for st in engine.steps]
+
+
 @pytest.mark.parametrize("op", ["Reshape", "Pad", "Identity"])
 def test_same_shape_view_feeds_matmul(dev, op, rng):
     """A same-shape view (Reshape, a Pad of nothing, Identity) of a convolution's NHWC

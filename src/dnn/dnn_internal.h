@@ -219,6 +219,17 @@ gaio_status gaio__conv2d_pack_weights(gaio_stream *stream, const gaio_tensor *x,
 gaio_status gaio__conv2d_packed(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
                                 const gaio_tensor *bias, const gaio_tensor *residual, const gaio_tensor *y,
                                 const gaio_conv2d_params *params, gaio__conv_cpu_weights *packed);
+/* Patch convolutions (window = stride, no padding or dilation, groups 1; x NHWC, y
+ * packed NHWC, f16) on a GPU as a copy into patches and one GEMM (dnn/conv_patches.c):
+ * the scratch bytes they need for these operands, 0 where the path does not apply
+ * (shapes and strides only: no buffer is read). GAIO_DNN_PATCHES=0 turns it off. */
+size_t gaio__conv2d_patches_bytes(bool cuda, const gaio_tensor *x, const gaio_tensor *w, const gaio_tensor *bias,
+                                  const gaio_tensor *residual, const gaio_tensor *y, const gaio_conv2d_params *p);
+/* Runs one where gaio__conv2d_patches_bytes said it applies; scratch holds that many
+ * bytes (its shape is not read). */
+gaio_status gaio__conv2d_patches(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,
+                                 const gaio_tensor *bias, const gaio_tensor *y, const gaio_conv2d_params *p,
+                                 const gaio_tensor *scratch);
 /* gaio_conv_transpose2d_prepare that also hands the caller the CUDA plan (as
  * gaio__conv2d_prepare_keep; NULL on the host). */
 gaio_status gaio__conv_transpose2d_prepare_keep(gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *w,

@@ -34,6 +34,7 @@
 struct gaio_model_exec {
     gaio_engine *engine;    /* a reference */
     gaio_buffer *arena;
+    gaio_buffer *scratch;   /* patch convolutions' patches (dnn/conv_patches.c), or NULL */
     gaio_stream *capture;   /* the graph's private stream: its library scratch is the graph's */
     gaio__devgraph *graph;  /* NULL: steps run one by one */
     pthread_mutex_t lock;   /* runs of one context are serialised */
@@ -58,6 +59,7 @@ static void exec_free(gaio_model_exec *x) {
         free(s);
     }
     if (x->arena) gaio_buffer_release(x->arena);
+    if (x->scratch) gaio_buffer_release(x->scratch);
     gaio__devgraph_free(x->graph);
     if (x->capture) gaio_stream_release(x->capture);
     if (x->last) gaio_event_release(x->last);
@@ -65,6 +67,8 @@ static void exec_free(gaio_model_exec *x) {
     gaio_engine_release(x->engine);
     free(x);
 }
+
+static size_t patches_scratch(const gaio_engine *e);
 
 static gaio_status create_exec(const char *fn, gaio_engine *e, gaio_model_exec **out) {
     if (!out) return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "out is NULL");
@@ -78,6 +82,8 @@ static gaio_status create_exec(const char *fn, gaio_engine *e, gaio_model_exec *
     gaio_engine_retain(e);
     x->engine = e;
     st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &x->arena);
+    const size_t scratch = patches_scratch(e);
+    if (st == GAIO_OK && scratch) st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, scratch, &x->scratch);
     if (st == GAIO_OK) st = gaio_event_create(e->ctx, 0, &x->last);
     if (st == GAIO_OK && e->cuda_graph) st = capture(fn, x);
     if (st != GAIO_OK) {
@@ -195,6 +201,7 @@ typedef struct run_state {
     int32_t step;
     gaio_stream *s;
     const gaio_tensor *inputs; /* by graph input index; NULL while planning */
+    gaio_buffer *scratch;      /* the context's (patch convolutions), or NULL */
 } run_state;
 
 /* Value v as a packed row-major tensor over its root's memory. */
@@ -293,6 +300,27 @@ static void convt_of(const run_state *r, const xstep *sp, convt_call *c) {
     c->p.groups = (int32_t)a->group;
 }
 
+/* The scratch a patch convolution of step c needs (dnn/conv_patches.c), 0: none. */
+static size_t patches_of(const gaio_engine *e, const conv_call *c) {
+    return gaio__conv2d_patches_bytes(e->gpu, &c->x, &c->w, c->has_b ? &c->b : NULL, c->has_res ? &c->res : NULL,
+                                      &c->y, &c->p);
+}
+
+/* The largest of those: one scratch per context, the steps running one at a time. */
+static size_t patches_scratch(const gaio_engine *e) {
+    run_state r = {e, NULL, 0, NULL, NULL, NULL};
+    size_t most = 0;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        if (sp->n->op != OP_CONV) continue;
+        conv_call c;
+        conv_of(&r, sp, &c);
+        const size_t n = patches_of(e, &c);
+        if (n > most) most = n;
+    }
+    return most;
+}
+
 /* A convolution step whose x or residual is a caller's input buffer, read in place
  * (not staged): its plan and packing depend on that buffer, known at the first run. */
 static bool reads_callers_input(const gaio_engine *e, const xstep *sp) {
@@ -304,7 +332,7 @@ static bool reads_callers_input(const gaio_engine *e, const xstep *sp) {
  * candidates and keeps the fastest), except one that reads a caller's input directly:
  * its plan depends on that buffer's alignment, and is made at its first run. */
 gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buffer *arena) {
-    run_state r = {e, arena, 0, s, NULL};
+    run_state r = {e, arena, 0, s, NULL, NULL};
     gaio_status st = GAIO_OK;
     bool tune = !(e->flags & GAIO_ENGINE_NO_TUNE);
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
@@ -327,6 +355,10 @@ gaio_status gaio__engine_prepare_convs(gaio_engine *e, gaio_stream *s, gaio_buff
         }
         conv_call c;
         conv_of(&r, sp, &c);
+        if (patches_of(e, &c)) {
+            snprintf(e->kernel[i], sizeof e->kernel[i], "gaio patches + cuBLASLt GEMM");
+            continue;
+        }
         st = gaio__conv2d_prepare_keep(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
                                        &info, tune, &e->conv_plans[i]);
         if (st == GAIO_OK) snprintf(e->kernel[i], sizeof e->kernel[i], "%s", info.engine);
@@ -340,7 +372,7 @@ gaio_status gaio__engine_pack_convs(gaio_engine *e, gaio_stream *s, gaio_buffer 
     if (e->gpu || (env && !strcmp(env, "0"))) return GAIO_OK;
     if (!e->packed && !(e->packed = calloc((size_t)e->plan.nsteps + 1, sizeof *e->packed)))
         return gaio__fail(GAIO_ERR_NO_MEMORY, "gaio_engine_build", "out of host memory");
-    run_state r = {e, arena, 0, s, NULL};
+    run_state r = {e, arena, 0, s, NULL, NULL};
     gaio_status st = GAIO_OK;
     for (int32_t i = 0; i < e->plan.nsteps && st == GAIO_OK; i++) {
         const xstep *sp = &e->plan.steps[i];
@@ -694,6 +726,10 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
     case OP_CONV: {
         conv_call c;
         conv_of(r, sp, &c);
+        if (r->scratch && patches_of(r->e, &c)) { /* dnn/conv_patches.c: a copy and a GEMM */
+            gaio_tensor sc = gaio_tensor_make(r->scratch, 0, c.x.dtype, 1, (int64_t[]){1}, GAIO_TENSOR_ROW_MAJOR);
+            return gaio__conv2d_patches(s, &c.x, &c.w, c.has_b ? &c.b : NULL, &c.y, &c.p, &sc);
+        }
         gaio__conv_cpu_weights *packed = r->e->packed ? r->e->packed[r->step] : NULL; /* NULL: gaio_conv2d's */
         return gaio__conv2d_packed(s, &c.x, &c.w, c.has_b ? &c.b : NULL, c.has_res ? &c.res : NULL, &c.y, &c.p,
                                    packed);
@@ -1094,7 +1130,7 @@ gaio_status gaio_model_run(gaio_model_exec *x, gaio_stream *stream, const gaio_t
         if ((st = check_io(fn, "outputs", i, &outputs[i], &e->v[g->outputs[i]],
                            gaio__engine_dtype_of(g->values[g->outputs[i]].elem), stream)) != GAIO_OK)
             return st;
-    run_state r = {e, x->arena, 0, stream, inputs};
+    run_state r = {e, x->arena, 0, stream, inputs, x->scratch};
     pthread_mutex_lock(&x->lock);
     /* The previous run, on another stream, may still use the intermediates. */
     if (x->last_stream && x->last_stream != stream) st = gaio_stream_wait_event(stream, x->last);
@@ -1146,7 +1182,7 @@ static gaio_status capture(const char *fn, gaio_model_exec *x) {
     const gaio_engine *e = x->engine;
     gaio_status st = gaio_stream_create(e->ctx, 0, 0, &x->capture);
     if (st != GAIO_OK) return st;
-    run_state r = {e, x->arena, 0, x->capture, NULL};
+    run_state r = {e, x->arena, 0, x->capture, NULL, x->scratch};
     st = run_steps(fn, &r);
     if (st == GAIO_OK) st = gaio_stream_synchronize(x->capture);
     if (st != GAIO_OK) return st;
