@@ -508,8 +508,10 @@ def test_mha_head_split_views(dev, shape, rng, monkeypatch):
     """torch.onnx's multi-head attention: with attention fused (GAIO_MODEL_ATTENTION=1
     on the host, whose kernel takes any strides; f16 on a GPU), q, k and v are strided
     views of the in-projection and attention writes its output in the order of the
-    Transpose after it: none of those data-moving steps runs (model/views.c), and the
-    result matches onnxruntime. GAIO_MODEL_VIEWS=0 copies them as before."""
+    Transpose after it, in the row order of the Transpose after the out-projection; the
+    in-projection reads x in its own row order: none of those data-moving steps runs
+    (model/views.c), and the result matches onnxruntime. GAIO_MODEL_VIEWS=0 copies
+    them as before."""
     n, t, e, hds = shape
     model = _mha_model(n, t, e, hds, rng)
     x = rng.standard_normal((n, t, e)).astype(np.float32)
@@ -528,6 +530,10 @@ def test_mha_head_split_views(dev, shape, rng, monkeypatch):
             # Reshape, Unsqueeze, Transpose, Squeeze; per operand Gather, Reshape, Transpose, Reshape
             assert len(in_place) == 4 + 3 * 4, kernels
             assert len(written) == 1, kernels
+            # the products keep the rows in the order of x and of y: no Transpose copies
+            ts = [st.kernel for st in engine.steps if st.ops == "Transpose"]
+            assert ts[0] == "none: the product after it reads its input", kernels
+            assert ts[-1] == "none: the product wrote its rows in this order", kernels
         else:
             assert not in_place and not written, kernels
 

@@ -522,6 +522,15 @@ static gaio_status run_matmul(const char *fn, const run_state *r, const mnode *n
     y3.ndim = 3, y3.layout = GAIO_TENSOR_ROW_MAJOR;
     y3.shape[0] = ya, y3.shape[1] = a3.shape[1], y3.shape[2] = p.trans_b ? b3.shape[1] : b3.shape[2];
     memset(y3.strides, 0, sizeof y3.strides); /* packed */
+    /* b one matrix and a's rows the output's in another order (views.c rows_in: a is
+     * the source of the Transpose the graph had before the product, y is written in
+     * its row order): one GEMM over all rows, as below */
+    if (ba == 1 && xa != ya && x->ndim >= 2 && y->ndim >= 2 &&
+        span(x, 0, x->ndim - 1) == span(y, 0, y->ndim - 1) && r->e->v[n->in[0]].vndim > 0) {
+        a3.shape[1] = span(x, 0, x->ndim - 1), a3.shape[0] = 1;
+        y3.shape[1] = a3.shape[1], y3.shape[0] = 1;
+        xa = ya = 1;
+    }
     if (ba == 1 && xa == ya) { /* b one matrix: a's batches fold into its rows */
         a3.shape[1] *= a3.shape[0], a3.shape[0] = 1;
         y3.shape[1] *= y3.shape[0], y3.shape[0] = 1;

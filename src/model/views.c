@@ -275,6 +275,8 @@ typedef struct vstate {
     bool *have;        /* sv[v] composed */
     sview *sv;
     int32_t *root;     /* the memory a candidate's description is over */
+    sview *base;       /* a product's rows in another order (rows_in): its description, when based[v] */
+    bool *based;
 } vstate;
 
 /* One round: candidates whose readers are not all candidates' steps or attention
@@ -307,7 +309,11 @@ static bool settle(vstate *st) {
                 st->cand[y] = false, stable = false;
                 continue;
             }
-            sv_packed(x, &s), st->root[y] = x->root;
+            if (st->based[u])
+                s = st->base[u];
+            else
+                sv_packed(x, &s);
+            st->root[y] = x->root;
         }
         if (!sv_step(e, sp, &s) || s.n > GAIO_TENSOR_MAX_NDIM) {
             st->cand[y] = false, stable = false;
@@ -364,6 +370,166 @@ static void output_view(gaio_engine *e, const xstep *sp, const int32_t *readers,
     snprintf(e->kernel[reader[y]], GAIO_ENGINE_KERNEL_TEXT, "none: attention wrote its input in this order");
 }
 
+/* The one step reading value v, or -1 (none, several, or a graph output). */
+static int32_t sole_reader(const gaio_engine *e, const int32_t *readers, const int32_t *reader, int32_t v) {
+    const mgraph *g = &e->model->g;
+    for (int32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v) return -1;
+    return readers[v] == 1 ? reader[v] : -1;
+}
+
+/* A value in packed row-major arena memory of its own or its root's, from the start. */
+static bool plain(const gaio_engine *e, int32_t v) {
+    const xvalue *x = &e->v[v], *rx = &e->v[x->root];
+    return !x->nhwc && !x->cpitch && !x->vndim && rx->mem == XM_ARENA && !rx->nhwc && !rx->vndim;
+}
+
+/* Row-wise products whose rows arrive through a Transpose (ViT: the in-projection of
+ * [N, L, E] moved to [L, N, E]): the product can read the Transpose's input instead and
+ * write its rows in that order, if every reader of its output is a strided view that
+ * knows (settle composes from base[]). Candidates in *m: the MatMul step per output
+ * value (-1: none). */
+static void rows_in(vstate *st, const int32_t *readers, const int32_t *reader, int32_t *m) {
+    gaio_engine *e = st->e;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        const mnode *n = sp->n;
+        if (n->op != OP_MATMUL || sp->attention || sp->x >= 0 || sp->res >= 0 || n->nin != 2) continue;
+        const int32_t a = n->in[0], b = sp->w >= 0 ? sp->w : n->in[1], pv = sp->out;
+        const int32_t t = st->producer[a];
+        if (t < 0 || e->v[b].ndim != 2 || sole_reader(e, readers, reader, a) != i || !plain(e, pv)) continue;
+        const xstep *tp = &e->plan.steps[t];
+        const int32_t r = e->v[a].ndim, src = tp->n->in[0];
+        const xvalue *xs = &e->v[src], *rs = &e->v[xs->root];
+        const bool callers = rs->input >= 0 && rs->mem == XM_NONE && !rs->nhwc && !xs->nhwc && !xs->vndim; /* read in place */
+        if (tp->n->op != OP_TRANSPOSE || tp->n->a.nperm != r || r < 3 || tp->n->a.perm[r - 1] != r - 1 ||
+            !(plain(e, src) || callers) || xs->dtype != e->v[a].dtype || e->v[pv].ndim != r)
+            continue;
+        /* the product's memory: src's rows, each of the output's width; then read in a's order */
+        xvalue phys = e->v[src];
+        phys.dims[r - 1] = e->v[pv].dims[r - 1];
+        sview d;
+        sv_packed(&phys, &d);
+        if (!sv_transpose(&d, tp->n->a.perm, r)) continue;
+        bool same = true;
+        for (int32_t k = 0; k < r; k++) same = same && d.group[k] == 1 && d.dims[k] == e->v[pv].dims[k];
+        if (!same) continue;
+        st->base[pv] = d, st->based[pv] = true, m[pv] = i;
+    }
+}
+
+/* Whether every reader of value v is a strided view (a candidate's step). */
+static bool read_as_views(const vstate *st, int32_t v) {
+    const gaio_engine *e = st->e;
+    for (int32_t i = 0; i < e->plan.nsteps; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        for (int32_t j = 0; j < sp->n->nin + GAIO__STEP_SLOTS; j++)
+            if (gaio__step_value(sp, j) == v && !(j == 0 && moves_only(e, sp) && st->cand[sp->out] && st->have[sp->out]))
+                return false;
+    }
+    return true;
+}
+
+/* rows_in's products whose readers all stayed views: the product reads the Transpose's
+ * input (its A source, sp->x), the Transpose's output becomes a view of that input
+ * nobody reads. */
+static void apply_rows_in(vstate *st, const int32_t *m) {
+    gaio_engine *e = st->e;
+    for (int32_t v = 0; v < e->nv; v++) {
+        if (m[v] < 0 || !st->based[v]) continue;
+        xstep *sp = &e->plan.steps[m[v]];
+        const int32_t a = sp->n->in[0], t = st->producer[a], src = e->plan.steps[t].n->in[0];
+        xvalue *xa = &e->v[a];
+        sview d;
+        sv_packed(&e->v[src], &d);
+        if (!sv_transpose(&d, e->plan.steps[t].n->a.perm, xa->ndim) || d.n > GAIO_TENSOR_MAX_NDIM) continue;
+        sp->x = src;
+        xa->root = e->v[src].root, xa->mem = XM_NONE, xa->nhwc = false, xa->vndim = d.n, xa->voff = d.off;
+        memcpy(xa->vdims, d.dims, (size_t)d.n * sizeof *d.dims);
+        memcpy(xa->vstrides, d.strides, (size_t)d.n * sizeof *d.strides);
+        e->copy[t] = false;
+        snprintf(e->kernel[t], GAIO_ENGINE_KERNEL_TEXT, "none: the product after it reads its input");
+        snprintf(e->kernel[m[v]], GAIO_ENGINE_KERNEL_TEXT, "rows in its input's order (strided views read them)");
+    }
+}
+
+/* After attention writes its output into the Transpose after it (output_view): that
+ * Transpose's output T, merged to rows by a Reshape, multiplied by a constant
+ * (the out-projection), split again by a Reshape and transposed back (ViT: [L, N, E]
+ * rows to [N, L, E]). Attention writes T's rows in the final Transpose's order
+ * instead: the product then writes its rows in that order, and the final Transpose's
+ * output is the product's memory as it is. */
+static void rows_out(gaio_engine *e, const xstep *as, const int32_t *readers, const int32_t *reader) {
+    const int32_t y = as->out;
+    xvalue *xy = &e->v[y];
+    if (xy->vndim == 0) return;
+    const int32_t t6 = reader[y], tv = e->plan.steps[t6].out;
+    const int32_t r9 = sole_reader(e, readers, reader, tv);
+    if (r9 < 0 || e->plan.steps[r9].n->op != OP_RESHAPE || e->plan.steps[r9].n->in[0] != tv) return;
+    const int32_t rv = e->plan.steps[r9].out;
+    const int32_t m2 = sole_reader(e, readers, reader, rv);
+    if (m2 < 0) return;
+    const xstep *mp = &e->plan.steps[m2];
+    if ((mp->n->op != OP_MATMUL && mp->n->op != OP_GEMM) || mp->attention || mp->n->in[0] != rv || mp->x >= 0 ||
+        mp->res >= 0 || (mp->n->op == OP_GEMM && mp->n->a.trans_a))
+        return;
+    const int32_t mv = mp->out, r10 = sole_reader(e, readers, reader, mv);
+    if (r10 < 0 || e->plan.steps[r10].n->op != OP_RESHAPE || e->plan.steps[r10].n->in[0] != mv) return;
+    const int32_t qv = e->plan.steps[r10].out, tf = sole_reader(e, readers, reader, qv);
+    if (tf < 0 || e->plan.steps[tf].n->op != OP_TRANSPOSE || e->plan.steps[tf].n->in[0] != qv) return;
+    const int32_t fv = e->plan.steps[tf].out;
+    const xvalue *T = &e->v[tv], *R = &e->v[rv], *M = &e->v[mv], *Q = &e->v[qv], *F = &e->v[fv];
+    if (!plain(e, tv) || T->root != tv || R->root != tv || R->ndim != 2 || !plain(e, mv) || M->root != mv ||
+        Q->root != mv || Q->nhwc || F->root != fv || F->mem != XM_ARENA || F->nhwc || F->cpitch || F->dtype != M->dtype)
+        return;
+    /* T's rows: its first s dimensions, those Q has before its columns */
+    const int32_t s = Q->ndim - 1, nperm = e->plan.steps[tf].n->a.nperm;
+    const int64_t *pf = e->plan.steps[tf].n->a.perm;
+    if (s < 1 || s >= T->ndim || nperm != Q->ndim || pf[s] != s) return;
+    int64_t rows = 1, cols = 1;
+    for (int32_t d = 0; d < s; d++) {
+        if (T->dims[d] != Q->dims[d]) return;
+        rows *= T->dims[d];
+    }
+    for (int32_t d = s; d < T->ndim; d++) cols *= T->dims[d];
+    if (R->dims[0] != rows || R->dims[1] != cols) return;
+    /* T's strides with its rows in the order F lists them */
+    int64_t ts[GAIO_MODEL_MAX_NDIM], st = cols;
+    for (int32_t k = s - 1; k >= 0; k--) ts[pf[k]] = st, st *= T->dims[pf[k]];
+    st = 1;
+    for (int32_t d = T->ndim - 1; d >= s; d--) ts[d] = st, st *= T->dims[d];
+    /* y = T through the inverse of the first Transpose's permutation */
+    const mnode *t6n = e->plan.steps[t6].n;
+    if (t6n->a.nperm != T->ndim || xy->ndim != T->ndim) return;
+    sview v;
+    memset(&v, 0, sizeof v);
+    v.ndim = v.n = xy->ndim;
+    for (int32_t d = 0; d < T->ndim; d++) {
+        const int64_t src = t6n->a.perm[d];
+        v.dims[src] = T->dims[d], v.strides[src] = ts[d], v.group[src] = 1;
+    }
+    sv_tidy(&v);
+    for (int32_t d = 0; d < xy->ndim; d++)
+        if (v.group[d] != 1 || v.dims[d] != xy->dims[d]) return;
+    /* attention's operands line up as they did: the same leading dimensions */
+    int64_t was[5], now[5];
+    sview old;
+    memset(&old, 0, sizeof old);
+    old.ndim = old.n = xy->vndim;
+    for (int32_t d = 0; d < xy->vndim; d++) old.dims[d] = xy->vdims[d], old.strides[d] = xy->vstrides[d], old.group[d] = 1;
+    if (!fits_attention(e, &v, xy->dtype) || old.n != xy->ndim) return;
+    const int32_t nw = lead_of(e, -1, &old, was), nn = lead_of(e, -1, &v, now);
+    if (nw != nn || memcmp(was, now, (size_t)nn * sizeof *now)) return;
+    xy->vndim = v.n, xy->voff = v.off;
+    memcpy(xy->vdims, v.dims, (size_t)v.n * sizeof *v.dims);
+    memcpy(xy->vstrides, v.strides, (size_t)v.n * sizeof *v.strides);
+    xvalue *xf = &e->v[fv];
+    xf->root = mv, xf->mem = XM_NONE;
+    snprintf(e->kernel[t6], GAIO_ENGINE_KERNEL_TEXT, "none: attention wrote its rows in the final order");
+    snprintf(e->kernel[m2], GAIO_ENGINE_KERNEL_TEXT, "rows in the order of the Transpose after it");
+    snprintf(e->kernel[tf], GAIO_ENGINE_KERNEL_TEXT, "none: the product wrote its rows in this order");
+}
+
 void gaio__engine_attention_views(gaio_engine *e) {
     const char *env = getenv("GAIO_MODEL_VIEWS");
     if (env && !strcmp(env, "0")) return;
@@ -373,9 +539,13 @@ void gaio__engine_attention_views(gaio_engine *e) {
     const mgraph *g = &e->model->g;
     const size_t nv = (size_t)e->nv + 1;
     vstate st = {e, malloc(nv * sizeof(int32_t)), calloc(nv, sizeof(bool)), calloc(nv, sizeof(bool)),
-                 malloc(nv * sizeof(sview)), malloc(nv * sizeof(int32_t))};
+                 malloc(nv * sizeof(sview)), malloc(nv * sizeof(int32_t)), malloc(nv * sizeof(sview)),
+                 calloc(nv, sizeof(bool))};
     int32_t *readers = calloc(nv, sizeof(int32_t)), *reader = calloc(nv, sizeof(int32_t));
-    if (!st.producer || !st.cand || !st.have || !st.sv || !st.root || !readers || !reader) goto done; /* no views */
+    int32_t *m = malloc(nv * sizeof(int32_t));
+    if (!st.producer || !st.cand || !st.have || !st.sv || !st.root || !st.base || !st.based || !readers || !reader ||
+        !m)
+        goto done; /* no views */
     for (int32_t v = 0; v < e->nv; v++) st.producer[v] = -1;
     for (int32_t i = 0; i < e->plan.nsteps; i++) {
         const xstep *sp = &e->plan.steps[i];
@@ -387,7 +557,15 @@ void gaio__engine_attention_views(gaio_engine *e) {
         }
     }
     for (int32_t i = 0; i < g->noutputs; i++) st.cand[g->outputs[i]] = false;
-    for (int32_t round = 0; round <= e->nv && !settle(&st); round++) {
+    for (int32_t v = 0; v < e->nv; v++) m[v] = -1;
+    const char *rows = getenv("GAIO_MODEL_ROWS"); /* =0: products keep their rows' order, to compare */
+    if (!(rows && !strcmp(rows, "0"))) rows_in(&st, readers, reader, m);
+    for (bool again = true; again;) { /* a product whose output a reader takes whole goes back to its order */
+        for (int32_t round = 0; round <= e->nv && !settle(&st); round++) {
+        }
+        again = false;
+        for (int32_t v = 0; v < e->nv; v++)
+            if (st.based[v] && !read_as_views(&st, v)) st.based[v] = false, again = true;
     }
     for (int32_t v = 0; v < e->nv; v++) {
         if (!st.cand[v] || !st.have[v]) continue;
@@ -401,10 +579,15 @@ void gaio__engine_attention_views(gaio_engine *e) {
         e->copy[i] = false;
         snprintf(e->kernel[i], GAIO_ENGINE_KERNEL_TEXT, "none: a strided view that attention reads");
     }
+    apply_rows_in(&st, m);
     for (int32_t i = 0; i < e->plan.nsteps; i++)
-        if (e->plan.steps[i].attention) output_view(e, &e->plan.steps[i], readers, reader);
+        if (e->plan.steps[i].attention) {
+            output_view(e, &e->plan.steps[i], readers, reader);
+            if (!(rows && !strcmp(rows, "0"))) rows_out(e, &e->plan.steps[i], readers, reader);
+        }
 done:
-    free(st.producer), free(st.cand), free(st.have), free(st.sv), free(st.root), free(readers), free(reader);
+    free(st.producer), free(st.cand), free(st.have), free(st.sv), free(st.root), free(st.base), free(st.based);
+    free(readers), free(reader), free(m);
 }
 
 bool gaio__engine_step_is_view(const gaio_engine *e, int32_t i) {
