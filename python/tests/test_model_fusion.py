@@ -77,6 +77,17 @@ def _close(got, want, tol=1e-4):
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
 
 
+def _reloaded_runs_alike(engine, path, x, dev: str, got):
+    """The engine saved to path and loaded again: the same steps, the same outputs for x."""
+    engine.save(path)
+    loaded = gaio.Engine.load(path, engine.context)
+    assert [tuple(s) for s in loaded.steps] == [tuple(s) for s in engine.steps]
+    ex, s = loaded.exec(), gaio.Stream(dev)
+    ys = ex.empty_outputs(s)
+    ex.run(s, [gaio.tensor(x, device=dev, stream=s)], ys).result(timeout=60)
+    np.testing.assert_array_equal(ys[0].numpy(), got[0])
+
+
 def _convnext_block(n: int, c: int, hw: int, rng):
     """ConvNeXt's block as torchvision exports it: a 7x7 depthwise convolution,
     Transpose to channels last, LayerNorm, Linear(c, 4c) (MatMul + Add), GELU,
@@ -123,13 +134,7 @@ def test_convnext_block_saved(dev, rng, tmp_path):
     model = _convnext_block(3, 8, 5, rng)
     x = rng.standard_normal((3, 8, 5, 5)).astype(np.float32)
     got, want, engine = _run(model, {"x": x}, dev)
-    engine.save(tmp_path / "block.engine")
-    loaded = gaio.Engine.load(tmp_path / "block.engine", engine.context)
-    assert [tuple(s) for s in loaded.steps] == [tuple(s) for s in engine.steps]
-    ex, s = loaded.exec(), gaio.Stream(dev)
-    ys = ex.empty_outputs(s)
-    ex.run(s, [gaio.tensor(x, device=dev, stream=s)], ys).result(timeout=60)
-    np.testing.assert_array_equal(ys[0].numpy(), got[0])
+    _reloaded_runs_alike(engine, tmp_path / "block.engine", x, dev, got)
     _close(got, want)
 
 
@@ -546,11 +551,5 @@ def test_mha_views_saved(dev, rng, tmp_path, monkeypatch):
     gpu = dev != "cpu"
     got, want, engine = _run(model, {"x": x}, dev, precision="f16" if gpu else "model")
     assert any(st.kernel.startswith("none: a strided view") for st in engine.steps)
-    engine.save(tmp_path / "mha.engine")
-    loaded = gaio.Engine.load(tmp_path / "mha.engine", engine.context)
-    assert [tuple(s) for s in loaded.steps] == [tuple(s) for s in engine.steps]
-    ex, s = loaded.exec(), gaio.Stream(dev)
-    ys = ex.empty_outputs(s)
-    ex.run(s, [gaio.tensor(x, device=dev, stream=s)], ys).result(timeout=60)
-    np.testing.assert_array_equal(ys[0].numpy(), got[0])
+    _reloaded_runs_alike(engine, tmp_path / "mha.engine", x, dev, got)
     _close(got, want, 2e-2 if gpu else 1e-4)

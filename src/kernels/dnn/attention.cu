@@ -125,6 +125,17 @@ __device__ __forceinline__ void scale_scores(float (&s)[NT][4], float (&mt)[2], 
         }
 }
 
+// scale_scores with a bias of element type B at rows br (bytes), columns bcol apart.
+template <int NT, typename B>
+__device__ __forceinline__ void bias_scores(float (&s)[NT][4], float (&mt)[2], float scale, int c, int kvalid,
+                                            const char *const (&br)[2], int32_t bcol) {
+    const B *const rows[2] = {reinterpret_cast<const B *>(br[0]), reinterpret_cast<const B *>(br[1])};
+    if (bcol == 1)
+        scale_scores<NT, 2>(s, mt, scale, c, kvalid, rows, 1);
+    else
+        scale_scores<NT, 3>(s, mt, scale, c, kvalid, rows, bcol);
+}
+
 template <int D>
 __device__ void attention(const gaio_ktensor &q, const gaio_ktensor &k, const gaio_ktensor &v,
                           const gaio_ktensor &bias, const gaio_ktensor &y, const gaio_kattn &p, smem_t &sm) {
@@ -211,21 +222,10 @@ __device__ void attention(const gaio_ktensor &q, const gaio_ktensor &k, const ga
             // keeps all 32 of a lane's column offsets from one tile to the next)
             int32_t bcol = (int32_t)bias.strides[3];
             asm volatile("mov.b32 %0, %0;\n" : "+r"(bcol));
-            if (bias.dtype == GAIO_KT_F16) {
-                const __half *const rows[2] = {reinterpret_cast<const __half *>(br[0]),
-                                               reinterpret_cast<const __half *>(br[1])};
-                if (bcol == 1)
-                    scale_scores<NT, 2>(s, mt, scale, c, kvalid, rows, 1);
-                else
-                    scale_scores<NT, 3>(s, mt, scale, c, kvalid, rows, bcol);
-            } else {
-                const float *const rows[2] = {reinterpret_cast<const float *>(br[0]),
-                                              reinterpret_cast<const float *>(br[1])};
-                if (bcol == 1)
-                    scale_scores<NT, 2>(s, mt, scale, c, kvalid, rows, 1);
-                else
-                    scale_scores<NT, 3>(s, mt, scale, c, kvalid, rows, bcol);
-            }
+            if (bias.dtype == GAIO_KT_F16)
+                bias_scores<NT, __half>(s, mt, scale, c, kvalid, br, bcol);
+            else
+                bias_scores<NT, float>(s, mt, scale, c, kvalid, br, bcol);
         } else {
             const float *const none[2] = {nullptr, nullptr};
             if (kvalid < BK)
