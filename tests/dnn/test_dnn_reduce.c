@@ -92,6 +92,16 @@ static void test_softmax(env *e) {
     softmax_case(e, F16, 2, (int64_t[]){5, 65}, -1, MEM_PACKED, MEM_PACKED, false, 0, 3);
     softmax_case(e, F16, 2, (int64_t[]){6, 256}, -1, MEM_PACKED, MEM_PACKED, true, 0, 4);
     softmax_case(e, F32, 2, (int64_t[]){7, 257}, -1, MEM_PACKED, MEM_PACKED, false, 0, 4);
+    /* Packed, along an inner axis with at least 32 elements after it (a thread per row
+     * on a GPU): the YOLO-style detector's 16 bins, in place too; then its NHWC form. */
+    softmax_case(e, F16, 4, (int64_t[]){3, 16, 4, 210}, 1, MEM_PACKED, MEM_PACKED, false, 0, 4);
+    softmax_case(e, F32, 3, (int64_t[]){2, 5, 97}, 1, MEM_PACKED, MEM_PACKED, true, 80, 10);
+    /* NHWC channels (the axis innermost in memory), and the detector's row-major x into
+     * an NHWC y (a thread per row for rows up to 64 long on a GPU). */
+    softmax_case(e, F16, 4, (int64_t[]){3, 16, 4, 70}, 1, MEM_NHWC, MEM_NHWC, false, 0, 4);
+    softmax_case(e, F32, 4, (int64_t[]){2, 32, 5, 3}, 1, MEM_NHWC, MEM_NHWC, true, 80, 10);
+    softmax_case(e, F16, 4, (int64_t[]){3, 16, 4, 70}, 1, MEM_PACKED, MEM_NHWC, false, 0, 4);
+    softmax_case(e, F32, 3, (int64_t[]){2, 64, 40}, 1, MEM_GAPS, MEM_PACKED, false, 0, 4);
     /* In place. */
     softmax_case(e, F32, 3, (int64_t[]){5, 6, 129}, -1, MEM_GAPS, MEM_PACKED, true, 80, 10);
     softmax_case(e, F16, 4, (int64_t[]){2, 7, 3, 3}, 1, MEM_NHWC, MEM_PACKED, true, 0, 4);
