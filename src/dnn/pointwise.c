@@ -204,14 +204,17 @@ gaio_status gaio_cast(gaio_stream *stream, const gaio_tensor *x, const gaio_tens
     /* Integers and bytes (indices, masks) are only copied. */
     if (x && y && x->dtype == y->dtype && x->dtype != GAIO_DTYPE_F32 && x->dtype != GAIO_DTYPE_F16)
         return gaio__copy_any(fn, stream, x, y);
-    /* Floats of one dtype whose last dimension is packed on both sides (a slice of
-     * attention's q, k, v, Swin's rolls): the layout copy, which moves rows of 16-byte
-     * vectors; the element-wise kernel keeps the rest (channels moving innermost). */
+    /* Floats of one dtype whose innermost dimension in memory is packed on both sides (a
+     * slice of attention's q, k, v, Swin's rolls, a Split along an NHWC tensor's
+     * channels): the layout copy, which moves rows of 16-byte vectors; the element-wise
+     * kernel keeps the rest (channels moving innermost). */
     gaio_tensor rx, ry;
     if (x && y && x->dtype == y->dtype && gaio_tensor_check(x, &rx, NULL) == GAIO_OK &&
-        gaio_tensor_check(y, &ry, NULL) == GAIO_OK && rx.ndim == ry.ndim && rx.strides[rx.ndim - 1] == 1 &&
-        ry.strides[ry.ndim - 1] == 1)
-        return gaio__copy_any(fn, stream, x, y);
+        gaio_tensor_check(y, &ry, NULL) == GAIO_OK && rx.ndim == ry.ndim) {
+        bool rows = false;
+        for (int32_t d = 0; d < ry.ndim; d++) rows = rows || (ry.shape[d] > 1 && ry.strides[d] == 1 && rx.strides[d] == 1);
+        if (rows) return gaio__copy_any(fn, stream, x, y);
+    }
     gaio_kpw_act act = {GAIO_KPW_IDENTITY, 0.0f, 0.0f};
     return unary_launch(fn, stream, x, y, act, true);
 }

@@ -1028,8 +1028,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         if (ax < 0 || ax >= v.ndim) return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Split): axis out of view", n->name);
         v.offset += (size_t)(at * v.strides[ax]) * gaio_dtype_size(v.dtype);
         for (int32_t d = 0; d < v.ndim; d++) v.shape[d] = y.shape[d];
-        gaio_unary_params p = {GAIO_UNARY_IDENTITY, 0.0f, 0.0f};
-        return gaio_unary(s, &v, &y, &p);
+        return gaio_cast(s, &v, &y); /* a copy: the layout kernel's where it moves rows */
     }
     case OP_PAD: {
         if (r->e->v[sp->out].root == r->e->v[n->in[0]].root) return GAIO_OK; /* pads nothing: a view (engine.c noop_step) */
