@@ -14,27 +14,10 @@
 #include "dnn/dnn_internal.h"
 #include "gaio/dnn.h"
 
-/* t's strides in elements: its own, or packed by its layout. */
-static void strides_of(const gaio_tensor *t, int64_t *s) {
-    bool packed = true;
-    for (int32_t d = 0; d < t->ndim; d++) packed = packed && t->strides[d] == 0;
-    if (!packed) {
-        memcpy(s, t->strides, (size_t)t->ndim * sizeof *s);
-        return;
-    }
-    if (t->layout == GAIO_TENSOR_NHWC && t->ndim == 4) {
-        const int64_t c = t->shape[1], w = t->shape[3], h = t->shape[2];
-        s[0] = h * w * c, s[1] = 1, s[2] = w * c, s[3] = c;
-        return;
-    }
-    int64_t st = 1;
-    for (int32_t d = t->ndim - 1; d >= 0; d--) s[d] = st, st *= t->shape[d];
-}
-
 /* The patch order the weights' memory gives: 0 (c, i, j), 1 (i, j, c), -1 neither. */
 static int weight_order(const gaio_tensor *w) {
     int64_t s[4];
-    strides_of(w, s);
+    if (!gaio__tensor_strides(w, s)) return -1;
     const int64_t C = w->shape[1], kh = w->shape[2], kw = w->shape[3], K = C * kh * kw;
     if (s[0] == K && s[1] == kh * kw && s[2] == kw && s[3] == 1) return 0;
     if (s[0] == K && s[1] == 1 && s[2] == kw * C && s[3] == C) return 1;
@@ -57,7 +40,7 @@ size_t gaio__conv2d_patches_bytes(bool cuda, const gaio_tensor *x, const gaio_te
     if (y->shape[0] != x->shape[0] || y->shape[1] != O || x->shape[2] != OH * kh || x->shape[3] != OW * kw) return 0;
     if ((C * kh * kw) % 8 != 0 || O % 8 != 0 || weight_order(w) < 0) return 0; /* 16-byte rows for cuBLASLt */
     int64_t xs[4], ys[4];
-    strides_of(x, xs), strides_of(y, ys);
+    if (!gaio__tensor_strides(x, xs) || !gaio__tensor_strides(y, ys)) return 0;
     /* x NHWC (its pixels' channels together), y packed NHWC: the GEMM's rows */
     if (xs[1] != 1 || xs[3] < C || xs[2] != OW * kw * xs[3] || xs[0] != OH * kh * xs[2]) return 0;
     if (ys[1] != 1 || ys[3] != O || ys[2] != OW * O || ys[0] != OH * OW * O) return 0;
@@ -71,7 +54,7 @@ gaio_status gaio__conv2d_patches(gaio_stream *stream, const gaio_tensor *x, cons
     const int64_t N = x->shape[0], C = x->shape[1], kh = w->shape[2], kw = w->shape[3], O = w->shape[0];
     const int64_t OH = y->shape[2], OW = y->shape[3], K = C * kh * kw, rows = N * OH * OW;
     int64_t xs[4];
-    strides_of(x, xs);
+    gaio__tensor_strides(x, xs); /* gaio__conv2d_patches_bytes resolved them once already */
     /* x as [N * OH, OW, patch], the patch in the weights' order, into the scratch packed */
     gaio_tensor src = *x, dst = *scratch;
     src.ndim = 5, src.layout = GAIO_TENSOR_ROW_MAJOR;

@@ -18,6 +18,10 @@
  * threads still fill any GPU (an H100 holds 132 x 2048). */
 #define GAIO_DNN_MAX_BLOCKS 2048
 
+/* t's strides in elements without checking it (no buffer is read): its own, or packed
+ * by its layout where all are 0; false where packed ones overflow. */
+bool gaio__tensor_strides(const gaio_tensor *t, int64_t *strides);
+
 /* Checks tensor `name` of the public function fn and fills its packed strides. */
 gaio_status gaio__tensor_check(const char *fn, const char *name, const gaio_tensor *t, gaio_tensor *resolved,
                                size_t *bytes);

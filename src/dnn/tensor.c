@@ -44,6 +44,14 @@ static bool packed(const gaio_tensor *t, int64_t *strides) {
     return true;
 }
 
+bool gaio__tensor_strides(const gaio_tensor *t, int64_t *strides) {
+    bool zero = true;
+    for (int32_t d = 0; d < t->ndim; d++) zero = zero && t->strides[d] == 0;
+    if (zero) return packed(t, strides);
+    for (int32_t d = 0; d < t->ndim; d++) strides[d] = t->strides[d];
+    return true;
+}
+
 /* gaio__tensor_check, and with `negative` the reversed views some ops take: *below
  * receives the bytes that elements reach below element [0, ...] (0 without negative
  * strides). */

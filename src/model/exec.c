@@ -674,10 +674,8 @@ static gaio_status run_gather_one(const run_state *r, const mnode *n, const gaio
 /* t with its strides explicit and its leading dimensions of size 1 dropped (L and D
  * stay). */
 static void lead_tidy(gaio_tensor *t) {
-    int64_t st = 1;
-    bool packed = true;
-    for (int32_t d = 0; d < t->ndim; d++) packed = packed && t->strides[d] == 0;
-    for (int32_t d = t->ndim - 1; d >= 0 && packed; d--) t->strides[d] = st, st *= t->shape[d];
+    int64_t st[GAIO_TENSOR_MAX_NDIM];
+    if (gaio__tensor_strides(t, st)) memcpy(t->strides, st, (size_t)t->ndim * sizeof *st);
     int32_t k = 0;
     for (int32_t d = 0; d < t->ndim; d++)
         if (d >= t->ndim - 2 || t->shape[d] != 1) t->shape[k] = t->shape[d], t->strides[k] = t->strides[d], k++;

@@ -268,6 +268,12 @@ static bool leads_agree(const int64_t *a, int32_t na, const int64_t *b, int32_t 
     return na <= 1 || nb <= 1;
 }
 
+/* A value in packed row-major arena memory of its own or its root's, from the start. */
+static bool plain(const gaio_engine *e, int32_t v) {
+    const xvalue *x = &e->v[v], *rx = &e->v[x->root];
+    return !x->nhwc && !x->cpitch && !x->vndim && rx->mem == XM_ARENA && !rx->nhwc && !rx->vndim;
+}
+
 typedef struct vstate {
     gaio_engine *e;
     int32_t *producer; /* step index writing each value, or -1 */
@@ -303,17 +309,15 @@ static bool settle(vstate *st) {
         if (st->have[u]) {
             s = st->sv[u], st->root[y] = st->root[u];
         } else {
-            const xvalue *x = &e->v[u], *rx = &e->v[x->root];
-            /* packed row-major bytes of an arena value: its root's, from the start */
-            if (st->cand[u] || x->nhwc || x->cpitch || x->vndim || rx->mem != XM_ARENA || rx->nhwc || rx->vndim) {
+            if (st->cand[u] || !plain(e, u)) {
                 st->cand[y] = false, stable = false;
                 continue;
             }
             if (st->based[u])
                 s = st->base[u];
             else
-                sv_packed(x, &s);
-            st->root[y] = x->root;
+                sv_packed(&e->v[u], &s);
+            st->root[y] = e->v[u].root;
         }
         if (!sv_step(e, sp, &s) || s.n > GAIO_TENSOR_MAX_NDIM) {
             st->cand[y] = false, stable = false;
@@ -376,12 +380,6 @@ static int32_t sole_reader(const gaio_engine *e, const int32_t *readers, const i
     for (int32_t i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == v) return -1;
     return readers[v] == 1 ? reader[v] : -1;
-}
-
-/* A value in packed row-major arena memory of its own or its root's, from the start. */
-static bool plain(const gaio_engine *e, int32_t v) {
-    const xvalue *x = &e->v[v], *rx = &e->v[x->root];
-    return !x->nhwc && !x->cpitch && !x->vndim && rx->mem == XM_ARENA && !rx->nhwc && !rx->vndim;
 }
 
 /* Row-wise products whose rows arrive through a Transpose (ViT: the in-projection of
