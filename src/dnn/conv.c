@@ -281,6 +281,19 @@ static bool depthwise_pairs_ok(const conv_checked *c, const gaio_kdw *p) {
     return pairs_of_2(&c->x.k) && pairs_of_2(&c->y.k) && (!c->has_res || pairs_of_2(&c->res.k));
 }
 
+/* Whether gaio_dnn_conv_depthwise_lanes7 takes the layer (its case is in its file's
+ * head): f16, C a multiple of 8, a 7x7 window, equal strides of 1 or 2, no
+ * dilation, 32-bit offsets, x in channel vectors, y and the residual channels-innermost.
+ * GAIO_DNN_DEPTHWISE=pairs leaves it to the pairs kernels, to compare; =tiled and
+ * =generic to those. */
+static bool depthwise_lanes_ok(const conv_checked *c, const gaio_kdw *p) {
+    const char *e = getenv("GAIO_DNN_DEPTHWISE");
+    if (e && (!strcmp(e, "generic") || !strcmp(e, "tiled") || !strcmp(e, "pairs"))) return false;
+    if (c->x.k.dtype != GAIO_KT_F16 || c->a.k % 8 || !p->narrow || p->dh != 1 || p->dw != 1) return false;
+    if (c->a.r != 7 || c->a.s != 7 || p->sh != p->sw || p->sh > 2) return false;
+    return vectors_of_8(&c->x.k) && c->y.k.strides[1] == 1 && (!c->has_res || c->res.k.strides[1] == 1);
+}
+
 /* One launch of gaio_dnn_conv_depthwise, or of its pairs or tiled forms, over y (bias,
  * residual and activation fused): the checks are conv_check's. The generic and tiled
  * kernels' grids are capped (GAIO_DNN_MAX_BLOCKS, dnn_internal.h). */
@@ -309,8 +322,29 @@ static gaio_status depthwise_launch(const char *fn, gaio_stream *stream, const c
     gaio_dim3 grid = {1, 1, 1}, block = {BLOCK, 1, 1};
     const char *name = tiled ? "gaio_dnn_conv_depthwise_tiled" : "gaio_dnn_conv_depthwise";
     uint32_t nargs = tiled ? 8 : 6;
-    int32_t tile = 0; /* the pairs kernel's, read at the launch below */
-    if (depthwise_pairs_ok(c, &p)) {
+    int32_t tile = 0, btw = 1; /* the pairs and lanes kernels', read at the launch below */
+    if (depthwise_lanes_ok(c, &p)) {
+        /* Blocks of 32 channels by 8 tiles, btw tiles along a row (a power of two, the
+         * fewest that hold a row's tiles, at most 8) by 8 / btw down: the grid's x the
+         * blocks along a row, y the block rows of all images, z the channel groups. Tiles
+         * of 4 x 4 outputs a thread (2 x 2 at stride 2) unless that leaves fewer threads
+         * than the GPU holds at once (about 2^16), then of 2 x 2 (1 x 2). */
+        const bool s2 = p.sh == 2;
+        int64_t tile_h = s2 ? 2 : 4, tile_w = s2 ? 2 : 4;
+        if ((force && !strcmp(force, "pixels")) ||
+            (!(force && !strcmp(force, "strips")) &&
+             c->a.n * ((c->a.p + tile_h - 1) / tile_h) * ((c->a.q + tile_w - 1) / tile_w) * c->a.k < 65536))
+            tile = 1, tile_h = s2 ? 1 : 2, tile_w = 2;
+        const int64_t tw = (c->a.q + tile_w - 1) / tile_w, th = (c->a.p + tile_h - 1) / tile_h;
+        while (btw < 8 && btw < tw) btw *= 2;
+        const int64_t bands = c->a.n * ((th + 8 / btw - 1) / (8 / btw));
+        grid.x = (uint32_t)((tw + btw - 1) / btw), grid.y = (uint32_t)(bands < 65535 ? bands : 65535);
+        grid.z = (uint32_t)((c->a.k + 31) / 32);
+        block.x = 32, block.y = 8;
+        args[6] = GAIO_ARG(tile), args[7] = GAIO_ARG(btw);
+        name = "gaio_dnn_conv_depthwise_lanes7";
+        nargs = 8;
+    } else if (depthwise_pairs_ok(c, &p)) {
         /* Blocks of bx channel pairs (the pairs split evenly over groups of at most 32) by
          * by tiles along a row of tiles (the row's tiles split evenly over blocks of at
          * most 256 threads); the grid's y the rows of tiles of all images, z the groups.
@@ -419,7 +453,8 @@ static gaio_status conv(const char *fn, gaio_stream *stream, const gaio_tensor *
             info->fused = 1;
             const gaio_kdw p = dw_params(&c);
             snprintf(info->engine, sizeof info->engine, "gaio depthwise%s",
-                     depthwise_pairs_ok(&c, &p)   ? " (pairs)"
+                     depthwise_lanes_ok(&c, &p)   ? " (lanes)"
+                     : depthwise_pairs_ok(&c, &p) ? " (pairs)"
                      : depthwise_tiled_ok(&c, &p) ? " (tiled)"
                                                   : "");
         }

@@ -337,17 +337,27 @@ static bool run_case(env *e, const ccase *c, gaio_dtype dt, const run_opts *o) {
                             c->act == NO_ACT ? NULL : &act,
                             o && o->f16_accumulation};
     const gaio_tensor *tb = c->bias ? &B.t : NULL, *tr = res ? &res->t : NULL;
-    /* The pairs and tiled depthwise kernels must take their cases, else they test the
-     * generic one (unless GAIO_DNN_DEPTHWISE sends the pairs cases to the tiled kernel). */
+    /* The lanes, pairs and tiled depthwise kernels must take their cases, else they test
+     * the generic one: the lanes kernel the 7x7 windows of the pairs and lanes cases
+     * (unless GAIO_DNN_DEPTHWISE sends them to the pairs or tiled kernels),
+     * the pairs kernels the other pairs cases. */
     const char *dw_force = getenv("GAIO_DNN_DEPTHWISE");
     if (e->cuda && dt == GAIO_DTYPE_F16 && strncmp(c->name, "depthwise ", 10) == 0 && !(dw_force && !strcmp(dw_force, "cudnn"))) {
+        const bool pairs_named = !strncmp(c->name, "depthwise pairs", 15);
+        const bool lanes_named = !strncmp(c->name, "depthwise lanes", 15);
+        const bool forced_off = dw_force && (!strcmp(dw_force, "pairs") || !strcmp(dw_force, "tiled"));
+        const bool lanes_shape = c->r == 7 && c->s == 7 && sh == sw && sh <= 2 && dh == 1 &&
+                                 dw == 1 && c->c % 8 == 0 && c->xpad % 8 == 0 && c->xl == NHWC;
+        if (lanes_named) CHECK(lanes_shape); /* the table's lanes cases are theirs */
+        const bool lanes = (lanes_named || pairs_named) && lanes_shape && !forced_off;
         const bool tiled = !strncmp(c->name, "depthwise tiled", 15) ||
-                           (!strncmp(c->name, "depthwise pairs", 15) && dw_force && !strcmp(dw_force, "tiled"));
-        const bool pairs = !tiled && !strncmp(c->name, "depthwise pairs", 15);
-        if (tiled || pairs) {
+                           (pairs_named && dw_force && !strcmp(dw_force, "tiled"));
+        const bool pairs = !tiled && !lanes && pairs_named;
+        if (tiled || pairs || lanes) {
             gaio_conv2d_info info;
             OK(gaio_conv2d_prepare(e->s, &X.t, &W.t, tb, tr, &Y.t, &p, &info));
-            if (pairs) CHECK(strcmp(info.engine, "gaio depthwise (pairs)") == 0);
+            if (lanes) CHECK(strcmp(info.engine, "gaio depthwise (lanes)") == 0);
+            else if (pairs) CHECK(strcmp(info.engine, "gaio depthwise (pairs)") == 0);
             else if (c->c % 8 == 0) CHECK(strcmp(info.engine, "gaio depthwise (tiled)") == 0);
             else CHECK(strcmp(info.engine, "gaio depthwise") == 0); /* the tiled kernel's channels are 8s */
         }
@@ -513,6 +523,17 @@ static const ccase k_cases[] = {
     {"depthwise pairs 5x5 C=66 in place", 2, 66, 9, 13, 66, 5, 5, {1, 1}, {2, 2, 2, 2}, {1, 1}, 66, NHWC, NHWC, NHWC, 0, 0, true, false, true, NO_ACT, 0, 0, 1, 0},
     {"depthwise pairs 3x3 C=2 gelu", 2, 2, 5, 6, 2, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
     {"depthwise pairs 3x3 65600 rows", 4100, 2, 32, 4, 2, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    /* gaio_dnn_conv_depthwise_lanes7's (a channel a lane, 7x7 windows): a partial
+     * group of 32 channels (104 = 3 x 32 + 8, 40), outputs not a multiple of its 4 x 4 (2 x 2)
+     * tiles, maps narrower than 8 tiles (blocks of 2 or 4 tiles across), tiles on every
+     * border, stride 2, one-sided padding, residual (in place too), activations it calls,
+     * x rows padded by a vector. */
+    {"depthwise lanes 7x7 C=96 residual", 2, 96, 14, 13, 96, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 96, NHWC, NHWC, NHWC, 0, 0, true, true, false, NO_ACT, 0, 0, 1, 0},
+    {"depthwise lanes 7x7/2 C=104 gelu", 2, 104, 15, 37, 104, 7, 7, {2, 2}, {3, 3, 3, 3}, {1, 1}, 104, NHWC, NHWC, NHWC, 0, 0, true, false, false, GAIO_UNARY_GELU, 0, 0, 1, 0},
+    {"depthwise lanes 7x7 C=40 silu", 3, 40, 9, 11, 40, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 40, NHWC, NHWC, NHWC, 0, 0, true, true, false, GAIO_UNARY_SILU, 0, 0, 2, 0},
+    {"depthwise lanes 7x7/2 one-sided in place", 2, 48, 13, 12, 48, 7, 7, {2, 2}, {2, 3, 3, 2}, {1, 1}, 48, NHWC, NHWC, NHWC, 0, 0, true, false, true, GAIO_UNARY_HARD_SWISH, 0, 0, 3, 0},
+    {"depthwise lanes 7x7 padded rows", 2, 24, 9, 8, 24, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 24, NHWC, NHWC, NHWC, 8, 1, true, true, false, GAIO_UNARY_RELU, 0, 0, 1, 0},
+    {"depthwise lanes 7x7 tall", 1, 16, 41, 5, 16, 7, 7, {1, 1}, {3, 3, 3, 3}, {1, 1}, 16, NHWC, NHWC, NHWC, 0, 0, true, false, false, NO_ACT, 0, 0, 1, 0},
     /* gaio_dnn_conv_fc's cases on a GPU (a 1x1 window on 1x1 maps): several warps'
      * worth of channels and fewer than one, one channel, both layouts, residual (in
      * place too), activations cuDNN fuses only at run time. */
@@ -553,16 +574,18 @@ static void test_shapes(env *e) {
     const gaio_dtype dts[] = {GAIO_DTYPE_F32, GAIO_DTYPE_F16};
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
         for (int d = 0; d < 2; d++) run_case(e, &k_cases[i], dts[d], NULL);
-    /* On a GPU the pairs and tiled depthwise cases are small enough to take the kernels'
-     * small tiles (strips of one output); again with their larger tiles forced, and the
-     * pairs cases on the tiled kernel. */
+    /* On a GPU the pairs, lanes and tiled depthwise cases are small enough to take the
+     * kernels' small tiles (strips of one output); again with their larger tiles forced,
+     * and the pairs cases on the tiled kernel and on the pairs kernels (their 7x7 windows
+     * otherwise go to the lanes kernel). */
     if (e->cuda && !getenv("GAIO_DNN_DEPTHWISE")) {
-        const char *modes[] = {"strips", "tiled"};
-        for (int m = 0; m < 2; m++) {
+        const char *modes[] = {"strips", "tiled", "pairs"};
+        for (int m = 0; m < 3; m++) {
             setenv("GAIO_DNN_DEPTHWISE", modes[m], 1);
             for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
                 if (!strncmp(k_cases[i].name, "depthwise pairs", 15) ||
-                    (m == 0 && !strncmp(k_cases[i].name, "depthwise tiled", 15))) {
+                    (m == 0 && !strncmp(k_cases[i].name, "depthwise tiled", 15)) ||
+                    (m == 0 && !strncmp(k_cases[i].name, "depthwise lanes", 15))) {
                     printf("  (GAIO_DNN_DEPTHWISE=%s)\n", modes[m]);
                     run_case(e, &k_cases[i], GAIO_DTYPE_F16, NULL);
                 }

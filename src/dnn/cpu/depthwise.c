@@ -1,5 +1,5 @@
 /* Host kernel of gaio's depthwise convolution, gaio_dnn_conv_depthwise and its tiled
- * and pairs forms (the CUDA ones are src/kernels/dnn/depthwise*.cu). gaio_conv2d
+ * pairs and lanes forms (the CUDA ones are src/kernels/dnn/depthwise*.cu). gaio_conv2d
  * launches it only on a GPU (the host runs convolutions through oneDNN); it is here
  * because every built-in kernel has a host twin under its name, which also registers
  * the arguments' sizes. An output row at a time, split over the worker pool; the
@@ -53,7 +53,8 @@ static const size_t dw_sizes[8] = {sizeof(gaio_ktensor), sizeof(gaio_ktensor), s
                                    sizeof(gaio_ktensor), sizeof(gaio_ktensor), sizeof(gaio_kdw),
                                    sizeof(int32_t),      sizeof(int32_t)};
 
-/* gaio_dnn_conv_depthwise_tiled and _pairs3/5/7 (kernels/dnn/depthwise_tiled.cu, _pairs.cu)
+/* gaio_dnn_conv_depthwise_tiled, _pairs3/5/7 and _lanes7 (kernels/dnn/depthwise_tiled.cu,
+ * _pairs.cu, _lanes.cu)
  * compute the same sums in the same order (the pairs kernels read columns outside x as
  * zeros, where this one skips them); their last arguments only shape the CUDA threads'
  * work. */
@@ -63,5 +64,6 @@ const gaio_builtin_kernel gaio__dnn_depthwise_kernels[] = {
     {"gaio_dnn_conv_depthwise_pairs3", dnn_conv_depthwise, 7, dw_sizes},
     {"gaio_dnn_conv_depthwise_pairs5", dnn_conv_depthwise, 7, dw_sizes},
     {"gaio_dnn_conv_depthwise_pairs7", dnn_conv_depthwise, 7, dw_sizes},
+    {"gaio_dnn_conv_depthwise_lanes7", dnn_conv_depthwise, 8, dw_sizes},
     {NULL, NULL, 0, NULL},
 };

@@ -1,7 +1,8 @@
 // CUDA kernels of gaio's depthwise convolution for the layers of MobileNet, EfficientNet
 // and MNASNet: f16, x, y (and the residual) channels-innermost in 4-byte channel pairs,
-// square 3x3 (gaio_dnn_conv_depthwise_pairs3), 5x5 (_pairs5) or 7x7 (_pairs7, ConvNeXt's)
-// windows, equal row and column strides of 1 or 2, no dilation. src/dnn/conv.c chooses them
+// square 3x3 (gaio_dnn_conv_depthwise_pairs3), 5x5 (_pairs5) or 7x7 (_pairs7: ConvNeXt's
+// where x is not in 16-byte vectors; depthwise_lanes.cu takes the others) windows, equal
+// row and column strides of 1 or 2, no dilation. src/dnn/conv.c chooses them
 // (depthwise_pairs_ok); depthwise_tiled.cu and depthwise.cu take the other layers.
 //
 // One thread holds a channel pair's whole filter in registers as f32 (converted once;
