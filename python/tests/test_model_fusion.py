@@ -88,10 +88,11 @@ def _reloaded_runs_alike(engine, path, x, dev: str, got):
     np.testing.assert_array_equal(ys[0].numpy(), got[0])
 
 
-def _convnext_block(n: int, c: int, hw: int, rng):
+def _convnext_block(n: int, c: int, hw: int, rng, gamma=None):
     """ConvNeXt's block as torchvision exports it: a 7x7 depthwise convolution,
     Transpose to channels last, LayerNorm, Linear(c, 4c) (MatMul + Add), GELU,
-    Linear(4c, c), Transpose back, the layer scale (Mul) and the residual Add."""
+    Linear(4c, c), Transpose back, the layer scale (Mul; gamma [c], default random in
+    [0.5, 1.5)) and the residual Add."""
     nodes = [h.make_node("Conv", ["x", "dw_w", "dw_b"], ["dw"], name="dw", group=c, kernel_shape=[7, 7],
                          pads=[3, 3, 3, 3]),
              h.make_node("Transpose", ["dw"], ["t1"], name="t1", perm=[0, 2, 3, 1]),
@@ -109,7 +110,7 @@ def _convnext_block(n: int, c: int, hw: int, rng):
     r = lambda *s: rng.standard_normal(s).astype(np.float32) * 0.3  # noqa: E731
     inits = [_const("dw_w", r(c, 1, 7, 7)), _const("dw_b", r(c)), _const("ln_g", 1 + r(c)), _const("ln_b", r(c)),
              _const("w1", r(c, 4 * c)), _const("b1", r(4 * c)), _const("w2", r(4 * c, c)), _const("b2", r(c)),
-             _const("gamma", r(c, 1, 1))] + gelu_inits
+             _const("gamma", (rng.random(c) + 0.5 if gamma is None else gamma).reshape(c, 1, 1))] + gelu_inits
     return _model(nodes, inits, {"x": [n, c, hw, hw]}, {"y": [n, c, hw, hw]})
 
 
@@ -122,11 +123,30 @@ def test_convnext_block(dev, layout, rng):
     ops = {st.name: st for st in engine.steps}
     assert ops["fc1/MatMul"].ops == "MatMul+Add+" + GELU_OPS
     assert ops["fc2/MatMul"].ops == "MatMul+Add"
-    assert engine.info.steps == 8  # dw, t1, ln, fc1, fc2, t2, scale, residual
+    # dw, t1, ln, fc1, fc2 (the layer scale folded into its weights, bias and alpha), t2
+    # (making the scale's output), residual
+    assert engine.info.steps == 7 and "scale" not in ops
     views = {k for k in ("t1", "t2") if ops[k].kernel == "none: a view of its input"}
     # NHWC: the depthwise output read channels last is its own bytes, and so is fc2's read
     # back as NHWC; NCHW engines copy both
     assert views == ({"t1", "t2"} if layout == "auto" else set())
+
+
+@pytest.mark.parametrize("case", ["torchvision init", "one tiny", "one zero"])
+def test_convnext_layer_scale(dev, case, rng):
+    """The layer scale folds where the scaled weights keep their precision: equal factors
+    (torchvision's 1e-6 everywhere: the weights unchanged, 1e-6 in alpha) and a zero
+    channel fold; a channel scaled 1e-6 of the largest stays a Mul."""
+    c = 8
+    gamma = {"torchvision init": np.full(c, 1e-6), "one tiny": np.r_[1e-6, np.ones(c - 1)],
+             "one zero": np.r_[0.0, rng.random(c - 1) + 0.5]}[case]
+    model = _convnext_block(2, c, 5, rng, gamma=gamma.astype(np.float32))
+    x = rng.standard_normal((2, c, 5, 5)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x}, dev)
+    _close(got, want)
+    folded = "scale" not in {st.name for st in engine.steps}
+    assert folded == (case != "one tiny")
+    assert engine.info.steps == (7 if folded else 8)
 
 
 def test_convnext_block_saved(dev, rng, tmp_path):

@@ -526,11 +526,15 @@ static bool noop_step(const gaio_engine *e, const xstep *sp) {
 enum { TO_NHWC, TO_NCHW };
 
 /* sp is a Transpose of a 4-D float value by (0, 2, 3, 1) (TO_NHWC: [N, C, H, W] into
- * [N, H, W, C]) or by (0, 3, 1, 2) (TO_NCHW). */
+ * [N, H, W, C]) or by (0, 3, 1, 2) (TO_NCHW). Its step may write a value of the same
+ * shape in place of the node's output (plan.c: a layer scale folded into the MatMul
+ * before it). */
 static bool transpose_perm(const gaio_engine *e, const xstep *sp, int which) {
     static const int64_t perms[2][4] = {{0, 2, 3, 1}, {0, 3, 1, 2}};
     const mnode *n = sp->n;
-    if (n->op != OP_TRANSPOSE || n->a.nperm != 4 || sp->out != n->out[0]) return false;
+    if (n->op != OP_TRANSPOSE || n->a.nperm != 4 || e->v[sp->out].ndim != 4) return false;
+    for (int d = 0; d < 4; d++)
+        if (e->v[sp->out].dims[d] != e->v[n->out[0]].dims[d]) return false;
     const xvalue *x = &e->v[n->in[0]];
     if (x->ndim != 4 || (x->dtype != GAIO_DTYPE_F16 && x->dtype != GAIO_DTYPE_F32)) return false;
     for (int d = 0; d < 4; d++)

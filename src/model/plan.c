@@ -406,6 +406,74 @@ static bool bias_of(const mgraph *g, const mnode *add, int32_t v) {
     return b->dims[b->ndim - 1] == y->dims[y->ndim - 1] && b->elem == y->elem;
 }
 
+/* ConvNeXt's layer scale after a MatMul step s with a bias: s's output read by a
+ * Transpose of channels last to channels first alone ([0, r-1, 1, ..., r-2]; an NHWC
+ * engine's view), that read by a Mul of a constant varying along axis 1 alone. The Mul's
+ * node index (its constant in *gamma), else -1. */
+static int32_t layer_scale_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
+                              const xstep *s, int32_t *gamma) {
+    const int32_t t = only_reader(g, readers, reader, s->out);
+    if (t < 0 || absorbed[t] || g->nodes[t].op != OP_TRANSPOSE || g->nodes[t].nout < 1) return -1;
+    const mnode *tn = &g->nodes[t];
+    const int32_t r = tn->a.nperm;
+    if (r < 3 || r != g->values[s->out].ndim || tn->a.perm[0] != 0 || tn->a.perm[1] != r - 1) return -1;
+    for (int32_t d = 2; d < r; d++)
+        if (tn->a.perm[d] != d - 1) return -1;
+    const int32_t m = only_reader(g, readers, reader, tn->out[0]);
+    if (m < 0 || absorbed[m] || g->nodes[m].op != OP_MUL || g->nodes[m].nin != 2) return -1;
+    const int32_t c = other_in(&g->nodes[m], tn->out[0]);
+    const mvalue *cv = c >= 0 ? &g->values[c] : NULL, *tv = &g->values[tn->out[0]];
+    if (!cv || !is_const_float(cv) || cv->ndim > r || !same_shape(&g->values[g->nodes[m].out[0]], tv)) return -1;
+    for (int32_t d = 0; d < cv->ndim; d++) {
+        const int32_t at = d + r - cv->ndim; /* the axis of tv it lines up with */
+        if (cv->dims[d] != (at == 1 ? tv->dims[1] : 1)) return -1;
+    }
+    *gamma = c;
+    return m;
+}
+
+/* Folds the layer scale (constant value gamma, one factor a channel) into step s:
+ * y = gamma * (x W + b) = g0 * (x (W gamma / g0)) + gamma b, g0 the largest |gamma|, as
+ * new weight and bias constants and the GEMM's alpha. Scaling W's columns by gamma
+ * itself would underflow f16 weights (torchvision initialises gamma to 1e-6); by
+ * gamma / g0 it is exact where the factors are equal, and else is applied only if every
+ * column's largest scaled weight stays well inside f16's normal range (2^-10; *done
+ * false otherwise): a weight that small next to its column's largest adds little to the
+ * column's dot products, so its coarser rounding does too. */
+static gaio_status fold_layer_scale(const char *fn, const mgraph *g, xplan *p, xstep *s, int32_t gamma, bool *done) {
+    *done = false;
+    const mvalue *gam = &g->values[gamma];
+    const int32_t bw = s->w >= 0 ? s->w : s->n->in[1];
+    const mvalue *wv = &g->values[bw], *bv = &g->values[s->b];
+    const int64_t N = (int64_t)count(gam);
+    if (s->trans_b || !is_const_float(wv) || wv->ndim != 2 || wv->dims[1] != N || !is_const_float(bv) ||
+        (int64_t)count(bv) != N)
+        return GAIO_OK;
+    double g0 = 0.0;
+    for (int64_t c = 0; c < N; c++) g0 = fmax(g0, fabs(get(gam, (size_t)c)));
+    if (!(g0 > 0.0) || !isfinite(g0)) return GAIO_OK;
+    const int64_t K = wv->dims[0];
+    for (int64_t c = 0; c < N; c++) {
+        const double f = fabs(get(gam, (size_t)c)) / g0;
+        if (f == 1.0 || f == 0.0) continue; /* exact */
+        double top = 0.0;
+        for (int64_t k = 0; k < K; k++) top = fmax(top, fabs(get(wv, (size_t)(k * N + c))) * f);
+        if (top < 0x1p-10) return GAIO_OK; /* the column's largest weights near f16's subnormals */
+    }
+    const int32_t nw = add_extra(p, g, wv->elem, 2, wv->dims);
+    const int32_t nb = nw >= 0 ? add_extra(p, g, bv->elem, bv->ndim, bv->dims) : -1;
+    if (nw < 0 || nb < 0) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory folding a layer scale");
+    xconst *cw = &p->extra[nw - g->nvalues], *cb = &p->extra[nb - g->nvalues];
+    for (int64_t c = 0; c < N; c++) {
+        const double gc = get(gam, (size_t)c), f = gc / g0;
+        for (int64_t k = 0; k < K; k++) put(cw->elem, cw->data, (size_t)(k * N + c), get(wv, (size_t)(k * N + c)) * f);
+        put(cb->elem, cb->data, (size_t)c, get(bv, (size_t)c) * gc);
+    }
+    s->w = nw, s->b = nb, s->alpha *= (float)g0;
+    *done = true;
+    return GAIO_OK;
+}
+
 gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool attention, xplan *p) {
     memset(p, 0, sizeof *p);
     int32_t nn = g->nnodes, nv = g->nvalues;
@@ -413,6 +481,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool
     int32_t *emit_at = malloc(((size_t)nn + 1) * sizeof *emit_at);
     bool *absorbed = calloc((size_t)nn + 1, sizeof *absorbed), *head = calloc((size_t)nn + 1, sizeof *head);
     xstep *fused = calloc((size_t)nn + 1, sizeof *fused);
+    int32_t *out_as = malloc(((size_t)nn + 1) * sizeof *out_as); /* a node's step writes this value instead (-1) */
     size_t cap = (size_t)nn + 1; /* a step per node, and per further output of a Split */
     for (int32_t i = 0; i < nn; i++)
         if ((g->nodes[i].op == OP_SPLIT || g->nodes[i].op == OP_TOPK || g->nodes[i].op == OP_LAYER_NORM) &&
@@ -420,12 +489,12 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool
             cap += (size_t)g->nodes[i].nout - 1;
     p->steps = calloc(cap, sizeof *p->steps);
     gaio_status st = GAIO_OK;
-    if (!readers || !reader || !emit_at || !absorbed || !head || !fused || !p->steps) {
+    if (!readers || !reader || !emit_at || !absorbed || !head || !fused || !out_as || !p->steps) {
         st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory planning the model");
         goto done;
     }
     for (int32_t i = 0; i < nn; i++) {
-        emit_at[i] = -1;
+        emit_at[i] = out_as[i] = -1;
         const mnode *n = &g->nodes[i];
         for (int32_t j = 0; j < n->nin; j++)
             if (n->in[j] >= 0) readers[n->in[j]]++, reader[n->in[j]] = i;
@@ -506,6 +575,14 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool
             s->b = other_in(&g->nodes[j], s->out);
             absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_add++;
         }
+        /* ConvNeXt's layer scale into the weights, bias and alpha; the Transpose between
+         * then makes the Mul's output. */
+        int32_t m, gamma;
+        if (n->op == OP_MATMUL && s->b >= 0 && (m = layer_scale_of(g, readers, reader, absorbed, s, &gamma)) >= 0) {
+            bool done;
+            if ((st = fold_layer_scale(fn, g, p, s, gamma, &done)) != GAIO_OK) break;
+            if (done) absorbed[m] = true, out_as[reader[s->out]] = g->nodes[m].out[0];
+        }
         /* A residual Add of a tensor of the output's shape: the GEMM's C (beta 1). */
         int32_t other;
         if (n->op == OP_MATMUL && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
@@ -549,7 +626,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool
         for (int32_t k = 0; k < (n->op == OP_SPLIT || n->op == OP_TOPK || n->op == OP_LAYER_NORM ? n->nout : 1); k++) {
             if (n->out[k] < 0) continue; /* TopK's indices, LayerNormalization's statistics may be left out */
             xstep *s = &p->steps[p->nsteps++];
-            s->n = n, s->out = n->out[k], s->w = s->b = s->res = s->x = -1;
+            s->n = n, s->out = k == 0 && out_as[i] >= 0 ? out_as[i] : n->out[k], s->w = s->b = s->res = s->x = -1;
             /* A batch norm that no convolution absorbed (DenseNet's BN -> ReLU -> Conv)
              * takes the activation after it into its own pass: gaio's kernel applies any
              * act_of, on both backends. The act node comes later in the graph's order, so
@@ -564,7 +641,7 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool
         }
     }
 done:
-    free(readers), free(reader), free(emit_at), free(absorbed), free(head), free(fused);
+    free(readers), free(reader), free(emit_at), free(absorbed), free(head), free(fused), free(out_as);
     if (st != GAIO_OK) gaio__plan_free(p);
     return st;
 }
