@@ -122,14 +122,38 @@ def test_convnext_block(dev, layout, rng):
     _close(got, want)
     ops = {st.name: st for st in engine.steps}
     assert ops["fc1/MatMul"].ops == "MatMul+Add+" + GELU_OPS
-    assert ops["fc2/MatMul"].ops == "MatMul+Add"
-    # dw, t1, ln, fc1, fc2 (the layer scale folded into its weights, bias and alpha), t2
-    # (making the scale's output), residual
-    assert engine.info.steps == 7 and "scale" not in ops
-    views = {k for k in ("t1", "t2") if ops[k].kernel == "none: a view of its input"}
-    # NHWC: the depthwise output read channels last is its own bytes, and so is fc2's read
-    # back as NHWC; NCHW engines copy both
-    assert views == ({"t1", "t2"} if layout == "auto" else set())
+    assert "scale" not in ops  # the layer scale folded into fc2's weights, bias and alpha
+    if layout == "auto":
+        # NHWC: the depthwise output read channels last is its own bytes (t1 a view);
+        # fc2 writes the rows of the block's NHWC output, the residual its GEMM's C
+        assert ops["fc2/MatMul"].ops == "MatMul+Add+Transpose+Mul+Add"
+        assert engine.info.steps == 5  # dw, t1, ln, fc1, fc2
+        assert ops["t1"].kernel == "none: a view of its input"
+    else:
+        # NCHW engines copy both Transposes; t2 makes the scale's output
+        assert ops["fc2/MatMul"].ops == "MatMul+Add"
+        assert engine.info.steps == 7  # dw, t1, ln, fc1, fc2, t2, residual
+        assert ops["t1"].kernel != "none: a view of its input" and ops["t2"].kernel != "none: a view of its input"
+
+
+def test_convnext_residual_nchw_input(dev, rng):
+    """The residual of a product written as an NHWC value's rows, itself not stored NHWC
+    (a Reshape of a flat graph input: row-major bytes), is added after the GEMM."""
+    n, c, hw = 2, 8, 5
+    model = _convnext_block(n, c, hw, rng)
+    g = model.graph
+    g.input.append(h.make_tensor_value_info("r", F, [n, c * hw * hw]))
+    g.initializer.append(numpy_helper.from_array(np.array([n, c, hw, hw], dtype=np.int64), "r_shape"))
+    g.node.insert(0, h.make_node("Reshape", ["r", "r_shape"], ["r4"], name="r4"))
+    for nd in g.node:
+        if nd.name == "residual":
+            nd.input[1] = "r4"
+    onnx.checker.check_model(model)
+    x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+    res = rng.standard_normal((n, c * hw * hw)).astype(np.float32)
+    got, want, engine = _run(model, {"x": x, "r": res}, dev)
+    _close(got, want)
+    assert {st.name: st for st in engine.steps}["fc2/MatMul"].ops == "MatMul+Add+Transpose+Mul+Add"
 
 
 @pytest.mark.parametrize("case", ["torchvision init", "one tiny", "one zero"])
@@ -146,7 +170,7 @@ def test_convnext_layer_scale(dev, case, rng):
     _close(got, want)
     folded = "scale" not in {st.name for st in engine.steps}
     assert folded == (case != "one tiny")
-    assert engine.info.steps == (7 if folded else 8)
+    assert engine.info.steps == (5 if folded else 8)  # folded: the residual into fc2 too (NHWC)
 
 
 def test_convnext_block_saved(dev, rng, tmp_path):

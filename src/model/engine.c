@@ -593,6 +593,13 @@ static bool *layout_wants(const gaio_engine *e) {
         if (e->plan.steps[i].res >= 0) want[e->plan.steps[i].res] = false; /* a MatMul's C */
         want[e->plan.steps[i].out] = false;
     }
+    /* ...but NHWC for a product written as the rows of an NHWC value (plan.c
+     * nhwc_residual_of), and the residual it adds. */
+    for (int32_t i = 0; i < e->plan.nsteps; i++)
+        if (e->plan.steps[i].rows_nhwc) {
+            want[e->plan.steps[i].out] = true;
+            if (e->plan.steps[i].res >= 0) want[e->plan.steps[i].res] = true;
+        }
     return want;
 }
 
@@ -780,7 +787,8 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
      * kernel takes any head size and dtype: tests of the planning run without a GPU). */
     const char *att = getenv("GAIO_MODEL_ATTENTION");
     bool attention = att && !strcmp(att, "1") ? true : e->gpu && e->f16 && !(att && !strcmp(att, "0"));
-    gaio_status st = gaio__plan_make(fn, g, all_acts, attention, &e->plan);
+    const xplan_opts po = {all_acts, attention, e->nhwc};
+    gaio_status st = gaio__plan_make(fn, g, &po, &e->plan);
     e->nv = g->nvalues + e->plan.nextra;
     if (st == GAIO_OK) st = alloc_tables(fn, e);
     if (st == GAIO_OK) st = place_values(fn, e);

@@ -31,7 +31,7 @@
 #include "model/engine_internal.h"
 
 #define MAGIC "GAIOENGN"
-#define FORMAT 10u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
+#define FORMAT 11u /* 2: Dropout, Softmax coerce_2d (opsets 7-12); 3: Slice .. Where, element-wise ops, Gelu's
                    * approximate; 4: integer values and weights; 5: the reductions, indexing,
                    * ConvTranspose, general Resize and the normalizations; 6: Einsum; 7: values'
                    * channel pitch (padded stems); 8: batch norm steps with an activation, their
@@ -39,7 +39,8 @@
                    * Concat's output for their first inputs; 9: GELU chains as one step, MatMul
                    * biases and activations, Transposes that rename an NHWC value's dimensions
                    * as views; MatMul steps' absorbed scales and transpose; attention steps; 10:
-                   * strided views of attention's operands */
+                   * strided views of attention's operands; 11: MatMul steps writing the rows of
+                   * an NHWC value (rows_nhwc) */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -157,6 +158,7 @@ static void put_plan(wbuf *w, const gaio_engine *e) {
         put_i32(w, s->out), put_i32(w, s->w), put_i32(w, s->b), put_i32(w, s->res);
         put_u8(w, s->has_act), put_i32(w, (int32_t)s->act.op), put_f32(w, s->act.alpha), put_f32(w, s->act.beta);
         put_u8(w, s->gelu), put_i32(w, s->x), put_u8(w, s->trans_b), put_f32(w, s->alpha), put_u8(w, s->attention);
+        put_u8(w, s->rows_nhwc);
         put_u8(w, e->copy[i]);
         put_str(w, e->kernel[i]);
     }
@@ -522,6 +524,7 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         s->act.op = (gaio_unary_op)get_i32(r), s->act.alpha = get_f32(r), s->act.beta = get_f32(r);
         s->gelu = get_u8(r) != 0;
         s->x = get_i32(r), s->trans_b = get_u8(r) != 0, s->alpha = get_f32(r), s->attention = get_u8(r) != 0;
+        s->rows_nhwc = get_u8(r) != 0;
         e->copy[i] = get_u8(r) != 0;
         uint32_t len = get_u32(r);
         if (len >= GAIO_ENGINE_KERNEL_TEXT) FAIL_RETURN(r, "a step's kernel text is too long");
@@ -529,6 +532,7 @@ static void get_plan(rbuf *r, gaio_engine *e) {
         if (s->out < 0 || s->out >= nv_max || s->w < -1 || s->b < -1 || s->res < -1 || s->x < -1 ||
             (s->x >= 0 && s->n->op != OP_MATMUL) || !step_inputs_ok(s->n) ||
             (s->attention && (s->n->op != OP_MATMUL || s->w < 0 || s->res < 0)) ||
+            (s->rows_nhwc && (s->n->op != OP_MATMUL || s->attention)) ||
             (s->n->op == OP_CONV && s->w < 0) || (s->n->op == OP_BATCH_NORM && (s->w < 0) != (s->b < 0)) ||
             (s->n->op == OP_CONCAT && s->res >= 0 && (s->w < 1 || s->w >= s->n->nin)) ||
             (s->gelu && ((s->n->op != OP_DIV && s->n->op != OP_MUL) || s->n->nin != 2)))

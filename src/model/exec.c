@@ -501,6 +501,19 @@ static gaio_tensor as_batched(const gaio_tensor *t, bool is_b) {
     return o;
 }
 
+/* A packed NHWC [N, C, H, W] tensor as the row-major [N, H, W, C] its bytes are (a
+ * rows_nhwc step's output and residual: plan.c nhwc_residual_of); false, t unchanged,
+ * for anything else. */
+static bool nhwc_as_rows(gaio_tensor *t) {
+    if (t->layout != GAIO_TENSOR_NHWC || t->ndim != 4) return false;
+    for (int32_t d = 0; d < 4; d++)
+        if (t->strides[d] != 0) return false;
+    const int64_t c = t->shape[1];
+    t->shape[1] = t->shape[2], t->shape[2] = t->shape[3], t->shape[3] = c;
+    t->layout = GAIO_TENSOR_ROW_MAJOR;
+    return true;
+}
+
 /* MatMul of any ranks (numpy's matmul): the leading dimensions broadcast. Leading
  * dimensions equal on both sides, or all 1 on one side, make one batched GEMM (all 1 on
  * b's side with a row-major a: one GEMM with them folded into a's rows); any other
@@ -757,13 +770,22 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         }
         gaio_tensor b = tensor(r, n->op == OP_MATMUL && sp->w >= 0 ? sp->w : n->in[1]);
         gaio_gemm_params p = {0, 0, 1.0f, 0.0f, GAIO_ACT_NONE};
-        gaio_tensor rt;
+        gaio_tensor rt, yv = y; /* yv: y as its value is, for a residual added after the GEMM */
         const gaio_tensor *res = NULL;
+        if (sp->rows_nhwc && (n->op != OP_MATMUL || !nhwc_as_rows(&y)))
+            return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "node '%s': the step writes the rows of an NHWC value, "
+                              "but its output is not one (a damaged engine?)", n->name);
         if (n->op == OP_MATMUL) { /* the planner's absorbed scales, transpose and residual (plan.c) */
             if (sp->x >= 0) x = tensor(r, sp->x);
             p.trans_b = sp->trans_b, p.alpha = sp->alpha;
             if (sp->res >= 0) rt = tensor(r, sp->res), res = &rt, p.beta = 1.0f;
-            /* The GEMM's C is row major (engine.c wants it so); anything else adds after. */
+            /* The GEMM's C is row major (engine.c wants it so), or for a rows_nhwc step
+             * NHWC read as its rows; anything else adds after. */
+            gaio_tensor rows = rt;
+            if (res && sp->rows_nhwc) {
+                if (nhwc_as_rows(&rows)) rt = rows;
+                else res = NULL, p.beta = 0.0f;
+            }
             if (res && rt.layout != GAIO_TENSOR_ROW_MAJOR) res = NULL, p.beta = 0.0f;
         }
         const gaio_tensor *bias = NULL, *c = NULL;
@@ -799,7 +821,7 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         gaio_status st = n->op == OP_MATMUL && (x.ndim != 2 || b.ndim != 2) ? run_matmul(fn, r, n, &x, &b, c, bias, &y, &p)
                                                                            : gaio_gemm(s, &x, &b, c, bias, &y, &p);
         if (st == GAIO_OK && late) /* the residual, then the activation */
-            return gaio_binary(s, GAIO_BINARY_ADD, &y, &rt, &y, pass ? &sp->act : NULL);
+            return gaio_binary(s, GAIO_BINARY_ADD, &yv, &rt, &yv, pass ? &sp->act : NULL);
         if (st != GAIO_OK || !pass) return st;
         return gaio_unary(s, &y, &y, &sp->act);
     }

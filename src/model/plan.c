@@ -474,7 +474,32 @@ static gaio_status fold_layer_scale(const char *fn, const mgraph *g, xplan *p, x
     return GAIO_OK;
 }
 
-gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool attention, xplan *p) {
+/* ConvNeXt's residual after its fc2 (on an NHWC engine): s's output read by a Transpose
+ * of channels last to channels first alone (writing value t_out: the Transpose's output,
+ * or the layer scale's after fold_layer_scale), that read by an Add of a tensor of its
+ * shape alone. Both [N, C, H, W] values are stored NHWC, whose bytes are the rows of
+ * the product's [N, H, W, C]: the GEMM can take the residual as C and write the sum.
+ * The Transpose's node index (the Add's in *add, the residual in *res), else -1. */
+static int32_t nhwc_residual_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
+                                const xstep *s, int32_t t_out, int32_t *add, int32_t *res) {
+    const int32_t t = only_reader(g, readers, reader, s->out);
+    if (t < 0 || absorbed[t] || g->nodes[t].op != OP_TRANSPOSE || g->nodes[t].a.nperm != 4) return -1;
+    static const int64_t perm[4] = {0, 3, 1, 2};
+    for (int32_t d = 0; d < 4; d++)
+        if (g->nodes[t].a.perm[d] != perm[d]) return -1;
+    if (t_out < 0) t_out = g->nodes[t].out[0];
+    const int32_t a = only_reader(g, readers, reader, t_out);
+    if (a < 0 || absorbed[a] || g->nodes[a].op != OP_ADD || g->nodes[a].nin != 2) return -1;
+    const int32_t x = other_in(&g->nodes[a], t_out);
+    if (x < 0 || x == t_out || is_const_float(&g->values[x]) || !same_shape(&g->values[x], &g->values[t_out]) ||
+        !same_shape(&g->values[g->nodes[a].out[0]], &g->values[t_out]))
+        return -1;
+    *add = a, *res = x;
+    return t;
+}
+
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, const xplan_opts *o, xplan *p) {
+    const bool all_acts = o->all_acts, attention = o->attention;
     memset(p, 0, sizeof *p);
     int32_t nn = g->nnodes, nv = g->nvalues;
     int32_t *readers = calloc((size_t)nv + 1, sizeof *readers), *reader = calloc((size_t)nv + 1, sizeof *reader);
@@ -583,9 +608,17 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool
             if ((st = fold_layer_scale(fn, g, p, s, gamma, &done)) != GAIO_OK) break;
             if (done) absorbed[m] = true, out_as[reader[s->out]] = g->nodes[m].out[0];
         }
+        /* ...and the residual after it, into the GEMM's C. */
+        int32_t tr, add, rx;
+        if (o->nhwc && n->op == OP_MATMUL &&
+            (tr = nhwc_residual_of(g, readers, reader, absorbed, s, s->out >= 0 ? out_as[reader[s->out]] : -1, &add,
+                                   &rx)) >= 0) {
+            s->res = rx, s->rows_nhwc = true, s->out = g->nodes[add].out[0];
+            absorbed[tr] = absorbed[add] = true, out_as[tr] = -1, last = add, p->fused_add++;
+        }
         /* A residual Add of a tensor of the output's shape: the GEMM's C (beta 1). */
         int32_t other;
-        if (n->op == OP_MATMUL && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
+        if (n->op == OP_MATMUL && s->res < 0 && (j = only_reader(g, readers, reader, s->out)) >= 0 && !absorbed[j] &&
             g->nodes[j].op == OP_ADD && (other = other_in(&g->nodes[j], s->out)) >= 0 &&
             !is_const_float(&g->values[other]) && same_shape(&g->values[other], &g->values[s->out]) &&
             same_shape(&g->values[g->nodes[j].out[0]], &g->values[s->out])) {

@@ -36,6 +36,9 @@ typedef struct xstep {
     bool trans_b;    /* MatMul: the GEMM reads B (w) transposed */
     bool attention;  /* MatMul: the step is gaio_attention (plan.c attention_of): q x (or n's A),
                       * k w, v res, the bias b (or -1), the scale alpha; out the second MatMul's */
+    bool rows_nhwc;  /* MatMul: out and res are [N, C, H, W] values stored NHWC, the Transpose of
+                      * the product's [N, H, W, C] and what it adds to: the GEMM writes and reads
+                      * their rows (plan.c nhwc_residual_of) */
     float alpha;     /* MatMul: the GEMM's alpha, the absorbed scales' product (1 if none) */
     bool has_act;    /* Conv, MatMul, Gemm: the fused activation */
     bool gelu;       /* an exported GELU chain (plan.c gelu_of) starting at n: GELU of n's non-constant input */
@@ -60,9 +63,15 @@ typedef struct xplan {
     int32_t fused_attention;
 } xplan;
 
-/* attention: fuse attention into gaio_attention steps (engines whose GPU kernel takes
- * them: f16 on a GPU). */
-gaio_status gaio__plan_make(const char *fn, const mgraph *g, bool all_acts, bool attention, xplan *p);
+/* What the planner may do for an engine. */
+typedef struct xplan_opts {
+    bool all_acts;  /* fuse every activation into convolutions (else ReLU and Clip only) */
+    bool attention; /* fuse attention into gaio_attention steps (engines whose GPU kernel
+                     * takes them: f16 on a GPU) */
+    bool nhwc;      /* the engine stores 4-D values NHWC: rows_nhwc steps may be made */
+} xplan_opts;
+
+gaio_status gaio__plan_make(const char *fn, const mgraph *g, const xplan_opts *o, xplan *p);
 void gaio__plan_free(xplan *p);
 
 #endif
