@@ -60,10 +60,17 @@ gaio_status gaio__ktensor_view_resolve_ex(const char *fn, const char *name, cons
  * layout ops' copy kernel. gaio_cast's path for integer and byte tensors (gather.c). */
 gaio_status gaio__copy_any(const char *fn, gaio_stream *stream, const gaio_tensor *x, const gaio_tensor *y);
 
-/* Byte ranges that meet: conservative (interleaved views whose elements never meet
- * are refused too), as exact overlap of strided tensors is costly to decide. */
+/* Whether a and b interleave without an element in common: one dimension of stride 1
+ * in both (channels), every other stride of either a multiple of the smallest, P, and
+ * the two runs of channels at disjoint places within every P elements (a model engine's
+ * channel slices of one NHWC tensor: plan-free Concat inputs, engine.c
+ * concat_in_place). A sufficient test: false says nothing. */
+bool gaio__ktensor_apart(const gaio_ktensor *a, const gaio_ktensor *b);
+
+/* Byte ranges that meet, unless gaio__ktensor_apart shows the views interleave apart:
+ * conservative otherwise (exact overlap of strided tensors is costly to decide). */
 static inline bool gaio__ktensor_view_overlap(const gaio__ktensor_view *a, const gaio__ktensor_view *b) {
-    return a->lo < b->hi && b->lo < a->hi;
+    return a->lo < b->hi && b->lo < a->hi && !gaio__ktensor_apart(&a->k, &b->k);
 }
 
 /* Whether no two elements of k share memory: with the dimensions of more than one

@@ -163,6 +163,36 @@ bool gaio__ktensor_distinct(const gaio_ktensor *k) {
     return true;
 }
 
+bool gaio__ktensor_apart(const gaio_ktensor *a, const gaio_ktensor *b) {
+    if (a->dtype != b->dtype || a->ndim != b->ndim) return false;
+    const int64_t es = a->dtype == GAIO_KT_F16 ? 2 : a->dtype == GAIO_KT_F32 ? 4 : 0;
+    if (!es || (b->ptr - a->ptr) % (uint64_t)es) return false;
+    const int64_t d = (int64_t)(b->ptr - a->ptr) / es; /* b's first element from a's, in elements */
+    int32_t c = -1;
+    int64_t p = 0;
+    for (int32_t i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i] && (a->strides[i] != 1 || b->strides[i] != 1)) return false;
+        if (a->strides[i] == 1 && b->strides[i] == 1 && c < 0) {
+            c = i;
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            const gaio_ktensor *t = k ? b : a;
+            if (t->shape[i] > 1 && t->strides[i] <= 0) return false;
+            if (t->shape[i] > 1 && (p == 0 || t->strides[i] < p)) p = t->strides[i];
+        }
+    }
+    if (c < 0 || p == 0) return false;
+    for (int32_t i = 0; i < a->ndim; i++)
+        for (int k = 0; k < 2; k++) {
+            const gaio_ktensor *t = k ? b : a;
+            if (i != c && t->shape[i] > 1 && t->strides[i] % p) return false;
+        }
+    /* a's channels take places [0, Ca) of every p elements, b's [r, r + Cb) */
+    const int64_t ca = a->shape[c], cb = b->shape[c], r = ((d % p) + p) % p;
+    return ca <= p && cb <= p && r >= ca && r + cb <= p;
+}
+
 void gaio__shape_text(int32_t ndim, const int64_t *shape, char *out, size_t size) {
     size_t n = 0;
     out[0] = 0;

@@ -603,6 +603,88 @@ static bool *layout_wants(const gaio_engine *e) {
     return want;
 }
 
+/* Ops whose steps read and write any strides at full speed (gaio's own kernels: pools,
+ * resizes, element-wise ops, Split's and Concat's copies): a Concat input of them may be
+ * a channel slice of the Concat's output. Not convolutions: cuDNN 9.14 ran those with a
+ * slice in or out through a copy kernel of its own (nhwcSliceCKernel) and slower engines
+ * (YOLO-style detector b32 on an H200: 4.24 -> 4.84 ms), and oneDNN reorders them. */
+static bool strided_io(model_op op) {
+    switch (op) {
+    case OP_MAX_POOL: case OP_AVG_POOL: case OP_RESIZE: case OP_UPSAMPLE:
+    case OP_RELU: case OP_CLIP: case OP_SIGMOID: case OP_HARD_SIGMOID: case OP_HARD_SWISH:
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+    case OP_SPLIT: case OP_CONCAT:
+        return true;
+    default: return false;
+    }
+}
+
+/* Concat inputs written in place (TensorRT's concat elimination): on an NHWC engine, a
+ * Concat of 4-D values along the channels whose input u is written by a step of
+ * strided_io and read by such steps only becomes the slice of the Concat's output it
+ * would be copied to (cpitch the output's channels, voff its first channel), and the
+ * Concat copies the rest only: YOLO's SPPF pools, its C2f blocks' first Split half and
+ * last residual Add, its neck's upsampled maps. On GPU engines;
+ * GAIO_MODEL_CONCAT_IN_PLACE=1 on host ones too, =0 on none. */
+static gaio_status concat_in_place(const char *fn, gaio_engine *e) {
+    const char *env = getenv("GAIO_MODEL_CONCAT_IN_PLACE");
+    bool on = env && *env ? strcmp(env, "0") != 0 : e->gpu;
+    if (!on || !e->nhwc) return GAIO_OK;
+    const mgraph *g = &e->model->g;
+    const int32_t nv = e->nv, ns = e->plan.nsteps;
+    int32_t *writer = malloc(((size_t)nv + 1) * sizeof *writer), *roots = calloc((size_t)nv + 1, sizeof *roots);
+    bool *bad_reader = calloc((size_t)nv + 1, sizeof *bad_reader);
+    if (!writer || !roots || !bad_reader) {
+        free(writer), free(roots), free(bad_reader);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    for (int32_t v = 0; v < nv; v++) writer[v] = -1, roots[e->v[v].root]++;
+    for (int32_t i = 0; i < ns; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        writer[sp->out] = writer[sp->out] == -1 ? i : -2; /* -2: written twice */
+        for (int32_t j = 0; j < sp->n->nin + GAIO__STEP_SLOTS; j++) {
+            const int32_t v = gaio__step_value(sp, j);
+            if (v >= 0 && (!strided_io(sp->n->op) || e->copy[i] || sp->gelu || (sp->n->op == OP_CONCAT && sp->res >= 0)))
+                bad_reader[v] = true;
+        }
+    }
+    for (int32_t i = 0; i < ns; i++) {
+        const xstep *sp = &e->plan.steps[i];
+        const mnode *n = sp->n;
+        const xvalue *y = &e->v[sp->out];
+        int64_t axis = n->a.axis < 0 ? n->a.axis + y->ndim : n->a.axis;
+        if (n->op != OP_CONCAT || sp->res >= 0 || axis != 1 || y->ndim != 4 || !y->nhwc || y->root != sp->out ||
+            y->mem != XM_ARENA || y->cpitch || y->vndim || y->staged || (y->dtype != GAIO_DTYPE_F16 &&
+                                                                      y->dtype != GAIO_DTYPE_F32))
+            continue;
+        int64_t c0 = 0;
+        for (int32_t j = 0; j < n->nin; c0 += e->v[n->in[j]].dims[1], j++) {
+            const int32_t u = n->in[j];
+            xvalue *x = &e->v[u];
+            const int32_t w = writer[u];
+            bool once = true;
+            for (int32_t k = 0; k < n->nin; k++) once = once && (k == j || n->in[k] != u);
+            if (!once || w < 0 || bad_reader[u] || roots[u] != 1 || x->root != u || x->mem != XM_ARENA ||
+                x->staged || x->input >= 0 || g->values[u].is_output || !x->nhwc || x->cpitch || x->vndim ||
+                x->ndim != 4 || x->dtype != y->dtype || x->dims[0] != y->dims[0] || x->dims[2] != y->dims[2] ||
+                x->dims[3] != y->dims[3])
+                continue;
+            const xstep *ws = &e->plan.steps[w];
+            if (!strided_io(ws->n->op) || ws->n->op == OP_CONCAT || e->copy[w] || ws->gelu) continue;
+            x->root = sp->out, x->cpitch = (int32_t)y->dims[1], x->voff = c0, x->mem = XM_NONE, x->off = 0;
+        }
+        int32_t placed = 0;
+        for (int32_t j = 0; j < n->nin; j++) placed += e->v[n->in[j]].root == sp->out;
+        if (placed == n->nin)
+            snprintf(e->kernel[i], sizeof e->kernel[i], "none: its inputs written in place");
+        else if (placed)
+            snprintf(e->kernel[i], sizeof e->kernel[i], "gaio_cast of %d inputs, %d written in place",
+                     (int)(n->nin - placed), (int)placed);
+    }
+    free(writer), free(roots), free(bad_reader);
+    return GAIO_OK;
+}
+
 /* Graph inputs that only convolutions read as x (groups 1, weights constant and read
  * by those convolutions alone), with C not a multiple of 8, are staged with their
  * channels padded with zeros to the next multiple, and so are the weights: cuDNN's
@@ -721,6 +803,7 @@ static gaio_status place_values(const char *fn, gaio_engine *e) {
         x->mem = XM_ARENA;
     }
     free(want);
+    if (st == GAIO_OK) st = concat_in_place(fn, e);
     if (st == GAIO_OK) gaio__engine_attention_views(e);
     if (st == GAIO_OK) st = gaio__engine_place_arena(fn, e);
     return st;

@@ -40,7 +40,7 @@
                    * biases and activations, Transposes that rename an NHWC value's dimensions
                    * as views; MatMul steps' absorbed scales and transpose; attention steps; 10:
                    * strided views of attention's operands; 11: MatMul steps writing the rows of
-                   * an NHWC value (rows_nhwc) */
+                   * an NHWC value (rows_nhwc); Concat inputs written in place as channel slices */
 #define HEADER_BYTES 32
 #define MAX_COUNT (1 << 24)           /* values, nodes, steps */
 #define MAX_NODE_IO 4096
@@ -586,7 +586,7 @@ static void get_plan(rbuf *r, gaio_engine *e) {
             mem < XM_NONE || mem > XM_ARENA ||
             !count_dims(x->ndim, x->dims, &count) || x->root < 0 || x->root >= nv || x->input < -1 ||
             x->input >= g->ninputs ||
-            (x->cpitch != 0 && (x->ndim != 4 || !x->nhwc || x->cpitch < x->dims[1] || x->cpitch > 4096)))
+            (x->cpitch != 0 && (x->ndim != 4 || !x->nhwc || x->cpitch < x->dims[1] || x->cpitch > (1 << 20))))
             FAIL_RETURN(r, "a value's type, shape or place is out of range");
         x->dtype = (gaio_dtype)dt, x->mem = (xmem)mem;
     }
@@ -614,6 +614,15 @@ static void check_places(rbuf *r, const gaio_engine *e) {
             }
             if (!ok || last < 0 || (uint64_t)last >= gaio__xvalue_count(rx))
                 FAIL_RETURN(r, "a strided view lies outside its memory");
+        }
+        if (x->vndim == 0 && x->cpitch > 0 && x->root != i) { /* a channel slice (engine.c concat_in_place) */
+            const xvalue *rx = &e->v[x->root];
+            if (rx->ndim != 4 || !rx->nhwc || rx->cpitch || rx->dims[1] != x->cpitch || rx->dtype != x->dtype ||
+                rx->dims[0] != x->dims[0] || rx->dims[2] != x->dims[2] || rx->dims[3] != x->dims[3] || x->voff < 0 ||
+                x->voff > x->cpitch - x->dims[1] || x->mem != XM_NONE)
+                FAIL_RETURN(r, "a channel slice lies outside its memory");
+        } else if (x->vndim == 0 && x->voff != 0) {
+            FAIL_RETURN(r, "a value has an offset but is no view");
         }
         size_t bytes = gaio__xvalue_bytes(x), lim = x->mem == XM_WEIGHT ? e->weight_bytes : e->arena_bytes;
         if (x->mem != XM_NONE && (x->off > lim || bytes > lim - x->off))

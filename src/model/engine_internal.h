@@ -37,9 +37,11 @@ typedef struct xvalue {
     bool nhwc;     /* 4-D and stored channels innermost */
     bool staged;   /* a graph input copied in at each run (another precision or layout, or a graph) */
     int32_t input; /* the graph input index this value is, or -1 */
-    /* NHWC with room for cpitch channels per pixel, those past dims[1] zeros (0: packed):
-     * a staged image input and its convolutions' weights, so that a GPU runs the stem
-     * (3 channels) as an 8-channel convolution on tensor cores (engine.c pad_stems). */
+    /* NHWC with room for cpitch channels per pixel (0: packed): a staged image input
+     * and its convolutions' weights, those past dims[1] zeros, so that a GPU runs the
+     * stem (3 channels) as an 8-channel convolution on tensor cores (engine.c pad_stems);
+     * or, vndim 0 and root another value, the channels from voff of the root's cpitch
+     * (a Concat input written in place: engine.c concat_in_place). */
     int32_t cpitch;
     /* A strided view of root (model/views.c), vndim > 0: the memory is vdims by vstrides
      * (elements) from element voff of the root; the value's dimensions are products of

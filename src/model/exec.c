@@ -204,9 +204,9 @@ typedef struct run_state {
     gaio_buffer *scratch;      /* the context's (patch convolutions), or NULL */
 } run_state;
 
-/* Value v as a packed row-major tensor over its root's memory. */
-static gaio_tensor tensor(const run_state *r, int32_t v) {
-    const xvalue *x = &r->e->v[v];
+/* Value x (of r's engine, or a slice made like one) as a tensor over its root's memory:
+ * packed row-major or NHWC, or strided where it is a view. */
+static gaio_tensor xtensor(const run_state *r, const xvalue *x) {
     int32_t root = x->root;
     gaio_tensor t;
     memset(&t, 0, sizeof t);
@@ -236,12 +236,15 @@ static gaio_tensor tensor(const run_state *r, int32_t v) {
     for (int32_t d = 0; d < t.ndim; d++) t.shape[d] = x->dims[d + skip + merge];
     for (int32_t d = skip; d < skip + merge; d++) t.shape[0] *= x->dims[d];
     if (t.ndim == 0) t.ndim = 1, t.shape[0] = 1; /* a scalar as one element */
-    if (x->cpitch > 0) { /* channels padded (engine.c pad_stems): the logical ones, strided */
+    if (x->cpitch > 0) { /* channels padded (engine.c pad_stems) or a slice of root's (concat_in_place) */
         const int64_t q = x->cpitch;
         t.strides[0] = x->dims[2] * x->dims[3] * q, t.strides[1] = 1, t.strides[2] = x->dims[3] * q, t.strides[3] = q;
+        t.offset += (size_t)x->voff * gaio_dtype_size(x->dtype);
     }
     return t;
 }
+
+static gaio_tensor tensor(const run_state *r, int32_t v) { return xtensor(r, &r->e->v[v]); }
 
 /* How many leading dimensions of size 1 tensor() dropped from value v to fit its
  * tensor t: the offset from t's dimensions to the value's (and its attributes'). */
@@ -942,6 +945,23 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
         if (n->nin - from + (sp->res >= 0) > 64)
             return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "node '%s' (Concat): over 64 inputs", n->name);
         if (sp->res >= 0) ts[count] = tensor(r, sp->res), ps[count] = &ts[count], count++;
+        bool placed = false; /* inputs already written in their slices (engine.c concat_in_place) */
+        for (int32_t j = from; j < n->nin; j++) placed = placed || r->e->v[n->in[j]].root == r->e->v[sp->out].root;
+        if (placed) { /* copy the others into theirs */
+            const xvalue *yx = &r->e->v[sp->out];
+            int64_t c0 = 0;
+            for (int32_t j = 0; j < n->nin; c0 += r->e->v[n->in[j]].dims[1], j++) {
+                const xvalue *u = &r->e->v[n->in[j]];
+                if (u->root == yx->root) continue;
+                xvalue slice = *u; /* u's shape at its channels of y's memory */
+                slice.root = yx->root, slice.nhwc = true, slice.vndim = 0;
+                slice.cpitch = (int32_t)yx->dims[1], slice.voff = c0;
+                gaio_tensor src = tensor(r, n->in[j]), dst = xtensor(r, &slice);
+                gaio_status st = gaio_cast(s, &src, &dst);
+                if (st != GAIO_OK) return st;
+            }
+            return GAIO_OK;
+        }
         for (int32_t j = from; j < n->nin; j++) ts[count] = tensor(r, n->in[j]), ps[count] = &ts[count], count++;
         return gaio_concat(s, ps, count, (int32_t)a->axis, &y);
     }
