@@ -630,6 +630,16 @@ static void check_places(rbuf *r, const gaio_engine *e) {
     }
     for (int32_t i = 0; i < g->ninputs && !r->bad; i++)
         if (e->v[g->inputs[i]].input != i) FAIL_RETURN(r, "a graph input's value does not say it is one");
+    /* The arena holds the values placed in it: a placement by lifetimes never needs more
+     * than all of them side by side (each aligned), so a larger size is no engine's (the
+     * fuzzer's flipped high bit made a load allocate 4 GiB of scratch). */
+    uint64_t all = GAIO_ENGINE_ALIGN;
+    for (int32_t i = 0; i < e->nv && !r->bad; i++)
+        if (e->v[i].mem == XM_ARENA) {
+            const uint64_t b = gaio__xvalue_bytes(&e->v[i]) ? gaio__xvalue_bytes(&e->v[i]) : 1;
+            all += (b + GAIO_ENGINE_ALIGN - 1) / GAIO_ENGINE_ALIGN * GAIO_ENGINE_ALIGN;
+        }
+    if (!r->bad && e->arena_bytes > all) FAIL_RETURN(r, "the arena is larger than its values need");
 }
 
 static gaio_status bad(const char *fn, const char *what, const char *why) {

@@ -784,8 +784,8 @@ static gaio_status run_step(const char *fn, const run_state *r, const xstep *sp)
             if (sp->res >= 0) rt = tensor(r, sp->res), res = &rt, p.beta = 1.0f;
             /* The GEMM's C is row major (engine.c wants it so), or for a rows_nhwc step
              * NHWC read as its rows; anything else adds after. */
-            gaio_tensor rows = rt;
             if (res && sp->rows_nhwc) {
+                gaio_tensor rows = rt;
                 if (nhwc_as_rows(&rows)) rt = rows;
                 else res = NULL, p.beta = 0.0f;
             }
