@@ -7,11 +7,24 @@
  * worker submits is spread over oneDNN's own OpenMP team (as many threads as cores, the
  * calling worker among them), not over gaio's worker pool.
  *
+ * That team sleeps on a futex between parallel regions unless libgomp is told to spin:
+ * waking it at every convolution cost about 30 us a step on a 2-vCPU machine
+ * (bench/host_overhead.py: MobileNetV2 at 32x32 2.0 -> 0.78 ms, at 224x224 7.9 -> 6.2 ms
+ * spinning). libgomp throttles its spinning to 1000 rounds once it counts more threads
+ * than cores (each gaio worker that ever ran a convolution is a team's master) unless
+ * the wait policy is active, and reads its environment once, when it is loaded. So
+ * before opening libdnnl, where the program has set neither OMP_WAIT_POLICY nor
+ * GOMP_SPINCOUNT and libgomp is not loaded yet, gaio sets OMP_WAIT_POLICY=active with
+ * GOMP_SPINCOUNT=300000: the team spins that many rounds (milliseconds) after a region,
+ * then sleeps, so an idle process still costs no CPU. GAIO_ONEDNN_SPIN=0 leaves the
+ * environment alone (openmp_wait).
+ *
  * GAIO_DNN_NO_ONEDNN=1 (any value but empty or "0") makes gaio act as if oneDNN were not
  * installed: gaio__onednn_load fails as a missing library does, gaio__onednn_ready says
  * false and the host convolution takes its own path (conv_gemm.c). It is read on every
  * call, not once, so that a test can run the same process with and without oneDNN; while
  * it is set, libdnnl is not opened at all. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,8 +83,22 @@ static const char *runtime_name(unsigned r) {
     return "unknown";
 }
 
+/* The OpenMP team's wait between regions, set before libgomp loads (the file's head). */
+static void openmp_wait(void) {
+    const char *e = getenv("GAIO_ONEDNN_SPIN");
+    if ((e && !strcmp(e, "0")) || getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (gomp) { /* loaded: it has read its environment already */
+        dlclose(gomp);
+        return;
+    }
+    setenv("OMP_WAIT_POLICY", "active", 0);
+    setenv("GOMP_SPINCOUNT", "300000", 0);
+}
+
 static void load_once(void) {
     static const char *const names[] = {"libdnnl.so.2", NULL};
+    openmp_wait();
     const char *const lib_name = names[0];
     gaio__dynlib lib;
     if (!gaio__dynlib_open(&lib, &(gaio__dynlib_search){.names = names})) {
