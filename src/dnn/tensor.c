@@ -165,8 +165,8 @@ bool gaio__ktensor_distinct(const gaio_ktensor *k) {
 
 bool gaio__ktensor_apart(const gaio_ktensor *a, const gaio_ktensor *b) {
     if (a->dtype != b->dtype || a->ndim != b->ndim) return false;
-    const int64_t es = a->dtype == GAIO_KT_F16 ? 2 : a->dtype == GAIO_KT_F32 ? 4 : 0;
-    if (!es || (b->ptr - a->ptr) % (uint64_t)es) return false;
+    const int64_t es = gaio_kt_size(a->dtype);
+    if ((b->ptr - a->ptr) % (uint64_t)es) return false;
     const int64_t d = (int64_t)(b->ptr - a->ptr) / es; /* b's first element from a's, in elements */
     int32_t c = -1;
     int64_t p = 0;

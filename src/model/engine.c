@@ -619,6 +619,13 @@ static bool strided_io(model_op op) {
     }
 }
 
+/* Whether step i reads and writes through strided_io's kernels as the node's op says
+ * (not a view's copy, a GELU chain, or a Concat reading an earlier one's output). */
+static bool strided_step(const gaio_engine *e, int32_t i) {
+    const xstep *sp = &e->plan.steps[i];
+    return strided_io(sp->n->op) && !e->copy[i] && !sp->gelu && !(sp->n->op == OP_CONCAT && sp->res >= 0);
+}
+
 /* Concat inputs written in place (TensorRT's concat elimination): on an NHWC engine, a
  * Concat of 4-D values along the channels whose input u is written by a step of
  * strided_io and read by such steps only becomes the slice of the Concat's output it
@@ -644,8 +651,7 @@ static gaio_status concat_in_place(const char *fn, gaio_engine *e) {
         writer[sp->out] = writer[sp->out] == -1 ? i : -2; /* -2: written twice */
         for (int32_t j = 0; j < sp->n->nin + GAIO__STEP_SLOTS; j++) {
             const int32_t v = gaio__step_value(sp, j);
-            if (v >= 0 && (!strided_io(sp->n->op) || e->copy[i] || sp->gelu || (sp->n->op == OP_CONCAT && sp->res >= 0)))
-                bad_reader[v] = true;
+            if (v >= 0 && !strided_step(e, i)) bad_reader[v] = true;
         }
     }
     for (int32_t i = 0; i < ns; i++) {
@@ -669,8 +675,7 @@ static gaio_status concat_in_place(const char *fn, gaio_engine *e) {
                 x->ndim != 4 || x->dtype != y->dtype || x->dims[0] != y->dims[0] || x->dims[2] != y->dims[2] ||
                 x->dims[3] != y->dims[3])
                 continue;
-            const xstep *ws = &e->plan.steps[w];
-            if (!strided_io(ws->n->op) || ws->n->op == OP_CONCAT || e->copy[w] || ws->gelu) continue;
+            if (!strided_step(e, w) || e->plan.steps[w].n->op == OP_CONCAT) continue;
             x->root = sp->out, x->cpitch = (int32_t)y->dims[1], x->voff = c0, x->mem = XM_NONE, x->off = 0;
         }
         int32_t placed = 0;

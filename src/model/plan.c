@@ -406,23 +406,31 @@ static bool bias_of(const mgraph *g, const mnode *add, int32_t v) {
     return b->dims[b->ndim - 1] == y->dims[y->ndim - 1] && b->elem == y->elem;
 }
 
-/* ConvNeXt's layer scale after a MatMul step s with a bias: s's output read by a
- * Transpose of channels last to channels first alone ([0, r-1, 1, ..., r-2]; an NHWC
- * engine's view), that read by a Mul of a constant varying along axis 1 alone. The Mul's
- * node index (its constant in *gamma), else -1. */
-static int32_t layer_scale_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
-                              const xstep *s, int32_t *gamma) {
-    const int32_t t = only_reader(g, readers, reader, s->out);
+/* The Transpose of channels last to channels first ([0, r-1, 1, ..., r-2]: an NHWC
+ * engine's view) reading value v alone: its node index, else -1. ConvNeXt's way back
+ * after fc2, before its layer scale and residual. */
+static int32_t to_channels_first(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
+                                 int32_t v) {
+    const int32_t t = only_reader(g, readers, reader, v);
     if (t < 0 || absorbed[t] || g->nodes[t].op != OP_TRANSPOSE || g->nodes[t].nout < 1) return -1;
     const mnode *tn = &g->nodes[t];
     const int32_t r = tn->a.nperm;
-    if (r < 3 || r != g->values[s->out].ndim || tn->a.perm[0] != 0 || tn->a.perm[1] != r - 1) return -1;
+    if (r < 3 || r != g->values[v].ndim || tn->a.perm[0] != 0 || tn->a.perm[1] != r - 1) return -1;
     for (int32_t d = 2; d < r; d++)
         if (tn->a.perm[d] != d - 1) return -1;
-    const int32_t m = only_reader(g, readers, reader, tn->out[0]);
+    return t;
+}
+
+/* ConvNeXt's layer scale after Transpose t (to_channels_first): a Mul reading t's output
+ * alone by a constant varying along axis 1 alone. The Mul's node index (its constant in
+ * *gamma), else -1. */
+static int32_t layer_scale_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
+                              int32_t t, int32_t *gamma) {
+    const int32_t r = g->nodes[t].a.nperm, tout = g->nodes[t].out[0];
+    const int32_t m = only_reader(g, readers, reader, tout);
     if (m < 0 || absorbed[m] || g->nodes[m].op != OP_MUL || g->nodes[m].nin != 2) return -1;
-    const int32_t c = other_in(&g->nodes[m], tn->out[0]);
-    const mvalue *cv = c >= 0 ? &g->values[c] : NULL, *tv = &g->values[tn->out[0]];
+    const int32_t c = other_in(&g->nodes[m], tout);
+    const mvalue *cv = c >= 0 ? &g->values[c] : NULL, *tv = &g->values[tout];
     if (!cv || !is_const_float(cv) || cv->ndim > r || !same_shape(&g->values[g->nodes[m].out[0]], tv)) return -1;
     for (int32_t d = 0; d < cv->ndim; d++) {
         const int32_t at = d + r - cv->ndim; /* the axis of tv it lines up with */
@@ -474,28 +482,23 @@ static gaio_status fold_layer_scale(const char *fn, const mgraph *g, xplan *p, x
     return GAIO_OK;
 }
 
-/* ConvNeXt's residual after its fc2 (on an NHWC engine): s's output read by a Transpose
- * of channels last to channels first alone (writing value t_out: the Transpose's output,
- * or the layer scale's after fold_layer_scale), that read by an Add of a tensor of its
- * shape alone. Both [N, C, H, W] values are stored NHWC, whose bytes are the rows of
- * the product's [N, H, W, C]: the GEMM can take the residual as C and write the sum.
- * The Transpose's node index (the Add's in *add, the residual in *res), else -1. */
+/* ConvNeXt's residual after its fc2 (on an NHWC engine): after the 4-D Transpose t
+ * (to_channels_first) that makes value t_out (its output, or the layer scale's after
+ * fold_layer_scale), an Add of a tensor of t_out's shape reading t_out alone. Both
+ * [N, C, H, W] values are stored NHWC, whose bytes are the rows of the product's
+ * [N, H, W, C]: the GEMM can take the residual as C and write the sum. The Add's node
+ * index (the residual in *res), else -1. */
 static int32_t nhwc_residual_of(const mgraph *g, const int32_t *readers, const int32_t *reader, const bool *absorbed,
-                                const xstep *s, int32_t t_out, int32_t *add, int32_t *res) {
-    const int32_t t = only_reader(g, readers, reader, s->out);
-    if (t < 0 || absorbed[t] || g->nodes[t].op != OP_TRANSPOSE || g->nodes[t].a.nperm != 4) return -1;
-    static const int64_t perm[4] = {0, 3, 1, 2};
-    for (int32_t d = 0; d < 4; d++)
-        if (g->nodes[t].a.perm[d] != perm[d]) return -1;
-    if (t_out < 0) t_out = g->nodes[t].out[0];
+                                int32_t t, int32_t t_out, int32_t *res) {
+    if (g->nodes[t].a.nperm != 4) return -1;
     const int32_t a = only_reader(g, readers, reader, t_out);
     if (a < 0 || absorbed[a] || g->nodes[a].op != OP_ADD || g->nodes[a].nin != 2) return -1;
     const int32_t x = other_in(&g->nodes[a], t_out);
     if (x < 0 || x == t_out || is_const_float(&g->values[x]) || !same_shape(&g->values[x], &g->values[t_out]) ||
         !same_shape(&g->values[g->nodes[a].out[0]], &g->values[t_out]))
         return -1;
-    *add = a, *res = x;
-    return t;
+    *res = x;
+    return a;
 }
 
 gaio_status gaio__plan_make(const char *fn, const mgraph *g, const xplan_opts *o, xplan *p) {
@@ -600,19 +603,18 @@ gaio_status gaio__plan_make(const char *fn, const mgraph *g, const xplan_opts *o
             s->b = other_in(&g->nodes[j], s->out);
             absorbed[j] = true, s->out = g->nodes[j].out[0], last = j, p->fused_add++;
         }
-        /* ConvNeXt's layer scale into the weights, bias and alpha; the Transpose between
-         * then makes the Mul's output. */
-        int32_t m, gamma;
-        if (n->op == OP_MATMUL && s->b >= 0 && (m = layer_scale_of(g, readers, reader, absorbed, s, &gamma)) >= 0) {
+        /* ConvNeXt's layer scale into the weights, bias and alpha (the Transpose between
+         * then makes the Mul's output), and the residual after it into the GEMM's C. */
+        const int32_t tr = n->op == OP_MATMUL ? to_channels_first(g, readers, reader, absorbed, s->out) : -1;
+        int32_t m, gamma, add, rx;
+        if (tr >= 0 && s->b >= 0 && (m = layer_scale_of(g, readers, reader, absorbed, tr, &gamma)) >= 0) {
             bool done;
             if ((st = fold_layer_scale(fn, g, p, s, gamma, &done)) != GAIO_OK) break;
-            if (done) absorbed[m] = true, out_as[reader[s->out]] = g->nodes[m].out[0];
+            if (done) absorbed[m] = true, out_as[tr] = g->nodes[m].out[0];
         }
-        /* ...and the residual after it, into the GEMM's C. */
-        int32_t tr, add, rx;
-        if (o->nhwc && n->op == OP_MATMUL &&
-            (tr = nhwc_residual_of(g, readers, reader, absorbed, s, s->out >= 0 ? out_as[reader[s->out]] : -1, &add,
-                                   &rx)) >= 0) {
+        if (tr >= 0 && o->nhwc &&
+            (add = nhwc_residual_of(g, readers, reader, absorbed, tr, out_as[tr] >= 0 ? out_as[tr] : g->nodes[tr].out[0],
+                                    &rx)) >= 0) {
             s->res = rx, s->rows_nhwc = true, s->out = g->nodes[add].out[0];
             absorbed[tr] = absorbed[add] = true, out_as[tr] = -1, last = add, p->fused_add++;
         }
