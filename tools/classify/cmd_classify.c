@@ -67,6 +67,8 @@ typedef struct slot {
 typedef struct job {
     const char *model_path, *labels_path, *cache_dir;
     int top, batch, device, threads;
+    double host_share; /* --host-share */
+    bool host_share_given;
     bool quiet, no_gpu_decode, no_cache;
     const char **images;
     long nimages;
@@ -83,6 +85,7 @@ typedef struct job {
     dp_item *items;
     slot slots[SLOTS];
     int hardware; /* nvJPEG's backend: 1 hardware, 0 default, -1 none */
+    int host_quota; /* of a full batch's JPEGs nvJPEG could take, those the host threads decode */
     char nvjpeg_note[320];
     double t_device, t_model, t_engine, t_exec, t_nvjpeg; /* setup's parts, seconds */
     int guessed_batch; /* of an engine found in the cache before the model was parsed */
@@ -114,7 +117,7 @@ void gaio_cmd_classify_usage(FILE *out) { gaio_cmd_classify_usage_lead(out, "  "
 void gaio_cmd_classify_usage_lead(FILE *out, const char *lead) {
     fprintf(out,
             "%sclassify   MODEL.onnx IMAGE... [--labels FILE] [--top K] [--batch N] [--device N]\n"
-            "             [--threads N] [--host-decode] [--cache DIR | --no-cache] [-q]\n"
+            "             [--threads N] [--host-decode | --host-share F] [--cache DIR | --no-cache] [-q]\n"
             "             classify PNG / JPEG images with an ONNX classifier (input [N,3,H,W],\n"
             "             ImageNet normalization, center crop 0.875): JPEGs decoded on the GPU\n"
             "             by nvJPEG (the hardware decoder where there is one), the rest by host\n"
@@ -122,7 +125,9 @@ void gaio_cmd_classify_usage_lead(FILE *out, const char *lead) {
             "             --batch: images per inference (default 32, or the model's fixed\n"
             "             batch); --device: 0 = host, 1.. = GPUs (default: the first GPU);\n"
             "             --threads: host decode threads (default: online cores);\n"
-            "             --host-decode: no nvJPEG; -q: only the summary line.\n"
+            "             --host-decode: no nvJPEG; --host-share: the fraction (0..1) of each\n"
+            "             batch's JPEGs the host threads decode beside nvJPEG (default 0);\n"
+            "             -q: only the summary line.\n"
             "             The model's engine (plan, tuned convolutions, weights) is cached in\n"
             "             --cache DIR (default $XDG_CACHE_HOME/gaio or ~/.cache/gaio), keyed by\n"
             "             the model file's bytes, batch, device and versions: later runs load it\n"
@@ -159,9 +164,10 @@ static int parse(job *j, int argc, char **argv) {
         } else if (!strcmp(a, "--host-decode")) {
             j->no_gpu_decode = true;
         } else if (!strcmp(a, "--labels") || !strcmp(a, "--top") || !strcmp(a, "--batch") || !strcmp(a, "--device") ||
-                   !strcmp(a, "--threads") || !strcmp(a, "--cache")) {
+                   !strcmp(a, "--threads") || !strcmp(a, "--cache") || !strcmp(a, "--host-share")) {
             if (!v || (v[0] == '-' && v[1] == '-')) return usage_error("%s needs a value", a);
             i++;
+            if (!strcmp(a, "--host-share")) j->host_share_given = true;
             if (!strcmp(a, "--labels")) j->labels_path = v;
             else if (!strcmp(a, "--cache")) j->cache_dir = v;
             else if (!strcmp(a, "--top") && !parse_int(v, 1, 1000, &j->top))
@@ -172,6 +178,13 @@ static int parse(job *j, int argc, char **argv) {
                 return usage_error("--device '%s' is not a device index (0 = host, 1.. = GPUs; see gaio info)", v);
             else if (!strcmp(a, "--threads") && !parse_int(v, 1, 1024, &j->threads))
                 return usage_error("--threads '%s' is not a number from 1 to 1024", v);
+            else if (!strcmp(a, "--host-share")) {
+                char *end;
+                errno = 0;
+                j->host_share = strtod(v, &end);
+                if (errno || end == v || *end || !(j->host_share >= 0 && j->host_share <= 1))
+                    return usage_error("--host-share '%s' is not a fraction from 0 to 1", v);
+            }
         } else if (a[0] == '-' && a[1] == '-') {
             return usage_error("unknown option '%s'", a);
         } else if (!j->model_path) {
@@ -181,6 +194,7 @@ static int parse(job *j, int argc, char **argv) {
         }
     }
     if (j->cache_dir && j->no_cache) return usage_error("--cache and --no-cache: give one");
+    if (j->no_gpu_decode && j->host_share_given) return usage_error("--host-decode and --host-share: give one");
     if (j->cache_dir && !*j->cache_dir) return usage_error("--cache needs a directory");
     if (!j->model_path) return usage_error("no model given");
     if (!j->nimages) return usage_error("no images given");
@@ -207,7 +221,15 @@ static int pick_device(job *j) {
     }
     if ((st = gaio_device_get_props(j->device, &p)) != GAIO_OK) return failed(j, st, "gaio_device_get_props");
     j->gpu = p.kind == GAIO_DEVICE_CUDA;
-    if ((st = gaio_context_create(j->device, NULL, &j->ctx)) != GAIO_OK) return failed(j, st, "gaio_context_create");
+    /* Each image in flight has a buffer of its own (its nvJPEG output, or its host decode
+     * in pinned memory and the upload's copy): a few batches of 1080p frames are hundreds
+     * of MB a kind. The pools keep that much cached, so that the steady state allocates
+     * nothing: a miss costs a cuMemHostAlloc / cuMemFreeHost pair (milliseconds for
+     * 6 MB) or a pool allocation that synchronizes. */
+    gaio_context_options o;
+    memset(&o, 0, sizeof o);
+    o.pool_release_threshold = (size_t)2 << 30;
+    if ((st = gaio_context_create(j->device, &o, &j->ctx)) != GAIO_OK) return failed(j, st, "gaio_context_create");
     return 0;
 }
 
@@ -431,6 +453,7 @@ static int open_slots(job *j) {
         if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_DEVICE, out_bytes, &sl->out);
         if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_PINNED, out_bytes, &sl->out_host);
         if (st != GAIO_OK) return failed(j, st, "creating the pipeline's streams and buffers");
+
         size_t b = (size_t)j->batch;
         sl->data = calloc(b, sizeof *sl->data), sl->sizes = calloc(b, sizeof *sl->sizes);
         sl->pitch = calloc(b, sizeof *sl->pitch), sl->dst = calloc(b, sizeof *sl->dst);
@@ -539,11 +562,11 @@ static int enqueue(job *j, slot *sl, long first, int n) {
         if (it->failed) continue;
         size_t pitch = (size_t)it->width * (size_t)it->channels, bytes = pitch * (size_t)it->height;
         gaio_buffer *b = NULL;
-        if (it->on_gpu || j->gpu) {
+        if (it->on_gpu || (j->gpu && !it->on_device)) {
             call = "gaio_buffer_alloc_async";
             st = gaio_buffer_alloc_async(sl->s, GAIO_MEM_DEVICE, bytes, &b);
         } else {
-            b = it->pixels; /* the host device reads the pinned pixels where they are */
+            b = it->pixels; /* uploaded by the pool, or pinned pixels the host device reads where they are */
             gaio_buffer_retain(b);
         }
         if (st != GAIO_OK) break;
@@ -555,7 +578,7 @@ static int enqueue(job *j, slot *sl, long first, int n) {
             int g = sl->ngpu++;
             sl->data[g] = it->file.data, sl->sizes[g] = it->file.size;
             sl->dst[g] = p, sl->pitch[g] = pitch, sl->gpu_item[g] = i;
-        } else if (j->gpu) {
+        } else if (j->gpu && !it->on_device) {
             call = "gaio_memcpy_async";
             if ((st = gaio_memcpy_async(sl->s, b, 0, it->pixels, 0, bytes)) != GAIO_OK) break;
         }
@@ -593,14 +616,39 @@ static int enqueue(job *j, slot *sl, long first, int n) {
     return 0;
 }
 
+/* GAIO_CLASSIFY_TRACE=1: where each batch's files spent their time in the pool. */
+static void trace_items(const dp_item *items, int n, long b, double waited) {
+    double q[2] = {0, 0}, work[2] = {0, 0}, up = 0, late = 0;
+    int c[2] = {0, 0};
+    for (int i = 0; i < n; i++) {
+        const dp_item *it = &items[i];
+        int h = !it->on_gpu;
+        q[h] += it->t_start - it->t_queued, work[h] += it->t_done - it->t_start, c[h]++;
+        if (h) up += it->t_upload;
+        if (it->t_done > late) late = it->t_done;
+    }
+    for (int h = 0; h < 2; h++)
+        if (c[h]) q[h] /= c[h], work[h] /= c[h];
+    fprintf(stderr,
+            "gaio classify: batch %ld: waited %.1f ms for its files; %d for nvJPEG: queued %.1f ms, read %.2f ms; %d on "
+            "the host: queued %.1f ms, decoded %.1f ms, uploaded %.2f ms (means)\n",
+            b, waited * 1e3, c[0], q[0] * 1e3, work[0] * 1e3, c[1], q[1] * 1e3, (work[1] - (c[1] ? up / c[1] : 0)) * 1e3,
+            c[1] ? up / c[1] * 1e3 : 0);
+}
+
 static int run(job *j) {
     dp_pool *pool = NULL;
     char err[256];
-    if (dp_create(j->ctx, j->threads, j->slots[0].nj ? gpu_ok : NULL, j, &pool, err, sizeof err) != 0) {
+    if (dp_create(j->ctx, j->threads, j->gpu, j->slots[0].nj ? gpu_ok : NULL, j, &pool, err, sizeof err) != 0) {
         fprintf(stderr, "gaio classify: %s\n", err);
         return 1;
     }
     long nb = (j->nimages + j->batch - 1) / j->batch;
+    /* --host-share: of the JPEGs nvJPEG could take, this many a full batch go to the
+     * host threads (spread over the batch; a short last batch the same share), so that
+     * nvJPEG keeps one batch size. */
+    j->host_quota = j->slots[0].nj ? (int)(j->host_share * j->batch + 0.5) : 0;
+    const char *trace = getenv("GAIO_CLASSIFY_TRACE");
     const long ahead = SLOTS + 1; /* batches read and decoded ahead: bounds the host memory */
     long submitted = 0;
     int rc = 0;
@@ -609,18 +657,27 @@ static int run(job *j) {
         slot *sl = &j->slots[b % SLOTS];
         rc = finish(j, sl);
         for (; !rc && submitted < nb && submitted <= b + ahead; submitted++) {
-            long first = submitted * j->batch, n = j->nimages - first < j->batch ? j->nimages - first : j->batch;
-            dp_submit(pool, &j->items[first], (int)n);
+            long first = submitted * j->batch;
+            int n = (int)(j->nimages - first < j->batch ? j->nimages - first : j->batch);
+            int h = (int)((long)j->host_quota * n / j->batch);
+            for (int i = 0; i < n; i++) j->items[first + i].host = (long)(i + 1) * h / n > (long)i * h / n;
+            dp_submit(pool, &j->items[first], n);
         }
         long first = b * j->batch;
         int n = (int)(j->nimages - first < j->batch ? j->nimages - first : j->batch);
+        double t0 = cli_now_s();
         for (int i = 0; i < n; i++) dp_wait(pool, &j->items[first + i]);
+        if (trace && *trace && *trace != '0') trace_items(&j->items[first], n, b, cli_now_s() - t0);
         if (!rc) rc = enqueue(j, sl, first, n);
     }
     for (long b = nb; b < nb + SLOTS && !rc; b++) rc = finish(j, &j->slots[b % SLOTS]);
     progress_clear(&j->bar);
     dp_destroy(pool); /* finishes what was queued (an early failure leaves some) */
     for (long i = 0; i < j->nimages; i++) dp_item_reset(&j->items[i]);
+    if (j->host_quota) {
+        size_t len = strlen(j->nvjpeg_note);
+        snprintf(j->nvjpeg_note + len, sizeof j->nvjpeg_note - len, " (host share %d/%d)", j->host_quota, j->batch);
+    }
     return rc;
 }
 

@@ -139,12 +139,22 @@ static void set_msg(char *err, size_t errlen, const char *msg)
 
 /* ---- the decoder -------------------------------------------------------------- */
 
+/* Batch states, each initialised for one batch size: nvjpegDecodeBatched decodes exactly
+ * the size its state was initialised with, and re-initialising a hardware-backend state
+ * costs host time at every change. The caller's batches alternate between a few sizes
+ * (the share left to the host threads moves, the last batch is short), so a decoder
+ * keeps NJD_STATES of them, the least recently used one re-initialised for a new size. */
+#define NJD_STATES 4
+
 struct njd_decoder {
     nvjpegHandle_t handle;
-    nvjpegJpegState_t state;
+    nvjpegJpegState_t state[NJD_STATES];
+    int state_n[NJD_STATES];            /* the batch size each state holds; 0: none (or failed) */
+    unsigned long state_used[NJD_STATES]; /* tick of its last batch */
+    unsigned long tick;
+    int nstates; /* created */
     int hardware;
     int max_batch;
-    int init_batch; /* batch size DecodeBatchedInitialize last succeeded with; 0: none */
     /* njd_probe runs on the read-ahead threads: the library handle is thread safe
      * (nvJPEG docs), a parse stream is not, so each has a lock; several of them let
      * probes of big files (nvjpegJpegStreamParse reads the whole file) run in parallel. */
@@ -162,16 +172,54 @@ static int cpu_threads(const njd_decoder *d)
     return d->hardware ? 1 : 4;
 }
 
-static njd_status batched_init(njd_decoder *d, int n, char *err, size_t errlen)
+static njd_status batched_init(njd_decoder *d, int k, int n, char *err, size_t errlen)
 {
-    nvjpegStatus_t s = g_lib.DecodeBatchedInitialize(d->handle, d->state, n, cpu_threads(d), NVJPEG_OUTPUT_RGBI);
+    nvjpegStatus_t s = g_lib.DecodeBatchedInitialize(d->handle, d->state[k], n, cpu_threads(d), NVJPEG_OUTPUT_RGBI);
     if (s != NVJPEG_STATUS_SUCCESS) {
-        d->init_batch = 0;
+        d->state_n[k] = 0;
         set_err(err, errlen, "nvjpegDecodeBatchedInitialize", s);
         return NJD_FAILED;
     }
-    d->init_batch = n;
+    d->state_n[k] = n;
     return NJD_OK;
+}
+
+static njd_status state_create(njd_decoder *d, char *err, size_t errlen)
+{
+    nvjpegStatus_t s = g_lib.JpegStateCreate(d->handle, &d->state[d->nstates]);
+    if (s != NVJPEG_STATUS_SUCCESS) {
+        d->state[d->nstates] = NULL;
+        set_err(err, errlen, "nvjpegJpegStateCreate", s);
+        return NJD_FAILED;
+    }
+    d->state_n[d->nstates++] = 0;
+    return NJD_OK;
+}
+
+/* The state initialised for n images: one that is, else a new one while fewer than
+ * NJD_STATES exist, else the least recently used one, re-initialised. -1: failed. */
+static int state_for(njd_decoder *d, int n, char *err, size_t errlen)
+{
+    int k = -1;
+    for (int i = 0; i < d->nstates && k < 0; i++)
+        if (d->state_n[i] == n)
+            k = i;
+    if (k < 0) {
+        if (d->nstates < NJD_STATES && state_create(d, err, errlen) == NJD_OK) {
+            k = d->nstates - 1;
+        } else {
+            if (!d->nstates)
+                return -1;
+            k = 0;
+            for (int i = 1; i < d->nstates; i++)
+                if (d->state_used[i] < d->state_used[k])
+                    k = i;
+        }
+        if (batched_init(d, k, n, err, errlen) != NJD_OK)
+            return -1;
+    }
+    d->state_used[k] = ++d->tick;
+    return k;
 }
 
 njd_status njd_create(int max_batch, njd_decoder **out, int *hardware_out, char *err, size_t errlen)
@@ -211,10 +259,7 @@ njd_status njd_create(int max_batch, njd_decoder **out, int *hardware_out, char 
             return NJD_FAILED;
         }
     }
-    s = g_lib.JpegStateCreate(d->handle, &d->state);
-    if (s != NVJPEG_STATUS_SUCCESS) {
-        d->state = NULL;
-        set_err(err, errlen, "nvjpegJpegStateCreate", s);
+    if (state_create(d, err, errlen) != NJD_OK) {
         njd_destroy(d);
         return NJD_FAILED;
     }
@@ -228,7 +273,7 @@ njd_status njd_create(int max_batch, njd_decoder **out, int *hardware_out, char 
         pthread_mutex_init(&d->stream_lock[i], NULL);
         d->nstreams++;
     }
-    if (batched_init(d, max_batch, err, errlen) != NJD_OK) {
+    if (batched_init(d, 0, max_batch, err, errlen) != NJD_OK) {
         njd_destroy(d);
         return NJD_FAILED;
     }
@@ -247,8 +292,8 @@ void njd_destroy(njd_decoder *d)
         g_lib.JpegStreamDestroy(d->stream[i]);
         pthread_mutex_destroy(&d->stream_lock[i]);
     }
-    if (d->state)
-        g_lib.JpegStateDestroy(d->state);
+    for (int k = 0; k < d->nstates; k++)
+        g_lib.JpegStateDestroy(d->state[k]);
     if (d->handle)
         g_lib.Destroy(d->handle);
     free(d->images);
@@ -401,15 +446,14 @@ njd_status njd_decode_batch(njd_decoder *d, void *stream, const uint8_t *const *
         d->images[i].channel[0] = dst[i];
         d->images[i].pitch[0] = pitch[i];
     }
-    /* nvjpegDecodeBatched reads exactly the batch size given to the last
-     * nvjpegDecodeBatchedInitialize, so a different n needs a new one. */
-    if (n != d->init_batch && batched_init(d, n, err, errlen) != NJD_OK)
+    int k = state_for(d, n, err, errlen);
+    if (k < 0)
         return NJD_FAILED;
-    nvjpegStatus_t s = g_lib.DecodeBatched(d->handle, d->state, (const unsigned char *const *)data, sizes,
+    nvjpegStatus_t s = g_lib.DecodeBatched(d->handle, d->state[k], (const unsigned char *const *)data, sizes,
                                            d->images, (cudaStream_t)stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
         /* nvJPEG asks for a new initialisation after a failed batch. */
-        d->init_batch = 0;
+        d->state_n[k] = 0;
         set_err(err, errlen, "nvjpegDecodeBatched", s);
         return NJD_FAILED;
     }

@@ -39,8 +39,9 @@ njd_status njd_probe(njd_decoder *d, const uint8_t *data, size_t size, int *widt
  * row, pitch[i] bytes apart, device memory of the current context, interleaved RGB.
  * Enqueued on stream (a CUstream / cudaStream_t); the host buffers data[i] must stay
  * valid until the call returns (nvJPEG copies what it needs), the device ones until the
- * stream has run it. Not thread safe per decoder: one thread at a time. A change of n
- * re-initialises nvJPEG's batch state (host work), so steady batch sizes are cheaper.
+ * stream has run it. Not thread safe per decoder: one thread at a time. Each batch size
+ * needs a batch state initialised for it (host work); the decoder keeps the states of
+ * the last few sizes, so a caller alternating between a few sizes pays that once each.
  * NJD_FAILED leaves the decoder usable; the batch's outputs are then undefined. */
 njd_status njd_decode_batch(njd_decoder *d, void *stream, const uint8_t *const *data, const size_t *sizes, int n,
                             uint8_t *const *dst, const size_t *pitch, char *err, size_t errlen);

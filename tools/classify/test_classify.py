@@ -293,7 +293,7 @@ def main():
     print(summary, flush=True)
     check(rc == 0, f"classify exit {rc}: {err}")
     if gpu:  # nvJPEG opened, not the host fallback ("decode host (no nvJPEG: ...)")
-        check(re.search(r", decode nvJPEG (hardware|CUDA) \+ host,", summary) is not None,
+        check(re.search(r", decode nvJPEG (hardware|CUDA) \+ host[ ,]", summary) is not None,
               f"on a GPU gaio classify must decode with nvJPEG; its summary says: {summary!r}")
     got = parse(out)
     check(len(got) == len(files), f"{len(got)} result lines for {len(files)} images")
@@ -325,6 +325,20 @@ def main():
         r = parse(out).get(path)
         check(r is not None and r[0][1] is None and make_demo.CLASSES[int(r[0][0])] == expected[name],
               f"batch 1, no labels: {name}: {r}")
+
+    # The host's share of the JPEGs nvJPEG could take: every one (1), none (0), half; the
+    # same classes each way. On a GPU the summary says the share; on the host there is
+    # no nvJPEG to share with, and the option changes nothing.
+    for share, says in (("1", "(host share 8/8)"), ("0", ", decode nvJPEG"), ("0.5", "(host share 4/8)")):
+        rc, out, err = run([a.gaio, "classify", model, *files, "--labels", labels, "--top", "1", "--batch", "8",
+                            "--device", device, "--host-share", share])
+        check(rc == 0, f"--host-share {share}: exit {rc}: {err}")
+        summary = out.splitlines()[-1] if out else err
+        check(not gpu or says in summary, f"--host-share {share}: the summary does not say {says!r}: {summary!r}")
+        got = parse(out)
+        for path, name in zip(files, names):
+            r = got.get(path)
+            check(r is not None and r[0][1] == expected[name], f"--host-share {share}: {name}: {r}")
 
     # Bad files among good ones: each bad one is reported, the others still classified, exit 1.
     corrupt = os.path.join(work, "corrupt.jpg")
@@ -361,6 +375,9 @@ def main():
         ([model, files[0], "--device", "999"], 2, "no such device"),
         ([model, files[0], "--frobnicate"], 2, "unknown option"),
         ([model, files[0], "--labels"], 2, "needs a value"),
+        ([model, files[0], "--host-share", "1.5"], 2, "--host-share"),
+        ([model, files[0], "--host-share", "x"], 2, "--host-share"),
+        ([model, files[0], "--host-share", "0.5", "--host-decode"], 2, "give one"),
         ([model, files[0], "--labels", bad_labels], 1, "2 labels"),
         ([labels, files[0]], 1, "gaio_model_load"),
     ]:
