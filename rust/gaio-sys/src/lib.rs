@@ -1,0 +1,181 @@
+//! Raw declarations of gaio's C API: the core (status, devices, contexts, streams,
+//! events, buffers, copies, futures, completion queues), matching `include/gaio/*.h`.
+//! Every struct here is `#[repr(C)]` and checked against the C compiler's layout by
+//! tests/layout.rs. Safe wrappers live in the `gaio` crate.
+#![allow(non_camel_case_types)]
+
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+pub type gaio_status = c_int;
+pub const GAIO_OK: gaio_status = 0;
+pub const GAIO_ERR_INVALID_ARG: gaio_status = 1;
+pub const GAIO_ERR_NO_MEMORY: gaio_status = 2;
+pub const GAIO_ERR_NOT_READY: gaio_status = 3;
+pub const GAIO_ERR_TIMEOUT: gaio_status = 4;
+pub const GAIO_ERR_NOT_SUPPORTED: gaio_status = 5;
+pub const GAIO_ERR_NOT_FOUND: gaio_status = 6;
+pub const GAIO_ERR_STATE: gaio_status = 7;
+pub const GAIO_ERR_DEVICE: gaio_status = 8;
+pub const GAIO_ERR_DRIVER: gaio_status = 9;
+pub const GAIO_ERR_SYSTEM: gaio_status = 10;
+pub const GAIO_ERR_CANCELLED: gaio_status = 11;
+pub const GAIO_ERR_USER: gaio_status = 12;
+
+/// Timeouts are nanoseconds: 0 polls, GAIO_INFINITE waits until done.
+pub const GAIO_INFINITE: i64 = i64::MAX;
+
+#[repr(C)]
+pub struct gaio_context {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_stream {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_event {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_buffer {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_future {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_cq {
+    _opaque: [u8; 0],
+}
+
+pub type gaio_device_kind = c_int;
+pub const GAIO_DEVICE_HOST: gaio_device_kind = 0;
+pub const GAIO_DEVICE_CUDA: gaio_device_kind = 1;
+
+pub type gaio_wait_policy = c_int;
+pub const GAIO_WAIT_HYBRID: gaio_wait_policy = 0;
+pub const GAIO_WAIT_SPIN: gaio_wait_policy = 1;
+pub const GAIO_WAIT_BLOCK: gaio_wait_policy = 2;
+
+pub type gaio_mem_kind = c_int;
+pub const GAIO_MEM_DEVICE: gaio_mem_kind = 0;
+pub const GAIO_MEM_HOST: gaio_mem_kind = 1;
+pub const GAIO_MEM_PINNED: gaio_mem_kind = 2;
+pub const GAIO_MEM_MANAGED: gaio_mem_kind = 3;
+
+pub const GAIO_STREAM_DEFERRED: c_uint = 1 << 0;
+pub const GAIO_EVENT_DISABLE_TIMING: c_uint = 1 << 0;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_device_props {
+    pub kind: gaio_device_kind,
+    pub ordinal: c_int,
+    pub name: [c_char; 128],
+    pub total_memory: u64,
+    pub compute_major: c_int,
+    pub compute_minor: c_int,
+    pub processor_count: c_int,
+    pub max_priority: c_int,
+    pub pitch_alignment: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct gaio_config {
+    pub cpu_workers: c_int,
+    pub wait_policy: gaio_wait_policy,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct gaio_context_options {
+    pub pool_release_threshold: usize,
+    pub rng_seed: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_cq_entry {
+    pub user_data: *mut c_void,
+    pub status: gaio_status,
+}
+
+pub type gaio_future_fn = Option<unsafe extern "C" fn(fut: *mut gaio_future, status: gaio_status, user: *mut c_void)>;
+
+extern "C" {
+    pub fn gaio_version() -> c_int;
+    pub fn gaio_status_string(status: gaio_status) -> *const c_char;
+    pub fn gaio_last_error() -> *const c_char;
+
+    pub fn gaio_configure(config: *const gaio_config) -> gaio_status;
+    pub fn gaio_shutdown() -> gaio_status;
+    pub fn gaio_device_count(count: *mut c_int) -> gaio_status;
+    pub fn gaio_device_get_props(device: c_int, props: *mut gaio_device_props) -> gaio_status;
+
+    pub fn gaio_context_create(device: c_int, options: *const gaio_context_options, out: *mut *mut gaio_context)
+        -> gaio_status;
+    pub fn gaio_context_retain(ctx: *mut gaio_context) -> gaio_status;
+    pub fn gaio_context_release(ctx: *mut gaio_context) -> gaio_status;
+    pub fn gaio_context_device(ctx: *const gaio_context, device: *mut c_int) -> gaio_status;
+    pub fn gaio_context_synchronize(ctx: *mut gaio_context) -> gaio_status;
+
+    pub fn gaio_stream_create(ctx: *mut gaio_context, priority: c_int, flags: c_uint, out: *mut *mut gaio_stream)
+        -> gaio_status;
+    pub fn gaio_stream_wrap(ctx: *mut gaio_context, native_stream: *mut c_void, flags: c_uint,
+                            out: *mut *mut gaio_stream) -> gaio_status;
+    pub fn gaio_stream_retain(stream: *mut gaio_stream) -> gaio_status;
+    pub fn gaio_stream_release(stream: *mut gaio_stream) -> gaio_status;
+    pub fn gaio_stream_native(stream: *mut gaio_stream, native: *mut *mut c_void) -> gaio_status;
+    pub fn gaio_stream_priority(stream: *mut gaio_stream, priority: *mut c_int) -> gaio_status;
+    pub fn gaio_stream_flags(stream: *mut gaio_stream, flags: *mut c_uint) -> gaio_status;
+    pub fn gaio_stream_query(stream: *mut gaio_stream) -> gaio_status;
+    pub fn gaio_stream_synchronize(stream: *mut gaio_stream) -> gaio_status;
+    pub fn gaio_stream_wait_event(stream: *mut gaio_stream, event: *mut gaio_event) -> gaio_status;
+
+    pub fn gaio_event_create(ctx: *mut gaio_context, flags: c_uint, out: *mut *mut gaio_event) -> gaio_status;
+    pub fn gaio_event_retain(event: *mut gaio_event) -> gaio_status;
+    pub fn gaio_event_release(event: *mut gaio_event) -> gaio_status;
+    pub fn gaio_event_record(event: *mut gaio_event, stream: *mut gaio_stream) -> gaio_status;
+    pub fn gaio_event_query(event: *mut gaio_event) -> gaio_status;
+    pub fn gaio_event_synchronize(event: *mut gaio_event) -> gaio_status;
+    pub fn gaio_event_elapsed_ms(start: *mut gaio_event, end: *mut gaio_event, ms: *mut f32) -> gaio_status;
+
+    pub fn gaio_buffer_alloc(ctx: *mut gaio_context, kind: gaio_mem_kind, size: usize, out: *mut *mut gaio_buffer)
+        -> gaio_status;
+    pub fn gaio_buffer_alloc_async(stream: *mut gaio_stream, kind: gaio_mem_kind, size: usize,
+                                   out: *mut *mut gaio_buffer) -> gaio_status;
+    pub fn gaio_buffer_retain(buf: *mut gaio_buffer) -> gaio_status;
+    pub fn gaio_buffer_release(buf: *mut gaio_buffer) -> gaio_status;
+    pub fn gaio_buffer_size(buf: *const gaio_buffer, size: *mut usize) -> gaio_status;
+    pub fn gaio_buffer_kind(buf: *const gaio_buffer, kind: *mut gaio_mem_kind) -> gaio_status;
+    pub fn gaio_buffer_device(buf: *const gaio_buffer, device: *mut c_int) -> gaio_status;
+    pub fn gaio_buffer_device_ptr(buf: *const gaio_buffer, ptr: *mut *mut c_void) -> gaio_status;
+    pub fn gaio_buffer_host_ptr(buf: *const gaio_buffer, ptr: *mut *mut c_void) -> gaio_status;
+
+    pub fn gaio_memcpy_async(stream: *mut gaio_stream, dst: *mut gaio_buffer, dst_offset: usize,
+                             src: *mut gaio_buffer, src_offset: usize, bytes: usize) -> gaio_status;
+    pub fn gaio_memset_async(stream: *mut gaio_stream, dst: *mut gaio_buffer, offset: usize, value: c_int,
+                             bytes: usize) -> gaio_status;
+
+    pub fn gaio_future_fence(stream: *mut gaio_stream, out: *mut *mut gaio_future) -> gaio_status;
+    pub fn gaio_future_from_event(event: *mut gaio_event, out: *mut *mut gaio_future) -> gaio_status;
+    pub fn gaio_future_join(futures: *const *mut gaio_future, count: usize, out: *mut *mut gaio_future)
+        -> gaio_status;
+    pub fn gaio_future_retain(fut: *mut gaio_future) -> gaio_status;
+    pub fn gaio_future_release(fut: *mut gaio_future) -> gaio_status;
+    pub fn gaio_future_wait(fut: *mut gaio_future, timeout_ns: i64) -> gaio_status;
+    pub fn gaio_future_poll(fut: *mut gaio_future) -> gaio_status;
+    pub fn gaio_future_message(fut: *mut gaio_future) -> *const c_char;
+    pub fn gaio_future_then(fut: *mut gaio_future, f: gaio_future_fn, user: *mut c_void) -> gaio_status;
+
+    pub fn gaio_cq_create(out: *mut *mut gaio_cq) -> gaio_status;
+    pub fn gaio_cq_retain(cq: *mut gaio_cq) -> gaio_status;
+    pub fn gaio_cq_release(cq: *mut gaio_cq) -> gaio_status;
+    pub fn gaio_cq_fd(cq: *mut gaio_cq, fd: *mut c_int) -> gaio_status;
+    pub fn gaio_cq_add(cq: *mut gaio_cq, fut: *mut gaio_future, user_data: *mut c_void) -> gaio_status;
+    pub fn gaio_cq_pop(cq: *mut gaio_cq, entries: *mut gaio_cq_entry, max: usize, count: *mut usize) -> gaio_status;
+    pub fn gaio_cq_wait(cq: *mut gaio_cq, entries: *mut gaio_cq_entry, max: usize, count: *mut usize,
+                        timeout_ns: i64) -> gaio_status;
+}

@@ -1,0 +1,67 @@
+//! Every struct and enum gaio-sys copies from the C headers, against the C compiler's
+//! layout (build.rs runs tests/layout.c and writes its answers as constants).
+use gaio_sys::*;
+use std::mem::{size_of, MaybeUninit};
+
+#[allow(non_upper_case_globals)]
+mod c {
+    include!(concat!(env!("OUT_DIR"), "/layout.rs"));
+}
+
+macro_rules! offset {
+    ($t:ty, $f:ident) => {{
+        let v = MaybeUninit::<$t>::uninit();
+        let base = v.as_ptr();
+        // addr_of! reads nothing: the field's address from the uninitialised value.
+        let field = unsafe { std::ptr::addr_of!((*base).$f) };
+        field as usize - base as usize
+    }};
+}
+
+#[test]
+fn structs_match_the_c_headers() {
+    assert_eq!(size_of::<gaio_device_props>(), c::SIZEOF_gaio_device_props);
+    assert_eq!(offset!(gaio_device_props, kind), c::OFFSET_gaio_device_props_kind);
+    assert_eq!(offset!(gaio_device_props, ordinal), c::OFFSET_gaio_device_props_ordinal);
+    assert_eq!(offset!(gaio_device_props, name), c::OFFSET_gaio_device_props_name);
+    assert_eq!(offset!(gaio_device_props, total_memory), c::OFFSET_gaio_device_props_total_memory);
+    assert_eq!(offset!(gaio_device_props, compute_major), c::OFFSET_gaio_device_props_compute_major);
+    assert_eq!(offset!(gaio_device_props, compute_minor), c::OFFSET_gaio_device_props_compute_minor);
+    assert_eq!(offset!(gaio_device_props, processor_count), c::OFFSET_gaio_device_props_processor_count);
+    assert_eq!(offset!(gaio_device_props, max_priority), c::OFFSET_gaio_device_props_max_priority);
+    assert_eq!(offset!(gaio_device_props, pitch_alignment), c::OFFSET_gaio_device_props_pitch_alignment);
+    assert_eq!(size_of::<gaio_config>(), c::SIZEOF_gaio_config);
+    assert_eq!(offset!(gaio_config, cpu_workers), c::OFFSET_gaio_config_cpu_workers);
+    assert_eq!(offset!(gaio_config, wait_policy), c::OFFSET_gaio_config_wait_policy);
+    assert_eq!(size_of::<gaio_context_options>(), c::SIZEOF_gaio_context_options);
+    assert_eq!(offset!(gaio_context_options, pool_release_threshold),
+               c::OFFSET_gaio_context_options_pool_release_threshold);
+    assert_eq!(offset!(gaio_context_options, rng_seed), c::OFFSET_gaio_context_options_rng_seed);
+    assert_eq!(size_of::<gaio_cq_entry>(), c::SIZEOF_gaio_cq_entry);
+    assert_eq!(offset!(gaio_cq_entry, user_data), c::OFFSET_gaio_cq_entry_user_data);
+    assert_eq!(offset!(gaio_cq_entry, status), c::OFFSET_gaio_cq_entry_status);
+}
+
+#[test]
+fn enums_match_the_c_headers() {
+    assert_eq!(size_of::<gaio_status>(), c::SIZEOF_gaio_status);
+    assert_eq!(size_of::<gaio_mem_kind>(), c::SIZEOF_gaio_mem_kind);
+    assert_eq!(size_of::<gaio_device_kind>(), c::SIZEOF_gaio_device_kind);
+    assert_eq!(GAIO_ERR_USER as i64, c::VALUE_GAIO_ERR_USER);
+    assert_eq!(GAIO_MEM_MANAGED as i64, c::VALUE_GAIO_MEM_MANAGED);
+    assert_eq!(GAIO_DEVICE_CUDA as i64, c::VALUE_GAIO_DEVICE_CUDA);
+    assert_eq!(GAIO_WAIT_BLOCK as i64, c::VALUE_GAIO_WAIT_BLOCK);
+    assert_eq!(GAIO_STREAM_DEFERRED as i64, c::VALUE_GAIO_STREAM_DEFERRED);
+    assert_eq!(GAIO_EVENT_DISABLE_TIMING as i64, c::VALUE_GAIO_EVENT_DISABLE_TIMING);
+    assert_eq!(GAIO_INFINITE, c::VALUE_GAIO_INFINITE);
+}
+
+#[test]
+fn the_library_links_and_answers() {
+    // The header's version and the loaded library's agree on major and minor.
+    let v = unsafe { gaio_version() };
+    assert!(v >= 100, "gaio_version() = {}", v);
+    let mut n = 0;
+    assert_eq!(unsafe { gaio_device_count(&mut n) }, GAIO_OK);
+    assert!(n >= 1, "device 0 is always the host");
+}

@@ -1,0 +1,196 @@
+//! Typed buffers: device memory, and pinned host memory the host reads and writes.
+//!
+//! Work in flight holds its own reference to every buffer it uses, so dropping or
+//! leaking a buffer never frees memory the device still uses. Host access is the one
+//! place a race could reach Rust memory: each buffer remembers the completion of the
+//! last op that used it (Stream::copy and the like record it), and HostBuffer's slice
+//! accessors wait for that first; they take `&mut self`, so no op can be enqueued on
+//! the buffer while a slice lives.
+use crate::context::Context;
+use crate::error::{check, invalid, Result};
+use crate::future::Future;
+use crate::stream::Stream;
+use gaio_sys as sys;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
+/// Plain data: every bit pattern is a value, no drop glue (what device copies move).
+///
+/// # Safety
+/// Implement only for types for which any bytes are a valid value.
+pub unsafe trait Element: Copy + Send + Sync + 'static {}
+unsafe impl Element for u8 {}
+unsafe impl Element for i8 {}
+unsafe impl Element for u16 {}
+unsafe impl Element for i16 {}
+unsafe impl Element for u32 {}
+unsafe impl Element for i32 {}
+unsafe impl Element for u64 {}
+unsafe impl Element for i64 {}
+unsafe impl Element for f32 {}
+unsafe impl Element for f64 {}
+
+/// What the stream ops take: a gaio buffer of `len` elements of T.
+pub trait Memory<T> {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    #[doc(hidden)]
+    fn raw(&self) -> *mut sys::gaio_buffer;
+    #[doc(hidden)]
+    fn used_until(&self, done: &Future);
+}
+
+struct Raw {
+    raw: *mut sys::gaio_buffer,
+    last_use: Mutex<Option<Future>>,
+}
+
+// gaio's buffer handles are thread-safe; host access goes through &mut (see above).
+unsafe impl Send for Raw {}
+unsafe impl Sync for Raw {}
+
+impl Raw {
+    fn alloc(what: &str, f: impl FnOnce(*mut *mut sys::gaio_buffer) -> sys::gaio_status, len: usize, elem: usize)
+             -> Result<Raw> {
+        len.checked_mul(elem).ok_or_else(|| invalid(format!("{}: {} elements overflow the size", what, len)))?;
+        let mut raw = std::ptr::null_mut();
+        check(f(&mut raw))?;
+        Ok(Raw { raw, last_use: Mutex::new(None) })
+    }
+
+    fn used_until(&self, done: &Future) {
+        *self.last_use.lock().unwrap_or_else(|e| e.into_inner()) = Some(done.clone());
+    }
+
+    /// Waits for the last op that used the buffer; its failure, if it failed.
+    fn idle(&self) -> Result<()> {
+        let last = self.last_use.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match last {
+            Some(f) => f.wait(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        unsafe { sys::gaio_buffer_release(self.raw) };
+    }
+}
+
+/// `len` elements of T in the device memory of a context (on the host device, host
+/// memory only gaio's ops touch).
+pub struct DeviceBuffer<T: Element> {
+    b: Raw,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> DeviceBuffer<T> {
+    /// Usable at once by every stream of the context.
+    pub fn new(ctx: &Context, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = bytes_of::<T>(len);
+        let b = Raw::alloc("DeviceBuffer::new", |out| unsafe {
+            sys::gaio_buffer_alloc(ctx.raw, sys::GAIO_MEM_DEVICE, bytes, out)
+        }, len, std::mem::size_of::<T>())?;
+        Ok(DeviceBuffer { b, len, _t: PhantomData })
+    }
+
+    /// From the stream-ordered pool: usable by work submitted to `stream` after this.
+    pub fn new_async(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = bytes_of::<T>(len);
+        let b = Raw::alloc("DeviceBuffer::new_async", |out| unsafe {
+            sys::gaio_buffer_alloc_async(stream.raw, sys::GAIO_MEM_DEVICE, bytes, out)
+        }, len, std::mem::size_of::<T>())?;
+        Ok(DeviceBuffer { b, len, _t: PhantomData })
+    }
+
+    /// The address the device uses, for kernels written outside gaio.
+    pub fn device_ptr(&self) -> Result<*mut T> {
+        let mut p = std::ptr::null_mut();
+        check(unsafe { sys::gaio_buffer_device_ptr(self.b.raw, &mut p) })?;
+        Ok(p as *mut T)
+    }
+}
+
+impl<T: Element> Memory<T> for DeviceBuffer<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn raw(&self) -> *mut sys::gaio_buffer {
+        self.b.raw
+    }
+    fn used_until(&self, done: &Future) {
+        self.b.used_until(done)
+    }
+}
+
+/// `len` elements of T in pinned (page-locked) host memory: the fast way up and down.
+/// Zeroed at creation.
+pub struct HostBuffer<T: Element> {
+    b: Raw,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> HostBuffer<T> {
+    pub fn new(ctx: &Context, len: usize) -> Result<HostBuffer<T>> {
+        let bytes = bytes_of::<T>(len);
+        let b = Raw::alloc("HostBuffer::new", |out| unsafe {
+            sys::gaio_buffer_alloc(ctx.raw, sys::GAIO_MEM_PINNED, bytes, out)
+        }, len, std::mem::size_of::<T>())?;
+        let mut h = HostBuffer { b, len, _t: PhantomData };
+        let p = h.host_ptr()?;
+        unsafe { std::ptr::write_bytes(p as *mut u8, 0, bytes) };
+        Ok(h)
+    }
+
+    pub fn from_slice(ctx: &Context, data: &[T]) -> Result<HostBuffer<T>> {
+        let mut h = HostBuffer::new(ctx, data.len())?;
+        h.as_mut_slice()?.copy_from_slice(data);
+        Ok(h)
+    }
+
+    fn host_ptr(&mut self) -> Result<*mut T> {
+        let mut p = std::ptr::null_mut();
+        check(unsafe { sys::gaio_buffer_host_ptr(self.b.raw, &mut p) })?;
+        Ok(p as *mut T)
+    }
+
+    /// The elements, once the last op that used the buffer has finished (its failure
+    /// if it failed).
+    pub fn as_slice(&mut self) -> Result<&[T]> {
+        self.b.idle()?;
+        let p = self.host_ptr()?;
+        Ok(unsafe { std::slice::from_raw_parts(p, self.len) })
+    }
+
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.b.idle()?;
+        let p = self.host_ptr()?;
+        Ok(unsafe { std::slice::from_raw_parts_mut(p, self.len) })
+    }
+
+    pub fn to_vec(&mut self) -> Result<Vec<T>> {
+        Ok(self.as_slice()?.to_vec())
+    }
+}
+
+impl<T: Element> Memory<T> for HostBuffer<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn raw(&self) -> *mut sys::gaio_buffer {
+        self.b.raw
+    }
+    fn used_until(&self, done: &Future) {
+        self.b.used_until(done)
+    }
+}
+
+/// gaio refuses empty buffers; a zero-length one holds one byte nobody reads.
+fn bytes_of<T>(len: usize) -> usize {
+    len.saturating_mul(std::mem::size_of::<T>()).max(1)
+}

@@ -1,0 +1,98 @@
+//! Devices and contexts.
+use crate::error::{check, cstr, Result};
+use gaio_sys as sys;
+use std::ptr;
+
+/// What a device is: gaio numbers every device; 0 is always the host.
+#[derive(Clone, Debug)]
+pub struct DeviceProps {
+    pub index: i32,
+    pub is_gpu: bool,
+    pub name: String,
+    pub total_memory: u64,
+    pub compute_capability: (i32, i32),
+    pub processor_count: i32,
+    pub max_priority: i32,
+}
+
+/// The devices gaio sees (the host first).
+pub fn devices() -> Result<Vec<DeviceProps>> {
+    let mut n = 0;
+    check(unsafe { sys::gaio_device_count(&mut n) })?;
+    (0..n).map(device_props).collect()
+}
+
+pub fn device_props(index: i32) -> Result<DeviceProps> {
+    let mut p = std::mem::MaybeUninit::<sys::gaio_device_props>::zeroed();
+    check(unsafe { sys::gaio_device_get_props(index, p.as_mut_ptr()) })?;
+    let p = unsafe { p.assume_init() };
+    Ok(DeviceProps {
+        index,
+        is_gpu: p.kind == sys::GAIO_DEVICE_CUDA,
+        name: cstr(p.name.as_ptr()),
+        total_memory: p.total_memory,
+        compute_capability: (p.compute_major, p.compute_minor),
+        processor_count: p.processor_count,
+        max_priority: p.max_priority,
+    })
+}
+
+/// A device's context (Caffe2's CPUContext / CUDAContext): pools, streams and
+/// buffers belong to one. Cloning adds a reference; gaio frees it when the last
+/// reference goes and no work in flight uses it.
+pub struct Context {
+    pub(crate) raw: *mut sys::gaio_context,
+}
+
+// gaio's contexts are thread-safe (every call on one may come from any thread).
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// The context of device `index` (0: the host; see devices()).
+    pub fn new(index: i32) -> Result<Context> {
+        let mut raw = ptr::null_mut();
+        check(unsafe { sys::gaio_context_create(index, ptr::null(), &mut raw) })?;
+        Ok(Context { raw })
+    }
+
+    /// The first GPU's context, else the host's.
+    pub fn best() -> Result<Context> {
+        let gpu = devices()?.into_iter().find(|d| d.is_gpu).map(|d| d.index).unwrap_or(0);
+        Context::new(gpu)
+    }
+
+    pub fn device(&self) -> Result<i32> {
+        let mut d = 0;
+        check(unsafe { sys::gaio_context_device(self.raw, &mut d) })?;
+        Ok(d)
+    }
+
+    pub fn is_gpu(&self) -> Result<bool> {
+        Ok(device_props(self.device()?)?.is_gpu)
+    }
+
+    /// Blocks until every stream of the context has drained.
+    pub fn synchronize(&self) -> Result<()> {
+        check(unsafe { sys::gaio_context_synchronize(self.raw) })
+    }
+}
+
+impl Clone for Context {
+    fn clone(&self) -> Context {
+        unsafe { sys::gaio_context_retain(self.raw) };
+        Context { raw: self.raw }
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gaio::Context({:p})", self.raw)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        unsafe { sys::gaio_context_release(self.raw) };
+    }
+}

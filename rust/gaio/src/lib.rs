@@ -1,0 +1,28 @@
+//! gaio: the GPU as an asynchronous I/O device, from Rust.
+//!
+//! Contexts, streams, typed buffers and futures over libgaio (the `gaio-sys` crate).
+//! gaio's model makes the binding safe where a future that borrows its data cannot be:
+//! work in flight holds references to everything it uses, so a [`Future`] is only a
+//! ticket. Dropping one early, or leaking it with `mem::forget` (or a stream with work
+//! in flight, or a buffer an op still reads), leaks at worst and never lets memory be
+//! freed while the device uses it.
+//!
+//! Every handle is `Send + Sync`: gaio's objects take calls from any thread. Host
+//! access to a [`HostBuffer`] takes `&mut` and waits for the last op that used it.
+//! Errors are [`Error`]: gaio's status and its message naming the call.
+mod buffer;
+mod context;
+mod error;
+mod future;
+mod stream;
+
+pub use buffer::{DeviceBuffer, Element, HostBuffer, Memory};
+pub use context::{device_props, devices, Context, DeviceProps};
+pub use error::{Error, Result, Status};
+pub use future::Future;
+pub use stream::Stream;
+
+/// The loaded libgaio's version (major * 10000 + minor * 100 + patch).
+pub fn version() -> i32 {
+    unsafe { gaio_sys::gaio_version() }
+}

@@ -1,0 +1,138 @@
+//! The safe core on every device gaio sees: the host backend always, the first GPU
+//! where there is one (else its tests say SKIPPED). Data is checked against what was
+//! written: random values, the seed printed.
+use gaio::{Context, DeviceBuffer, HostBuffer, Memory, Status, Stream};
+use std::time::Duration;
+
+fn seed() -> u64 {
+    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    println!("seed {}", s);
+    s
+}
+
+fn random(seed: &mut u64, n: usize) -> Vec<u32> {
+    (0..n)
+        .map(|_| {
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            *seed as u32
+        })
+        .collect()
+}
+
+/// The contexts to test on: the host, and the first GPU if any.
+fn contexts(test: &str) -> Vec<Context> {
+    let mut v = vec![Context::new(0).expect("the host context")];
+    match gaio::devices().unwrap().into_iter().find(|d| d.is_gpu) {
+        Some(d) => v.push(Context::new(d.index).expect("the GPU context")),
+        None => println!("{}: GPU part SKIPPED: no CUDA device", test),
+    }
+    v
+}
+
+#[test]
+fn devices_start_with_the_host() {
+    let d = gaio::devices().unwrap();
+    assert!(!d.is_empty());
+    assert!(!d[0].is_gpu, "device 0 is the host");
+    assert!(gaio::version() >= 100);
+}
+
+#[test]
+fn round_trip_through_device_memory() {
+    let mut s = seed();
+    for ctx in contexts("round_trip_through_device_memory") {
+        for deferred in [false, true] {
+            let stream = if deferred { Stream::deferred(&ctx, 0) } else { Stream::new(&ctx, 0) }.unwrap();
+            assert_eq!(stream.is_deferred().unwrap(), deferred);
+            let data = random(&mut s, 100_003);
+            let up = HostBuffer::from_slice(&ctx, &data).unwrap();
+            let mut dev = DeviceBuffer::<u32>::new_async(&stream, data.len()).unwrap();
+            let mut down = HostBuffer::<u32>::new(&ctx, data.len()).unwrap();
+            stream.copy(&mut dev, &up).unwrap();
+            let done = stream.copy(&mut down, &dev).unwrap();
+            // as_slice waits for the copy itself; the future says the same.
+            assert_eq!(down.as_slice().unwrap(), &data[..]);
+            assert!(done.wait_for(Duration::from_secs(10)).unwrap());
+            assert!(matches!(done.poll_done(), Some(Ok(()))));
+        }
+    }
+}
+
+#[test]
+fn fill_and_join() {
+    for ctx in contexts("fill_and_join") {
+        let a = Stream::new(&ctx, 0).unwrap();
+        let b = Stream::new(&ctx, 0).unwrap();
+        let mut x = DeviceBuffer::<u8>::new(&ctx, 4096).unwrap();
+        let mut y = HostBuffer::<u8>::new(&ctx, 4096).unwrap();
+        let f1 = a.fill_bytes(&mut x, 0x5a).unwrap();
+        f1.wait().unwrap();
+        let f2 = b.copy(&mut y, &x).unwrap();
+        let all = gaio::Future::join(&[&f1, &f2]).unwrap();
+        all.wait().unwrap();
+        assert!(y.as_slice().unwrap().iter().all(|&v| v == 0x5a));
+        a.synchronize().unwrap();
+        ctx.synchronize().unwrap();
+    }
+}
+
+#[test]
+fn errors_carry_gaio_status_and_message() {
+    let ctx = Context::new(0).unwrap();
+    let stream = Stream::new(&ctx, 0).unwrap();
+    let mut a = DeviceBuffer::<f32>::new(&ctx, 10).unwrap();
+    let b = HostBuffer::<f32>::new(&ctx, 11).unwrap();
+    let e = stream.copy(&mut a, &b).unwrap_err();
+    assert_eq!(e.status, Status::InvalidArg);
+    assert!(e.message.contains("10") && e.message.contains("11"), "{}", e);
+    let e = Context::new(1 << 20).err().expect("no such device");
+    assert!(!e.message.is_empty(), "{:?}", e);
+    assert!(e.to_string().starts_with("GAIO_ERR_"), "{}", e);
+    let e = Stream::new(&ctx, 1 << 20).err().expect("no such priority");
+    assert_eq!(e.status, Status::InvalidArg, "{}", e);
+    assert!(e.message.contains("priority"), "{}", e);
+}
+
+/// Dropping or forgetting a future, a stream or a buffer with work in flight never lets
+/// the memory go early: after churning the pools on other streams, the data is intact.
+#[test]
+fn dropped_and_leaked_handles_keep_work_intact() {
+    let mut s = seed();
+    for ctx in contexts("dropped_and_leaked_handles_keep_work_intact") {
+        let n = 1 << 20;
+        let data = random(&mut s, n);
+        let up = HostBuffer::from_slice(&ctx, &data).unwrap();
+        let mut down = HostBuffer::<u32>::new(&ctx, n).unwrap();
+        {
+            let stream = Stream::new(&ctx, 0).unwrap();
+            let mut dev = DeviceBuffer::<u32>::new_async(&stream, n).unwrap();
+            let f = stream.copy(&mut dev, &up).unwrap();
+            drop(f); // a future dropped before completion
+            let g = stream.copy(&mut down, &dev).unwrap();
+            std::mem::forget(g); // a future leaked
+            drop(dev); // a buffer the copies still use
+            std::mem::forget(stream); // a stream with work in flight, leaked
+        }
+        // Pool churn on other streams: same-sized blocks allocated and written.
+        let other = Stream::new(&ctx, 0).unwrap();
+        for _ in 0..8 {
+            let mut junk = DeviceBuffer::<u32>::new_async(&other, n).unwrap();
+            other.fill_bytes(&mut junk, 0xff).unwrap();
+        }
+        other.synchronize().unwrap();
+        assert_eq!(down.as_slice().unwrap(), &data[..]);
+    }
+}
+
+#[test]
+fn empty_buffers_copy_nothing() {
+    let ctx = Context::new(0).unwrap();
+    let stream = Stream::new(&ctx, 0).unwrap();
+    let mut a = DeviceBuffer::<u64>::new(&ctx, 0).unwrap();
+    let mut b = HostBuffer::<u64>::new(&ctx, 0).unwrap();
+    assert!(a.is_empty());
+    stream.copy(&mut a, &b).unwrap().wait().unwrap();
+    assert!(b.to_vec().unwrap().is_empty());
+}
