@@ -52,11 +52,13 @@ unsafe impl Send for Raw {}
 unsafe impl Sync for Raw {}
 
 impl Raw {
-    fn alloc(what: &str, f: impl FnOnce(*mut *mut sys::gaio_buffer) -> sys::gaio_status, len: usize, elem: usize)
-             -> Result<Raw> {
-        len.checked_mul(elem).ok_or_else(|| invalid(format!("{}: {} elements overflow the size", what, len)))?;
+    /// `alloc(bytes, out)` for len elements of elem bytes (gaio refuses empty buffers:
+    /// a zero-length one holds one byte nobody reads).
+    fn alloc(what: &str, len: usize, elem: usize,
+             alloc: impl FnOnce(usize, *mut *mut sys::gaio_buffer) -> sys::gaio_status) -> Result<Raw> {
+        let bytes = len.checked_mul(elem).ok_or_else(|| invalid(format!("{}: {} elements overflow the size", what, len)))?;
         let mut raw = std::ptr::null_mut();
-        check(f(&mut raw))?;
+        check(alloc(bytes.max(1), &mut raw))?;
         Ok(Raw { raw, last_use: Mutex::new(None) })
     }
 
@@ -91,19 +93,17 @@ pub struct DeviceBuffer<T: Element> {
 impl<T: Element> DeviceBuffer<T> {
     /// Usable at once by every stream of the context.
     pub fn new(ctx: &Context, len: usize) -> Result<DeviceBuffer<T>> {
-        let bytes = bytes_of::<T>(len);
-        let b = Raw::alloc("DeviceBuffer::new", |out| unsafe {
+        let b = Raw::alloc("DeviceBuffer::new", len, std::mem::size_of::<T>(), |bytes, out| unsafe {
             sys::gaio_buffer_alloc(ctx.raw, sys::GAIO_MEM_DEVICE, bytes, out)
-        }, len, std::mem::size_of::<T>())?;
+        })?;
         Ok(DeviceBuffer { b, len, _t: PhantomData })
     }
 
     /// From the stream-ordered pool: usable by work submitted to `stream` after this.
     pub fn new_async(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
-        let bytes = bytes_of::<T>(len);
-        let b = Raw::alloc("DeviceBuffer::new_async", |out| unsafe {
+        let b = Raw::alloc("DeviceBuffer::new_async", len, std::mem::size_of::<T>(), |bytes, out| unsafe {
             sys::gaio_buffer_alloc_async(stream.raw, sys::GAIO_MEM_DEVICE, bytes, out)
-        }, len, std::mem::size_of::<T>())?;
+        })?;
         Ok(DeviceBuffer { b, len, _t: PhantomData })
     }
 
@@ -115,17 +115,24 @@ impl<T: Element> DeviceBuffer<T> {
     }
 }
 
-impl<T: Element> Memory<T> for DeviceBuffer<T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn raw(&self) -> *mut sys::gaio_buffer {
-        self.b.raw
-    }
-    fn used_until(&self, done: &Future) {
-        self.b.used_until(done)
-    }
+/// Both buffer kinds hold a Raw `b` and their length.
+macro_rules! memory {
+    ($t:ident) => {
+        impl<T: Element> Memory<T> for $t<T> {
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn raw(&self) -> *mut sys::gaio_buffer {
+                self.b.raw
+            }
+            fn used_until(&self, done: &Future) {
+                self.b.used_until(done)
+            }
+        }
+    };
 }
+memory!(DeviceBuffer);
+memory!(HostBuffer);
 
 /// `len` elements of T in pinned (page-locked) host memory: the fast way up and down.
 /// Zeroed at creation.
@@ -137,13 +144,12 @@ pub struct HostBuffer<T: Element> {
 
 impl<T: Element> HostBuffer<T> {
     pub fn new(ctx: &Context, len: usize) -> Result<HostBuffer<T>> {
-        let bytes = bytes_of::<T>(len);
-        let b = Raw::alloc("HostBuffer::new", |out| unsafe {
+        let b = Raw::alloc("HostBuffer::new", len, std::mem::size_of::<T>(), |bytes, out| unsafe {
             sys::gaio_buffer_alloc(ctx.raw, sys::GAIO_MEM_PINNED, bytes, out)
-        }, len, std::mem::size_of::<T>())?;
+        })?;
         let mut h = HostBuffer { b, len, _t: PhantomData };
         let p = h.host_ptr()?;
-        unsafe { std::ptr::write_bytes(p as *mut u8, 0, bytes) };
+        unsafe { std::ptr::write_bytes(p, 0, len) }; // T is plain data: zero bytes are a value
         Ok(h)
     }
 
@@ -178,19 +184,3 @@ impl<T: Element> HostBuffer<T> {
     }
 }
 
-impl<T: Element> Memory<T> for HostBuffer<T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn raw(&self) -> *mut sys::gaio_buffer {
-        self.b.raw
-    }
-    fn used_until(&self, done: &Future) {
-        self.b.used_until(done)
-    }
-}
-
-/// gaio refuses empty buffers; a zero-length one holds one byte nobody reads.
-fn bytes_of<T>(len: usize) -> usize {
-    len.saturating_mul(std::mem::size_of::<T>()).max(1)
-}

@@ -78,21 +78,4 @@ impl Context {
     }
 }
 
-impl Clone for Context {
-    fn clone(&self) -> Context {
-        unsafe { sys::gaio_context_retain(self.raw) };
-        Context { raw: self.raw }
-    }
-}
-
-impl std::fmt::Debug for Context {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "gaio::Context({:p})", self.raw)
-    }
-}
-
-impl Drop for Context {
-    fn drop(&mut self) {
-        unsafe { sys::gaio_context_release(self.raw) };
-    }
-}
+crate::handle::handle!(Context, gaio_context_retain, gaio_context_release);

@@ -50,21 +50,4 @@ impl Future {
     }
 }
 
-impl Clone for Future {
-    fn clone(&self) -> Future {
-        unsafe { sys::gaio_future_retain(self.raw) };
-        Future { raw: self.raw }
-    }
-}
-
-impl std::fmt::Debug for Future {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "gaio::Future({:p})", self.raw)
-    }
-}
-
-impl Drop for Future {
-    fn drop(&mut self) {
-        unsafe { sys::gaio_future_release(self.raw) };
-    }
-}
+crate::handle::handle!(Future, gaio_future_retain, gaio_future_release);

@@ -14,6 +14,7 @@ mod buffer;
 mod context;
 mod error;
 mod future;
+mod handle;
 mod stream;
 
 pub use buffer::{DeviceBuffer, Element, HostBuffer, Memory};

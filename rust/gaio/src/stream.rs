@@ -97,15 +97,4 @@ impl Stream {
     }
 }
 
-impl std::fmt::Debug for Stream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "gaio::Stream({:p})", self.raw)
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // Work in flight keeps the stream alive: dropping never waits.
-        unsafe { sys::gaio_stream_release(self.raw) };
-    }
-}
+crate::handle::handle!(Stream, gaio_stream_retain, gaio_stream_release);
