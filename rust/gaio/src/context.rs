@@ -49,6 +49,11 @@ unsafe impl Send for Context {}
 unsafe impl Sync for Context {}
 
 impl Context {
+    /// Takes over one reference to raw.
+    pub(crate) fn wrap(raw: *mut sys::gaio_context) -> Context {
+        Context { raw }
+    }
+
     /// The context of device `index` (0: the host; see devices()).
     pub fn new(index: i32) -> Result<Context> {
         let mut raw = ptr::null_mut();

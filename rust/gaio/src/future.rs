@@ -1,12 +1,22 @@
 //! gaio's futures: one-shot completions. A gaio future is a ticket: the work it covers
 //! holds its own references to what it uses, so dropping or leaking (`mem::forget`) a
 //! Future never frees memory the device still reads; at worst a leak.
+//!
+//! A Future is also a `std::future::Future` (Output: `Result<()>`): awaited under Tokio,
+//! its task is woken through a completion queue in Tokio's reactor (reactor.rs). It can
+//! be awaited or waited on from several places: each clone is its own waiter.
 use crate::error::{check, cstr, Result};
+use crate::reactor::{self, Driver, Slot};
 use gaio_sys as sys;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 pub struct Future {
     pub(crate) raw: *mut sys::gaio_future,
+    /// Set by the first pending poll: the queue it waits in.
+    reg: Mutex<Option<(Arc<Slot>, Arc<Driver>)>>,
 }
 
 // gaio's futures are thread-safe: any thread may wait, poll or add callbacks.
@@ -14,6 +24,11 @@ unsafe impl Send for Future {}
 unsafe impl Sync for Future {}
 
 impl Future {
+    /// Takes over one reference to raw.
+    pub(crate) fn wrap(raw: *mut sys::gaio_future) -> Future {
+        Future { raw, reg: Mutex::new(None) }
+    }
+
     /// Blocks until complete: Ok, or the failure of the work it covers.
     pub fn wait(&self) -> Result<()> {
         check(unsafe { sys::gaio_future_wait(self.raw, sys::GAIO_INFINITE) })
@@ -46,7 +61,39 @@ impl Future {
         let raws: Vec<*mut sys::gaio_future> = futures.iter().map(|f| f.raw).collect();
         let mut raw = std::ptr::null_mut();
         check(unsafe { sys::gaio_future_join(raws.as_ptr(), raws.len(), &mut raw) })?;
-        Ok(Future { raw })
+        Ok(Future::wrap(raw))
+    }
+}
+
+impl std::future::Future for Future {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        if let Some(r) = this.poll_done() {
+            return Poll::Ready(r);
+        }
+        let mut reg = this.reg.lock().unwrap_or_else(|p| p.into_inner());
+        if reg.as_ref().map_or(true, |(_, d)| !d.alive()) {
+            let driver = match reactor::current() {
+                Ok(d) => d,
+                Err(e) => return Poll::Ready(Err(e)),
+            };
+            let slot = Arc::new(Slot::default());
+            if let Err(e) = driver.add(this.raw, &slot) {
+                return Poll::Ready(Err(e));
+            }
+            *reg = Some((slot, driver));
+        }
+        let (slot, _) = reg.as_ref().expect("registered above");
+        let mut st = slot.state.lock().unwrap_or_else(|p| p.into_inner());
+        if st.done {
+            drop(st);
+            // The queue saw it complete: gaio's own poll now says how.
+            return Poll::Ready(this.poll_done().unwrap_or(Ok(())));
+        }
+        st.waker = Some(cx.waker().clone());
+        Poll::Pending
     }
 }
 

@@ -1,12 +1,12 @@
-//! What every gaio handle type shares: a raw pointer holding one reference; Clone
-//! retains, Drop releases (work in flight holds its own references, so a drop never
+//! What every gaio handle type shares: a raw pointer holding one reference (each type's
+//! `wrap(raw)` takes one over); Clone retains, Drop releases (work in flight holds its own references, so a drop never
 //! waits and never frees what the device still uses), Debug shows the pointer.
 macro_rules! handle {
     ($t:ident, $retain:ident, $release:ident) => {
         impl Clone for $t {
             fn clone(&self) -> $t {
                 unsafe { gaio_sys::$retain(self.raw) };
-                $t { raw: self.raw }
+                $t::wrap(self.raw)
             }
         }
 

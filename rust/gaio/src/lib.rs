@@ -7,6 +7,9 @@
 //! in flight, or a buffer an op still reads), leaks at worst and never lets memory be
 //! freed while the device uses it.
 //!
+//! A [`Future`] is a `std::future::Future`: under Tokio its task is woken through a gaio
+//! completion queue in Tokio's reactor; `wait()` blocks on it anywhere.
+//!
 //! Every handle is `Send + Sync`: gaio's objects take calls from any thread. Host
 //! access to a [`HostBuffer`] takes `&mut` and waits for the last op that used it.
 //! Errors are [`Error`]: gaio's status and its message naming the call.
@@ -15,6 +18,7 @@ mod context;
 mod error;
 mod future;
 mod handle;
+mod reactor;
 mod stream;
 
 pub use buffer::{DeviceBuffer, Element, HostBuffer, Memory};

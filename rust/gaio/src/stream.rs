@@ -15,6 +15,11 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 impl Stream {
+    /// Takes over one reference to raw.
+    pub(crate) fn wrap(raw: *mut sys::gaio_stream) -> Stream {
+        Stream { raw }
+    }
+
     /// A stream of ctx: priority 0 (normal) .. the device's max_priority (most urgent).
     pub fn new(ctx: &Context, priority: i32) -> Result<Stream> {
         Stream::create(ctx, priority, 0)
@@ -59,7 +64,7 @@ impl Stream {
     pub fn fence(&self) -> Result<Future> {
         let mut raw = ptr::null_mut();
         check(unsafe { sys::gaio_future_fence(self.raw, &mut raw) })?;
-        Ok(Future { raw })
+        Ok(Future::wrap(raw))
     }
 
     /// Blocks until the stream has drained; the first failure of its work, if any.

@@ -1,35 +1,10 @@
 //! The safe core on every device gaio sees: the host backend always, the first GPU
 //! where there is one (else its tests say SKIPPED). Data is checked against what was
 //! written: random values, the seed printed.
+mod common;
+use common::{contexts, random, seed};
 use gaio::{Context, DeviceBuffer, HostBuffer, Memory, Status, Stream};
 use std::time::Duration;
-
-fn seed() -> u64 {
-    let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    println!("seed {}", s);
-    s
-}
-
-fn random(seed: &mut u64, n: usize) -> Vec<u32> {
-    (0..n)
-        .map(|_| {
-            *seed ^= *seed << 13;
-            *seed ^= *seed >> 7;
-            *seed ^= *seed << 17;
-            *seed as u32
-        })
-        .collect()
-}
-
-/// The contexts to test on: the host, and the first GPU if any.
-fn contexts(test: &str) -> Vec<Context> {
-    let mut v = vec![Context::new(0).expect("the host context")];
-    match gaio::devices().unwrap().into_iter().find(|d| d.is_gpu) {
-        Some(d) => v.push(Context::new(d.index).expect("the GPU context")),
-        None => println!("{}: GPU part SKIPPED: no CUDA device", test),
-    }
-    v
-}
 
 #[test]
 fn devices_start_with_the_host() {
