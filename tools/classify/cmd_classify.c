@@ -453,7 +453,6 @@ static int open_slots(job *j) {
         if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_DEVICE, out_bytes, &sl->out);
         if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_PINNED, out_bytes, &sl->out_host);
         if (st != GAIO_OK) return failed(j, st, "creating the pipeline's streams and buffers");
-
         size_t b = (size_t)j->batch;
         sl->data = calloc(b, sizeof *sl->data), sl->sizes = calloc(b, sizeof *sl->sizes);
         sl->pitch = calloc(b, sizeof *sl->pitch), sl->dst = calloc(b, sizeof *sl->dst);
@@ -562,11 +561,12 @@ static int enqueue(job *j, slot *sl, long first, int n) {
         if (it->failed) continue;
         size_t pitch = (size_t)it->width * (size_t)it->channels, bytes = pitch * (size_t)it->height;
         gaio_buffer *b = NULL;
-        if (it->on_gpu || (j->gpu && !it->on_device)) {
+        if (it->on_gpu) {
             call = "gaio_buffer_alloc_async";
             st = gaio_buffer_alloc_async(sl->s, GAIO_MEM_DEVICE, bytes, &b);
         } else {
-            b = it->pixels; /* uploaded by the pool, or pinned pixels the host device reads where they are */
+            /* decoded by the pool: uploaded by it on a GPU, pinned pixels the host device reads */
+            b = it->pixels;
             gaio_buffer_retain(b);
         }
         if (st != GAIO_OK) break;
@@ -578,9 +578,6 @@ static int enqueue(job *j, slot *sl, long first, int n) {
             int g = sl->ngpu++;
             sl->data[g] = it->file.data, sl->sizes[g] = it->file.size;
             sl->dst[g] = p, sl->pitch[g] = pitch, sl->gpu_item[g] = i;
-        } else if (j->gpu && !it->on_device) {
-            call = "gaio_memcpy_async";
-            if ((st = gaio_memcpy_async(sl->s, b, 0, it->pixels, 0, bytes)) != GAIO_OK) break;
         }
         srcs[rows] = gaio_image_make(b, 0, GAIO_DTYPE_U8, GAIO_LAYOUT_HWC, 1, it->width, it->height, it->channels);
         rois[rows] = center_crop(j, it->width, it->height);
@@ -618,14 +615,13 @@ static int enqueue(job *j, slot *sl, long first, int n) {
 
 /* GAIO_CLASSIFY_TRACE=1: where each batch's files spent their time in the pool. */
 static void trace_items(const dp_item *items, int n, long b, double waited) {
-    double q[2] = {0, 0}, work[2] = {0, 0}, up = 0, late = 0;
+    double q[2] = {0, 0}, work[2] = {0, 0}, up = 0;
     int c[2] = {0, 0};
     for (int i = 0; i < n; i++) {
         const dp_item *it = &items[i];
         int h = !it->on_gpu;
         q[h] += it->t_start - it->t_queued, work[h] += it->t_done - it->t_start, c[h]++;
         if (h) up += it->t_upload;
-        if (it->t_done > late) late = it->t_done;
     }
     for (int h = 0; h < 2; h++)
         if (c[h]) q[h] /= c[h], work[h] /= c[h];

@@ -109,7 +109,6 @@ static void upload(dp_pool *p, worker_gpu *w, dp_item *it, size_t bytes) {
         return;
     }
     it->pixels = dev;
-    it->on_device = true;
     it->t_upload = now_s() - t0;
 }
 

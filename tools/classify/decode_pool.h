@@ -27,8 +27,8 @@ typedef struct dp_item {
     imgio_file file;
     int width, height;
     int channels;          /* 3 */
-    gaio_buffer *pixels;   /* host-decoded: rows of width * channels bytes, packed; pinned, */
-    bool on_device;        /* or device memory where the pool uploads */
+    gaio_buffer *pixels;   /* host-decoded: rows of width * channels bytes, packed; pinned,
+                              or device memory where the pool uploads */
     double t_queued, t_start, t_upload, t_done; /* seconds (CLOCK_MONOTONIC): when queued, taken, done; upload's time */
     atomic_int done;
 } dp_item;
