@@ -166,7 +166,8 @@ impl<T: Element> HostBuffer<T> {
     }
 
     /// The elements, once the last op that used the buffer has finished (its failure
-    /// if it failed).
+    /// if it failed). This blocks while that op runs: in async code, await the op's
+    /// future first.
     pub fn as_slice(&mut self) -> Result<&[T]> {
         self.b.idle()?;
         let p = self.host_ptr()?;
