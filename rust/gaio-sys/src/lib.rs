@@ -1,5 +1,6 @@
 //! Raw declarations of gaio's C API: the core (status, devices, contexts, streams,
-//! events, buffers, copies, futures, completion queues), matching `include/gaio/*.h`.
+//! events, buffers, copies, futures, completion queues) and the model stage (tensors,
+//! models, engines, execution contexts), matching `include/gaio/*.h`.
 //! Every struct here is `#[repr(C)]` and checked against the C compiler's layout by
 //! tests/layout.rs. Safe wrappers live in the `gaio` crate.
 #![allow(non_camel_case_types)]
@@ -102,6 +103,92 @@ pub struct gaio_cq_entry {
     pub status: gaio_status,
 }
 
+pub type gaio_dtype = c_int;
+pub const GAIO_DTYPE_U8: gaio_dtype = 1;
+pub const GAIO_DTYPE_U16: gaio_dtype = 2;
+pub const GAIO_DTYPE_S16: gaio_dtype = 3;
+pub const GAIO_DTYPE_F16: gaio_dtype = 4;
+pub const GAIO_DTYPE_F32: gaio_dtype = 5;
+pub const GAIO_DTYPE_S32: gaio_dtype = 6;
+pub const GAIO_DTYPE_S64: gaio_dtype = 7;
+
+pub const GAIO_TENSOR_MAX_NDIM: usize = 5;
+pub type gaio_tensor_layout = c_int;
+pub const GAIO_TENSOR_ROW_MAJOR: gaio_tensor_layout = 0;
+pub const GAIO_TENSOR_NHWC: gaio_tensor_layout = 1;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_tensor {
+    pub buffer: *mut gaio_buffer,
+    pub offset: usize,
+    pub dtype: gaio_dtype,
+    pub ndim: i32,
+    pub shape: [i64; GAIO_TENSOR_MAX_NDIM],
+    pub strides: [i64; GAIO_TENSOR_MAX_NDIM],
+    pub layout: gaio_tensor_layout,
+}
+
+#[repr(C)]
+pub struct gaio_model {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_engine {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_model_exec {
+    _opaque: [u8; 0],
+}
+
+pub const GAIO_MODEL_MAX_NDIM: usize = 8;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_model_io {
+    pub name: *const c_char,
+    pub dtype: gaio_dtype,
+    pub ndim: i32,
+    pub shape: [i64; GAIO_MODEL_MAX_NDIM],
+    pub dim_names: [*const c_char; GAIO_MODEL_MAX_NDIM],
+}
+
+pub type gaio_model_precision = c_int;
+pub const GAIO_MODEL_PRECISION_AUTO: gaio_model_precision = 0;
+pub const GAIO_MODEL_PRECISION_MODEL: gaio_model_precision = 1;
+pub const GAIO_MODEL_PRECISION_F16: gaio_model_precision = 2;
+pub const GAIO_MODEL_PRECISION_F16_FAST: gaio_model_precision = 3;
+
+pub type gaio_model_layout = c_int;
+pub const GAIO_MODEL_LAYOUT_AUTO: gaio_model_layout = 0;
+pub const GAIO_MODEL_LAYOUT_NCHW: gaio_model_layout = 1;
+pub const GAIO_MODEL_LAYOUT_NHWC: gaio_model_layout = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_engine_shape {
+    pub name: *const c_char,
+    pub ndim: i32,
+    pub dims: [i64; GAIO_MODEL_MAX_NDIM],
+    pub min_dims: [i64; GAIO_MODEL_MAX_NDIM],
+    pub max_dims: [i64; GAIO_MODEL_MAX_NDIM],
+}
+
+pub const GAIO_ENGINE_NO_TUNE: u32 = 1 << 0;
+pub const GAIO_ENGINE_NO_CUDA_GRAPH: u32 = 1 << 1;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_engine_options {
+    pub batch: i64,
+    pub precision: gaio_model_precision,
+    pub layout: gaio_model_layout,
+    pub shapes: *const gaio_engine_shape,
+    pub nshapes: i32,
+    pub flags: u32,
+}
+
 pub type gaio_future_fn = Option<unsafe extern "C" fn(fut: *mut gaio_future, status: gaio_status, user: *mut c_void)>;
 
 extern "C" {
@@ -169,6 +256,33 @@ extern "C" {
     pub fn gaio_future_poll(fut: *mut gaio_future) -> gaio_status;
     pub fn gaio_future_message(fut: *mut gaio_future) -> *const c_char;
     pub fn gaio_future_then(fut: *mut gaio_future, f: gaio_future_fn, user: *mut c_void) -> gaio_status;
+
+    pub fn gaio_dtype_size(dtype: gaio_dtype) -> usize;
+
+    pub fn gaio_model_load(path: *const c_char, out: *mut *mut gaio_model) -> gaio_status;
+    pub fn gaio_model_load_memory(data: *const c_void, size: usize, out: *mut *mut gaio_model) -> gaio_status;
+    pub fn gaio_model_retain(m: *mut gaio_model) -> gaio_status;
+    pub fn gaio_model_release(m: *mut gaio_model) -> gaio_status;
+    pub fn gaio_model_input(m: *const gaio_model, i: i32, out: *mut gaio_model_io) -> gaio_status;
+    pub fn gaio_model_output(m: *const gaio_model, i: i32, out: *mut gaio_model_io) -> gaio_status;
+
+    pub fn gaio_engine_build(m: *mut gaio_model, ctx: *mut gaio_context, options: *const gaio_engine_options,
+                             out: *mut *mut gaio_engine) -> gaio_status;
+    pub fn gaio_engine_build_async(m: *mut gaio_model, ctx: *mut gaio_context, options: *const gaio_engine_options,
+                                   out: *mut *mut gaio_engine, built: *mut *mut gaio_future) -> gaio_status;
+    pub fn gaio_engine_retain(e: *mut gaio_engine) -> gaio_status;
+    pub fn gaio_engine_release(e: *mut gaio_engine) -> gaio_status;
+    pub fn gaio_engine_input(e: *mut gaio_engine, i: i32, out: *mut gaio_model_io) -> gaio_status;
+    pub fn gaio_engine_output(e: *mut gaio_engine, i: i32, out: *mut gaio_model_io) -> gaio_status;
+    pub fn gaio_engine_save(e: *mut gaio_engine, path: *const c_char) -> gaio_status;
+    pub fn gaio_engine_load(path: *const c_char, ctx: *mut gaio_context, out: *mut *mut gaio_engine) -> gaio_status;
+    pub fn gaio_engine_create_exec(e: *mut gaio_engine, out: *mut *mut gaio_model_exec) -> gaio_status;
+    pub fn gaio_model_exec_release(x: *mut gaio_model_exec) -> gaio_status;
+    pub fn gaio_model_exec_input(x: *mut gaio_model_exec, i: i32, out: *mut gaio_model_io) -> gaio_status;
+    pub fn gaio_model_exec_output(x: *mut gaio_model_exec, i: i32, out: *mut gaio_model_io) -> gaio_status;
+    pub fn gaio_model_run(x: *mut gaio_model_exec, stream: *mut gaio_stream, inputs: *const gaio_tensor,
+                          ninputs: i32, outputs: *const gaio_tensor, noutputs: i32, done: *mut *mut gaio_future)
+        -> gaio_status;
 
     pub fn gaio_cq_create(out: *mut *mut gaio_cq) -> gaio_status;
     pub fn gaio_cq_retain(cq: *mut gaio_cq) -> gaio_status;

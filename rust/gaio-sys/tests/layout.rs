@@ -40,6 +40,33 @@ fn structs_match_the_c_headers() {
     assert_eq!(size_of::<gaio_cq_entry>(), c::SIZEOF_gaio_cq_entry);
     assert_eq!(offset!(gaio_cq_entry, user_data), c::OFFSET_gaio_cq_entry_user_data);
     assert_eq!(offset!(gaio_cq_entry, status), c::OFFSET_gaio_cq_entry_status);
+    assert_eq!(size_of::<gaio_tensor>(), c::SIZEOF_gaio_tensor);
+    assert_eq!(offset!(gaio_tensor, buffer), c::OFFSET_gaio_tensor_buffer);
+    assert_eq!(offset!(gaio_tensor, offset), c::OFFSET_gaio_tensor_offset);
+    assert_eq!(offset!(gaio_tensor, dtype), c::OFFSET_gaio_tensor_dtype);
+    assert_eq!(offset!(gaio_tensor, ndim), c::OFFSET_gaio_tensor_ndim);
+    assert_eq!(offset!(gaio_tensor, shape), c::OFFSET_gaio_tensor_shape);
+    assert_eq!(offset!(gaio_tensor, strides), c::OFFSET_gaio_tensor_strides);
+    assert_eq!(offset!(gaio_tensor, layout), c::OFFSET_gaio_tensor_layout);
+    assert_eq!(size_of::<gaio_model_io>(), c::SIZEOF_gaio_model_io);
+    assert_eq!(offset!(gaio_model_io, name), c::OFFSET_gaio_model_io_name);
+    assert_eq!(offset!(gaio_model_io, dtype), c::OFFSET_gaio_model_io_dtype);
+    assert_eq!(offset!(gaio_model_io, ndim), c::OFFSET_gaio_model_io_ndim);
+    assert_eq!(offset!(gaio_model_io, shape), c::OFFSET_gaio_model_io_shape);
+    assert_eq!(offset!(gaio_model_io, dim_names), c::OFFSET_gaio_model_io_dim_names);
+    assert_eq!(size_of::<gaio_engine_shape>(), c::SIZEOF_gaio_engine_shape);
+    assert_eq!(offset!(gaio_engine_shape, name), c::OFFSET_gaio_engine_shape_name);
+    assert_eq!(offset!(gaio_engine_shape, ndim), c::OFFSET_gaio_engine_shape_ndim);
+    assert_eq!(offset!(gaio_engine_shape, dims), c::OFFSET_gaio_engine_shape_dims);
+    assert_eq!(offset!(gaio_engine_shape, min_dims), c::OFFSET_gaio_engine_shape_min_dims);
+    assert_eq!(offset!(gaio_engine_shape, max_dims), c::OFFSET_gaio_engine_shape_max_dims);
+    assert_eq!(size_of::<gaio_engine_options>(), c::SIZEOF_gaio_engine_options);
+    assert_eq!(offset!(gaio_engine_options, batch), c::OFFSET_gaio_engine_options_batch);
+    assert_eq!(offset!(gaio_engine_options, precision), c::OFFSET_gaio_engine_options_precision);
+    assert_eq!(offset!(gaio_engine_options, layout), c::OFFSET_gaio_engine_options_layout);
+    assert_eq!(offset!(gaio_engine_options, shapes), c::OFFSET_gaio_engine_options_shapes);
+    assert_eq!(offset!(gaio_engine_options, nshapes), c::OFFSET_gaio_engine_options_nshapes);
+    assert_eq!(offset!(gaio_engine_options, flags), c::OFFSET_gaio_engine_options_flags);
 }
 
 #[test]
@@ -47,6 +74,7 @@ fn enums_match_the_c_headers() {
     assert_eq!(size_of::<gaio_status>(), c::SIZEOF_gaio_status);
     assert_eq!(size_of::<gaio_mem_kind>(), c::SIZEOF_gaio_mem_kind);
     assert_eq!(size_of::<gaio_device_kind>(), c::SIZEOF_gaio_device_kind);
+    assert_eq!(size_of::<gaio_dtype>(), c::SIZEOF_gaio_dtype);
     assert_eq!(GAIO_ERR_USER as i64, c::VALUE_GAIO_ERR_USER);
     assert_eq!(GAIO_MEM_MANAGED as i64, c::VALUE_GAIO_MEM_MANAGED);
     assert_eq!(GAIO_DEVICE_CUDA as i64, c::VALUE_GAIO_DEVICE_CUDA);
@@ -54,6 +82,13 @@ fn enums_match_the_c_headers() {
     assert_eq!(GAIO_STREAM_DEFERRED as i64, c::VALUE_GAIO_STREAM_DEFERRED);
     assert_eq!(GAIO_EVENT_DISABLE_TIMING as i64, c::VALUE_GAIO_EVENT_DISABLE_TIMING);
     assert_eq!(GAIO_INFINITE, c::VALUE_GAIO_INFINITE);
+    assert_eq!(GAIO_DTYPE_S64 as i64, c::VALUE_GAIO_DTYPE_S64);
+    assert_eq!(GAIO_TENSOR_MAX_NDIM as i64, c::VALUE_GAIO_TENSOR_MAX_NDIM);
+    assert_eq!(GAIO_TENSOR_NHWC as i64, c::VALUE_GAIO_TENSOR_NHWC);
+    assert_eq!(GAIO_MODEL_MAX_NDIM as i64, c::VALUE_GAIO_MODEL_MAX_NDIM);
+    assert_eq!(GAIO_MODEL_PRECISION_F16_FAST as i64, c::VALUE_GAIO_MODEL_PRECISION_F16_FAST);
+    assert_eq!(GAIO_MODEL_LAYOUT_NHWC as i64, c::VALUE_GAIO_MODEL_LAYOUT_NHWC);
+    assert_eq!(GAIO_ENGINE_NO_CUDA_GRAPH as i64, c::VALUE_GAIO_ENGINE_NO_CUDA_GRAPH);
 }
 
 #[test]

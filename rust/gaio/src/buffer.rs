@@ -18,17 +18,41 @@ use std::sync::Mutex;
 ///
 /// # Safety
 /// Implement only for types for which any bytes are a valid value.
-pub unsafe trait Element: Copy + Send + Sync + 'static {}
-unsafe impl Element for u8 {}
-unsafe impl Element for i8 {}
-unsafe impl Element for u16 {}
-unsafe impl Element for i16 {}
-unsafe impl Element for u32 {}
-unsafe impl Element for i32 {}
-unsafe impl Element for u64 {}
-unsafe impl Element for i64 {}
-unsafe impl Element for f32 {}
-unsafe impl Element for f64 {}
+pub unsafe trait Element: Copy + Send + Sync + 'static {
+    /// gaio's dtype of it where tensors may hold it (0: none).
+    #[doc(hidden)]
+    const DTYPE: sys::gaio_dtype;
+}
+unsafe impl Element for u8 {
+    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_U8;
+}
+unsafe impl Element for i8 {
+    const DTYPE: sys::gaio_dtype = 0;
+}
+unsafe impl Element for u16 {
+    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_U16;
+}
+unsafe impl Element for i16 {
+    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_S16;
+}
+unsafe impl Element for u32 {
+    const DTYPE: sys::gaio_dtype = 0;
+}
+unsafe impl Element for i32 {
+    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_S32;
+}
+unsafe impl Element for u64 {
+    const DTYPE: sys::gaio_dtype = 0;
+}
+unsafe impl Element for i64 {
+    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_S64;
+}
+unsafe impl Element for f32 {
+    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_F32;
+}
+unsafe impl Element for f64 {
+    const DTYPE: sys::gaio_dtype = 0;
+}
 
 /// What the stream ops take: a gaio buffer of `len` elements of T.
 pub trait Memory<T> {
@@ -42,9 +66,28 @@ pub trait Memory<T> {
     fn used_until(&self, done: &Future);
 }
 
+/// The completion of the last op that used a buffer.
+#[derive(Default)]
+pub(crate) struct LastUse(Mutex<Option<Future>>);
+
+impl LastUse {
+    pub(crate) fn set(&self, done: &Future) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(done.clone());
+    }
+
+    /// Waits for that op; its failure, if it failed.
+    fn wait(&self) -> Result<()> {
+        let last = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match last {
+            Some(f) => f.wait(),
+            None => Ok(()),
+        }
+    }
+}
+
 struct Raw {
     raw: *mut sys::gaio_buffer,
-    last_use: Mutex<Option<Future>>,
+    last_use: LastUse,
 }
 
 // gaio's buffer handles are thread-safe; host access goes through &mut (see above).
@@ -59,20 +102,7 @@ impl Raw {
         let bytes = len.checked_mul(elem).ok_or_else(|| invalid(format!("{}: {} elements overflow the size", what, len)))?;
         let mut raw = std::ptr::null_mut();
         check(alloc(bytes.max(1), &mut raw))?;
-        Ok(Raw { raw, last_use: Mutex::new(None) })
-    }
-
-    fn used_until(&self, done: &Future) {
-        *self.last_use.lock().unwrap_or_else(|e| e.into_inner()) = Some(done.clone());
-    }
-
-    /// Waits for the last op that used the buffer; its failure, if it failed.
-    fn idle(&self) -> Result<()> {
-        let last = self.last_use.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match last {
-            Some(f) => f.wait(),
-            None => Ok(()),
-        }
+        Ok(Raw { raw, last_use: LastUse::default() })
     }
 }
 
@@ -107,6 +137,10 @@ impl<T: Element> DeviceBuffer<T> {
         Ok(DeviceBuffer { b, len, _t: PhantomData })
     }
 
+    pub(crate) fn last_use(&self) -> &LastUse {
+        &self.b.last_use
+    }
+
     /// The address the device uses, for kernels written outside gaio.
     pub fn device_ptr(&self) -> Result<*mut T> {
         let mut p = std::ptr::null_mut();
@@ -126,7 +160,7 @@ macro_rules! memory {
                 self.b.raw
             }
             fn used_until(&self, done: &Future) {
-                self.b.used_until(done)
+                self.b.last_use.set(done)
             }
         }
     };
@@ -169,13 +203,13 @@ impl<T: Element> HostBuffer<T> {
     /// if it failed). This blocks while that op runs: in async code, await the op's
     /// future first.
     pub fn as_slice(&mut self) -> Result<&[T]> {
-        self.b.idle()?;
+        self.b.last_use.wait()?;
         let p = self.host_ptr()?;
         Ok(unsafe { std::slice::from_raw_parts(p, self.len) })
     }
 
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.b.idle()?;
+        self.b.last_use.wait()?;
         let p = self.host_ptr()?;
         Ok(unsafe { std::slice::from_raw_parts_mut(p, self.len) })
     }

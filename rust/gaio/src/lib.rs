@@ -1,6 +1,7 @@
 //! gaio: the GPU as an asynchronous I/O device, from Rust.
 //!
-//! Contexts, streams, typed buffers and futures over libgaio (the `gaio-sys` crate).
+//! Contexts, streams, typed buffers, futures and the model stage (Model -> Engine ->
+//! Exec) over libgaio (the `gaio-sys` crate).
 //! gaio's model makes the binding safe where a future that borrows its data cannot be:
 //! work in flight holds references to everything it uses, so a [`Future`] is only a
 //! ticket. Dropping one early, or leaking it with `mem::forget` (or a stream with work
@@ -18,6 +19,7 @@ mod context;
 mod error;
 mod future;
 mod handle;
+mod model;
 mod reactor;
 mod stream;
 
@@ -25,6 +27,7 @@ pub use buffer::{DeviceBuffer, Element, HostBuffer, Memory};
 pub use context::{device_props, devices, Context, DeviceProps};
 pub use error::{Error, Result, Status};
 pub use future::Future;
+pub use model::{Dtype, Engine, EngineOptions, Exec, Io, Layout, Model, Precision, Tensor};
 pub use stream::Stream;
 
 /// The loaded libgaio's version (major * 10000 + minor * 100 + patch).

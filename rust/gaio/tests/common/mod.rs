@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 use gaio::Context;
 
+pub mod onnx;
+
 /// A seed from the clock, printed so that a failure can be replayed.
 pub fn seed() -> u64 {
     let s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
