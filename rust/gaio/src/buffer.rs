@@ -23,36 +23,15 @@ pub unsafe trait Element: Copy + Send + Sync + 'static {
     #[doc(hidden)]
     const DTYPE: sys::gaio_dtype;
 }
-unsafe impl Element for u8 {
-    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_U8;
+macro_rules! element {
+    ($($t:ty => $d:expr),*) => {
+        $(unsafe impl Element for $t {
+            const DTYPE: sys::gaio_dtype = $d;
+        })*
+    };
 }
-unsafe impl Element for i8 {
-    const DTYPE: sys::gaio_dtype = 0;
-}
-unsafe impl Element for u16 {
-    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_U16;
-}
-unsafe impl Element for i16 {
-    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_S16;
-}
-unsafe impl Element for u32 {
-    const DTYPE: sys::gaio_dtype = 0;
-}
-unsafe impl Element for i32 {
-    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_S32;
-}
-unsafe impl Element for u64 {
-    const DTYPE: sys::gaio_dtype = 0;
-}
-unsafe impl Element for i64 {
-    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_S64;
-}
-unsafe impl Element for f32 {
-    const DTYPE: sys::gaio_dtype = sys::GAIO_DTYPE_F32;
-}
-unsafe impl Element for f64 {
-    const DTYPE: sys::gaio_dtype = 0;
-}
+element!(u8 => sys::GAIO_DTYPE_U8, u16 => sys::GAIO_DTYPE_U16, i16 => sys::GAIO_DTYPE_S16, i32 => sys::GAIO_DTYPE_S32,
+         i64 => sys::GAIO_DTYPE_S64, f32 => sys::GAIO_DTYPE_F32, i8 => 0, u32 => 0, u64 => 0, f64 => 0);
 
 /// What the stream ops take: a gaio buffer of `len` elements of T.
 pub trait Memory<T> {
