@@ -1,6 +1,6 @@
 //! Raw declarations of gaio's C API: the core (status, devices, contexts, streams,
-//! events, buffers, copies, futures, completion queues) and the model stage (tensors,
-//! models, engines, execution contexts), matching `include/gaio/*.h`.
+//! events, buffers, copies, futures, completion queues), image ops and the model stage
+//! (tensors, models, engines, execution contexts), matching `include/gaio/*.h`.
 //! Every struct here is `#[repr(C)]` and checked against the C compiler's layout by
 //! tests/layout.rs. Safe wrappers live in the `gaio` crate.
 #![allow(non_camel_case_types)]
@@ -189,6 +189,69 @@ pub struct gaio_engine_options {
     pub flags: u32,
 }
 
+pub type gaio_layout = c_int;
+pub const GAIO_LAYOUT_HWC: gaio_layout = 1;
+pub const GAIO_LAYOUT_CHW: gaio_layout = 2;
+pub const GAIO_LAYOUT_NV12: gaio_layout = 3;
+pub const GAIO_LAYOUT_I420: gaio_layout = 4;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_image {
+    pub buffer: *mut gaio_buffer,
+    pub offset: usize,
+    pub dtype: gaio_dtype,
+    pub layout: gaio_layout,
+    pub batch: i32,
+    pub width: i32,
+    pub height: i32,
+    pub channels: i32,
+    pub row_pitch: usize,
+    pub plane_pitch: usize,
+    pub image_stride: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct gaio_rect {
+    pub x: i32,
+    pub y: i32,
+    pub width: i32,
+    pub height: i32,
+}
+
+pub type gaio_interp = c_int;
+pub const GAIO_INTERP_NEAREST: gaio_interp = 0;
+pub const GAIO_INTERP_NEAREST_EXACT: gaio_interp = 1;
+pub const GAIO_INTERP_LINEAR: gaio_interp = 2;
+pub const GAIO_INTERP_CUBIC: gaio_interp = 3;
+pub const GAIO_INTERP_AREA: gaio_interp = 4;
+
+pub type gaio_color = c_int;
+pub const GAIO_COLOR_SWAP_RB: gaio_color = 1;
+pub const GAIO_COLOR_RGB2GRAY: gaio_color = 2;
+pub const GAIO_COLOR_BGR2GRAY: gaio_color = 3;
+pub const GAIO_COLOR_GRAY2RGB: gaio_color = 4;
+pub const GAIO_COLOR_RGB2RGBA: gaio_color = 5;
+pub const GAIO_COLOR_RGBA2RGB: gaio_color = 6;
+pub const GAIO_COLOR_RGB2BGRA: gaio_color = 7;
+pub const GAIO_COLOR_RGBA2BGR: gaio_color = 8;
+pub const GAIO_COLOR_YUV2RGB: gaio_color = 9;
+pub const GAIO_COLOR_YUV2BGR: gaio_color = 10;
+
+pub type gaio_yuv = c_int;
+pub const GAIO_YUV_BT601_LIMITED: gaio_yuv = 0;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct gaio_preprocess_params {
+    pub interp: gaio_interp,
+    pub swap_rb: i32,
+    pub scale: f32,
+    pub mean: [f32; 4],
+    pub std: [f32; 4],
+}
+
 pub type gaio_future_fn = Option<unsafe extern "C" fn(fut: *mut gaio_future, status: gaio_status, user: *mut c_void)>;
 
 extern "C" {
@@ -258,6 +321,22 @@ extern "C" {
     pub fn gaio_future_then(fut: *mut gaio_future, f: gaio_future_fn, user: *mut c_void) -> gaio_status;
 
     pub fn gaio_dtype_size(dtype: gaio_dtype) -> usize;
+
+    pub fn gaio_image_check(img: *const gaio_image, resolved: *mut gaio_image, bytes: *mut usize) -> gaio_status;
+    pub fn gaio_resize(stream: *mut gaio_stream, src: *const gaio_image, dst: *const gaio_image, interp: gaio_interp)
+        -> gaio_status;
+    pub fn gaio_crop_resize(stream: *mut gaio_stream, src: *const gaio_image, rois: *const gaio_rect,
+                            dst: *const gaio_image, interp: gaio_interp) -> gaio_status;
+    pub fn gaio_crop_resize_varshape(stream: *mut gaio_stream, srcs: *const gaio_image, count: i32,
+                                     rois: *const gaio_rect, dst: *const gaio_image, interp: gaio_interp)
+        -> gaio_status;
+    pub fn gaio_cvt_color(stream: *mut gaio_stream, src: *const gaio_image, dst: *const gaio_image, code: gaio_color,
+                          yuv: gaio_yuv) -> gaio_status;
+    pub fn gaio_preprocess(stream: *mut gaio_stream, src: *const gaio_image, rois: *const gaio_rect,
+                           dst: *const gaio_image, params: *const gaio_preprocess_params) -> gaio_status;
+    pub fn gaio_preprocess_varshape(stream: *mut gaio_stream, srcs: *const gaio_image, count: i32,
+                                    rois: *const gaio_rect, dst: *const gaio_image,
+                                    params: *const gaio_preprocess_params) -> gaio_status;
 
     pub fn gaio_model_load(path: *const c_char, out: *mut *mut gaio_model) -> gaio_status;
     pub fn gaio_model_load_memory(data: *const c_void, size: usize, out: *mut *mut gaio_model) -> gaio_status;

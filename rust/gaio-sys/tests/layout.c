@@ -57,6 +57,26 @@ int main(void) {
     OFF(gaio_engine_options, shapes);
     OFF(gaio_engine_options, nshapes);
     OFF(gaio_engine_options, flags);
+    SIZE(gaio_image);
+    OFF(gaio_image, buffer);
+    OFF(gaio_image, offset);
+    OFF(gaio_image, dtype);
+    OFF(gaio_image, layout);
+    OFF(gaio_image, batch);
+    OFF(gaio_image, width);
+    OFF(gaio_image, height);
+    OFF(gaio_image, channels);
+    OFF(gaio_image, row_pitch);
+    OFF(gaio_image, plane_pitch);
+    OFF(gaio_image, image_stride);
+    SIZE(gaio_rect);
+    OFF(gaio_rect, height);
+    SIZE(gaio_preprocess_params);
+    OFF(gaio_preprocess_params, interp);
+    OFF(gaio_preprocess_params, swap_rb);
+    OFF(gaio_preprocess_params, scale);
+    OFF(gaio_preprocess_params, mean);
+    OFF(gaio_preprocess_params, std);
     SIZE(gaio_status);
     SIZE(gaio_mem_kind);
     SIZE(gaio_device_kind);
@@ -75,5 +95,8 @@ int main(void) {
     VAL(GAIO_MODEL_PRECISION_F16_FAST);
     VAL(GAIO_MODEL_LAYOUT_NHWC);
     VAL(GAIO_ENGINE_NO_CUDA_GRAPH);
+    VAL(GAIO_LAYOUT_I420);
+    VAL(GAIO_INTERP_AREA);
+    VAL(GAIO_COLOR_YUV2BGR);
     return 0;
 }

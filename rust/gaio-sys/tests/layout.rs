@@ -60,6 +60,26 @@ fn structs_match_the_c_headers() {
     assert_eq!(offset!(gaio_engine_shape, dims), c::OFFSET_gaio_engine_shape_dims);
     assert_eq!(offset!(gaio_engine_shape, min_dims), c::OFFSET_gaio_engine_shape_min_dims);
     assert_eq!(offset!(gaio_engine_shape, max_dims), c::OFFSET_gaio_engine_shape_max_dims);
+    assert_eq!(size_of::<gaio_image>(), c::SIZEOF_gaio_image);
+    assert_eq!(offset!(gaio_image, buffer), c::OFFSET_gaio_image_buffer);
+    assert_eq!(offset!(gaio_image, offset), c::OFFSET_gaio_image_offset);
+    assert_eq!(offset!(gaio_image, dtype), c::OFFSET_gaio_image_dtype);
+    assert_eq!(offset!(gaio_image, layout), c::OFFSET_gaio_image_layout);
+    assert_eq!(offset!(gaio_image, batch), c::OFFSET_gaio_image_batch);
+    assert_eq!(offset!(gaio_image, width), c::OFFSET_gaio_image_width);
+    assert_eq!(offset!(gaio_image, height), c::OFFSET_gaio_image_height);
+    assert_eq!(offset!(gaio_image, channels), c::OFFSET_gaio_image_channels);
+    assert_eq!(offset!(gaio_image, row_pitch), c::OFFSET_gaio_image_row_pitch);
+    assert_eq!(offset!(gaio_image, plane_pitch), c::OFFSET_gaio_image_plane_pitch);
+    assert_eq!(offset!(gaio_image, image_stride), c::OFFSET_gaio_image_image_stride);
+    assert_eq!(size_of::<gaio_rect>(), c::SIZEOF_gaio_rect);
+    assert_eq!(offset!(gaio_rect, height), c::OFFSET_gaio_rect_height);
+    assert_eq!(size_of::<gaio_preprocess_params>(), c::SIZEOF_gaio_preprocess_params);
+    assert_eq!(offset!(gaio_preprocess_params, interp), c::OFFSET_gaio_preprocess_params_interp);
+    assert_eq!(offset!(gaio_preprocess_params, swap_rb), c::OFFSET_gaio_preprocess_params_swap_rb);
+    assert_eq!(offset!(gaio_preprocess_params, scale), c::OFFSET_gaio_preprocess_params_scale);
+    assert_eq!(offset!(gaio_preprocess_params, mean), c::OFFSET_gaio_preprocess_params_mean);
+    assert_eq!(offset!(gaio_preprocess_params, std), c::OFFSET_gaio_preprocess_params_std);
     assert_eq!(size_of::<gaio_engine_options>(), c::SIZEOF_gaio_engine_options);
     assert_eq!(offset!(gaio_engine_options, batch), c::OFFSET_gaio_engine_options_batch);
     assert_eq!(offset!(gaio_engine_options, precision), c::OFFSET_gaio_engine_options_precision);
@@ -89,6 +109,9 @@ fn enums_match_the_c_headers() {
     assert_eq!(GAIO_MODEL_PRECISION_F16_FAST as i64, c::VALUE_GAIO_MODEL_PRECISION_F16_FAST);
     assert_eq!(GAIO_MODEL_LAYOUT_NHWC as i64, c::VALUE_GAIO_MODEL_LAYOUT_NHWC);
     assert_eq!(GAIO_ENGINE_NO_CUDA_GRAPH as i64, c::VALUE_GAIO_ENGINE_NO_CUDA_GRAPH);
+    assert_eq!(GAIO_LAYOUT_I420 as i64, c::VALUE_GAIO_LAYOUT_I420);
+    assert_eq!(GAIO_INTERP_AREA as i64, c::VALUE_GAIO_INTERP_AREA);
+    assert_eq!(GAIO_COLOR_YUV2BGR as i64, c::VALUE_GAIO_COLOR_YUV2BGR);
 }
 
 #[test]
