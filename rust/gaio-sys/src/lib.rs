@@ -1,5 +1,6 @@
 //! Raw declarations of gaio's C API: the core (status, devices, contexts, streams,
-//! events, buffers, copies, futures, completion queues), image ops and the model stage
+//! events, buffers, copies, futures, completion queues), kernels and libraries, image
+//! ops and the model stage
 //! (tensors, models, engines, execution contexts), matching `include/gaio/*.h`.
 //! Every struct here is `#[repr(C)]` and checked against the C compiler's layout by
 //! tests/layout.rs. Safe wrappers live in the `gaio` crate.
@@ -49,6 +50,43 @@ pub struct gaio_future {
 pub struct gaio_cq {
     _opaque: [u8; 0],
 }
+#[repr(C)]
+pub struct gaio_kernel {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct gaio_library {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct gaio_dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_arg {
+    pub value: *const c_void,
+    pub size: usize,
+    pub buffer: *mut gaio_buffer,
+    pub offset: usize,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_launch_info {
+    pub grid: gaio_dim3,
+    pub block: gaio_dim3,
+    pub shared_mem_bytes: usize,
+    pub shared_mem: *mut c_void,
+}
+
+pub type gaio_host_kernel = Option<unsafe extern "C" fn(info: *const gaio_launch_info, args: *const *mut c_void)
+                                                        -> gaio_status>;
 
 pub type gaio_device_kind = c_int;
 pub const GAIO_DEVICE_HOST: gaio_device_kind = 0;
@@ -321,6 +359,25 @@ extern "C" {
     pub fn gaio_future_then(fut: *mut gaio_future, f: gaio_future_fn, user: *mut c_void) -> gaio_status;
 
     pub fn gaio_dtype_size(dtype: gaio_dtype) -> usize;
+
+    pub fn gaio_kernel_register(name: *const c_char, f: gaio_host_kernel, nargs: usize, arg_sizes: *const usize,
+                                out: *mut *mut gaio_kernel) -> gaio_status;
+    pub fn gaio_kernel_unregister(name: *const c_char) -> gaio_status;
+    pub fn gaio_kernel_find(name: *const c_char, out: *mut *mut gaio_kernel) -> gaio_status;
+    pub fn gaio_kernel_retain(kernel: *mut gaio_kernel) -> gaio_status;
+    pub fn gaio_kernel_release(kernel: *mut gaio_kernel) -> gaio_status;
+    pub fn gaio_kernel_name(kernel: *const gaio_kernel) -> *const c_char;
+    pub fn gaio_launch(stream: *mut gaio_stream, kernel: *mut gaio_kernel, grid: gaio_dim3, block: gaio_dim3,
+                       shared_mem_bytes: usize, args: *const gaio_arg, nargs: usize) -> gaio_status;
+    pub fn gaio_library_load_data(image: *const c_void, out: *mut *mut gaio_library) -> gaio_status;
+    pub fn gaio_library_load_file(path: *const c_char, out: *mut *mut gaio_library) -> gaio_status;
+    pub fn gaio_library_compile(source: *const c_char, program_name: *const c_char, options: *const *const c_char,
+                                noptions: usize, log: *mut c_char, log_size: usize, out: *mut *mut gaio_library)
+        -> gaio_status;
+    pub fn gaio_library_retain(lib: *mut gaio_library) -> gaio_status;
+    pub fn gaio_library_release(lib: *mut gaio_library) -> gaio_status;
+    pub fn gaio_library_get_kernel(lib: *mut gaio_library, name: *const c_char, out: *mut *mut gaio_kernel)
+        -> gaio_status;
 
     pub fn gaio_image_check(img: *const gaio_image, resolved: *mut gaio_image, bytes: *mut usize) -> gaio_status;
     pub fn gaio_resize(stream: *mut gaio_stream, src: *const gaio_image, dst: *const gaio_image, interp: gaio_interp)

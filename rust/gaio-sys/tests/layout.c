@@ -77,6 +77,18 @@ int main(void) {
     OFF(gaio_preprocess_params, scale);
     OFF(gaio_preprocess_params, mean);
     OFF(gaio_preprocess_params, std);
+    SIZE(gaio_dim3);
+    OFF(gaio_dim3, z);
+    SIZE(gaio_arg);
+    OFF(gaio_arg, value);
+    OFF(gaio_arg, size);
+    OFF(gaio_arg, buffer);
+    OFF(gaio_arg, offset);
+    SIZE(gaio_launch_info);
+    OFF(gaio_launch_info, grid);
+    OFF(gaio_launch_info, block);
+    OFF(gaio_launch_info, shared_mem_bytes);
+    OFF(gaio_launch_info, shared_mem);
     SIZE(gaio_status);
     SIZE(gaio_mem_kind);
     SIZE(gaio_device_kind);

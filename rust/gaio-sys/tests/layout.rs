@@ -60,6 +60,18 @@ fn structs_match_the_c_headers() {
     assert_eq!(offset!(gaio_engine_shape, dims), c::OFFSET_gaio_engine_shape_dims);
     assert_eq!(offset!(gaio_engine_shape, min_dims), c::OFFSET_gaio_engine_shape_min_dims);
     assert_eq!(offset!(gaio_engine_shape, max_dims), c::OFFSET_gaio_engine_shape_max_dims);
+    assert_eq!(size_of::<gaio_dim3>(), c::SIZEOF_gaio_dim3);
+    assert_eq!(offset!(gaio_dim3, z), c::OFFSET_gaio_dim3_z);
+    assert_eq!(size_of::<gaio_arg>(), c::SIZEOF_gaio_arg);
+    assert_eq!(offset!(gaio_arg, value), c::OFFSET_gaio_arg_value);
+    assert_eq!(offset!(gaio_arg, size), c::OFFSET_gaio_arg_size);
+    assert_eq!(offset!(gaio_arg, buffer), c::OFFSET_gaio_arg_buffer);
+    assert_eq!(offset!(gaio_arg, offset), c::OFFSET_gaio_arg_offset);
+    assert_eq!(size_of::<gaio_launch_info>(), c::SIZEOF_gaio_launch_info);
+    assert_eq!(offset!(gaio_launch_info, grid), c::OFFSET_gaio_launch_info_grid);
+    assert_eq!(offset!(gaio_launch_info, block), c::OFFSET_gaio_launch_info_block);
+    assert_eq!(offset!(gaio_launch_info, shared_mem_bytes), c::OFFSET_gaio_launch_info_shared_mem_bytes);
+    assert_eq!(offset!(gaio_launch_info, shared_mem), c::OFFSET_gaio_launch_info_shared_mem);
     assert_eq!(size_of::<gaio_image>(), c::SIZEOF_gaio_image);
     assert_eq!(offset!(gaio_image, buffer), c::OFFSET_gaio_image_buffer);
     assert_eq!(offset!(gaio_image, offset), c::OFFSET_gaio_image_offset);

@@ -1,7 +1,7 @@
 //! gaio: the GPU as an asynchronous I/O device, from Rust.
 //!
-//! Contexts, streams, typed buffers, futures, image ops and the model stage (Model ->
-//! Engine -> Exec) over libgaio (the `gaio-sys` crate).
+//! Contexts, streams, typed buffers, futures, kernels and libraries, image ops and the
+//! model stage (Model -> Engine -> Exec) over libgaio (the `gaio-sys` crate).
 //! gaio's model makes the binding safe where a future that borrows its data cannot be:
 //! work in flight holds references to everything it uses, so a [`Future`] is only a
 //! ticket. Dropping one early, or leaking it with `mem::forget` (or a stream with work
@@ -20,6 +20,7 @@ mod error;
 mod future;
 mod handle;
 mod image;
+mod kernel;
 mod model;
 mod reactor;
 mod stream;
@@ -28,6 +29,7 @@ pub use buffer::{DeviceBuffer, Element, HostBuffer, Memory};
 pub use context::{device_props, devices, Context, DeviceProps};
 pub use error::{Error, Result, Status};
 pub use future::Future;
+pub use kernel::{host_arg, Arg, Dim3, HostKernelFn, Kernel, LaunchInfo, Library};
 pub use image::{Color, Image, ImageLayout, Interp, PreprocessParams, Rect};
 pub use model::{Dtype, Engine, EngineOptions, Exec, Io, Layout, Model, Precision, Tensor};
 pub use stream::Stream;
