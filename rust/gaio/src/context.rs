@@ -44,16 +44,7 @@ pub struct Context {
     pub(crate) raw: *mut sys::gaio_context,
 }
 
-// gaio's contexts are thread-safe (every call on one may come from any thread).
-unsafe impl Send for Context {}
-unsafe impl Sync for Context {}
-
 impl Context {
-    /// Takes over one reference to raw.
-    pub(crate) fn wrap(raw: *mut sys::gaio_context) -> Context {
-        Context { raw }
-    }
-
     /// The context of device `index` (0: the host; see devices()).
     pub fn new(index: i32) -> Result<Context> {
         let mut raw = ptr::null_mut();
@@ -83,4 +74,4 @@ impl Context {
     }
 }
 
-crate::handle::handle!(Context, gaio_context_retain, gaio_context_release);
+crate::handle::handle!(Context, gaio_context, gaio_context_retain, gaio_context_release);

@@ -19,10 +19,6 @@ pub struct Future {
     reg: Mutex<Option<(Arc<Slot>, Arc<Driver>)>>,
 }
 
-// gaio's futures are thread-safe: any thread may wait, poll or add callbacks.
-unsafe impl Send for Future {}
-unsafe impl Sync for Future {}
-
 impl Future {
     /// Takes over one reference to raw.
     pub(crate) fn wrap(raw: *mut sys::gaio_future) -> Future {

@@ -1,8 +1,25 @@
-//! What every gaio handle type shares: a raw pointer holding one reference (each type's
-//! `wrap(raw)` takes one over); Clone retains, Drop releases (work in flight holds its own references, so a drop never
-//! waits and never frees what the device still uses), Debug shows the pointer.
+//! What every gaio handle type shares: a raw pointer holding one reference; Clone
+//! retains, Drop releases (work in flight holds its own references, so a drop never
+//! waits and never frees what the device still uses), Debug shows the pointer, and
+//! Send + Sync: gaio's objects take calls from any thread.
+//!
+//! `handle!(T, gaio_t, retain, release)` also makes `T::wrap(raw)`, which takes one
+//! reference over; `handle!(T, retain, release)` is for a type with state of its own
+//! beside `raw`, which writes its `wrap`.
 macro_rules! handle {
+    ($t:ident, $raw:ident, $retain:ident, $release:ident) => {
+        impl $t {
+            /// Takes over one reference to raw.
+            pub(crate) fn wrap(raw: *mut gaio_sys::$raw) -> $t {
+                $t { raw }
+            }
+        }
+        crate::handle::handle!($t, $retain, $release);
+    };
     ($t:ident, $retain:ident, $release:ident) => {
+        unsafe impl Send for $t {}
+        unsafe impl Sync for $t {}
+
         impl Clone for $t {
             fn clone(&self) -> $t {
                 unsafe { gaio_sys::$retain(self.raw) };

@@ -163,10 +163,7 @@ impl Stream {
     /// Image i of dst = rois[i] of image i of src, resized (one launch for the batch).
     pub fn crop_resize(&self, src: &Image<'_>, rois: Option<&[Rect]>, dst: &Image<'_>, interp: Interp)
                        -> Result<Future> {
-        if rois.map_or(false, |r| r.len() != src.raw.batch.max(0) as usize) {
-            return Err(invalid(format!("Stream::crop_resize: {} rois for a batch of {}", rois.unwrap().len(),
-                                       src.raw.batch)));
-        }
+        check_rois("Stream::crop_resize", rois, src.raw.batch.max(0) as usize)?;
         let st = unsafe { sys::gaio_crop_resize(self.raw, &src.raw, rois_ptr(rois), &dst.raw, interp.raw()) };
         self.used(&[src, dst], st)
     }
@@ -194,10 +191,7 @@ impl Stream {
     /// HWC out (a model's input).
     pub fn preprocess(&self, src: &Image<'_>, rois: Option<&[Rect]>, dst: &Image<'_>, params: &PreprocessParams)
                       -> Result<Future> {
-        if rois.map_or(false, |r| r.len() != src.raw.batch.max(0) as usize) {
-            return Err(invalid(format!("Stream::preprocess: {} rois for a batch of {}", rois.unwrap().len(),
-                                       src.raw.batch)));
-        }
+        check_rois("Stream::preprocess", rois, src.raw.batch.max(0) as usize)?;
         let p = params.raw();
         let st = unsafe { sys::gaio_preprocess(self.raw, &src.raw, rois_ptr(rois), &dst.raw, &p) };
         self.used(&[src, dst], st)
@@ -222,8 +216,13 @@ fn check_varshape(what: &str, srcs: &[Image<'_>], rois: Option<&[Rect]>) -> Resu
     if srcs.is_empty() || srcs.len() > i32::MAX as usize {
         return Err(invalid(format!("{}: {} images", what, srcs.len())));
     }
-    if rois.map_or(false, |r| r.len() != srcs.len()) {
-        return Err(invalid(format!("{}: {} rois for {} images", what, rois.unwrap().len(), srcs.len())));
+    check_rois(what, rois, srcs.len())
+}
+
+/// None, or one roi per image of the n.
+fn check_rois(what: &str, rois: Option<&[Rect]>, n: usize) -> Result<()> {
+    match rois {
+        Some(r) if r.len() != n => Err(invalid(format!("{}: {} rois for {} images", what, r.len(), n))),
+        _ => Ok(()),
     }
-    Ok(())
 }

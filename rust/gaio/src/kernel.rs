@@ -29,15 +29,7 @@ pub struct Kernel {
     pub(crate) raw: *mut sys::gaio_kernel,
 }
 
-// gaio's kernels are immutable, shared by every launch.
-unsafe impl Send for Kernel {}
-unsafe impl Sync for Kernel {}
-
 impl Kernel {
-    pub(crate) fn wrap(raw: *mut sys::gaio_kernel) -> Kernel {
-        Kernel { raw }
-    }
-
     /// The kernel registered under `name` (by a host registration or a library).
     pub fn find(name: &str) -> Result<Kernel> {
         let n = c_name("Kernel::find", name)?;
@@ -73,14 +65,7 @@ pub struct Library {
     raw: *mut sys::gaio_library,
 }
 
-unsafe impl Send for Library {}
-unsafe impl Sync for Library {}
-
 impl Library {
-    pub(crate) fn wrap(raw: *mut sys::gaio_library) -> Library {
-        Library { raw }
-    }
-
     /// A cubin, fatbin or PTX image file.
     pub fn load_file(path: impl AsRef<Path>) -> Result<Library> {
         let p = c_name("Library::load_file", &path.as_ref().to_string_lossy())?;
@@ -208,5 +193,5 @@ pub unsafe fn host_arg<T: Copy>(args: *const *mut std::os::raw::c_void, i: usize
     *(*args.add(i) as *const T)
 }
 
-crate::handle::handle!(Kernel, gaio_kernel_retain, gaio_kernel_release);
-crate::handle::handle!(Library, gaio_library_retain, gaio_library_release);
+crate::handle::handle!(Kernel, gaio_kernel, gaio_kernel_retain, gaio_kernel_release);
+crate::handle::handle!(Library, gaio_library, gaio_library_retain, gaio_library_release);

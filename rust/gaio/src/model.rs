@@ -78,15 +78,7 @@ pub struct Model {
     pub(crate) raw: *mut sys::gaio_model,
 }
 
-// gaio's models are immutable once loaded.
-unsafe impl Send for Model {}
-unsafe impl Sync for Model {}
-
 impl Model {
-    pub(crate) fn wrap(raw: *mut sys::gaio_model) -> Model {
-        Model { raw }
-    }
-
     /// Parses and checks an ONNX file (its external data beside it).
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let p = c_path(path.as_ref())?;
@@ -171,15 +163,7 @@ pub struct Engine {
     pub(crate) raw: *mut sys::gaio_engine,
 }
 
-// gaio's engines are thread-safe; their execution contexts run side by side.
-unsafe impl Send for Engine {}
-unsafe impl Sync for Engine {}
-
 impl Engine {
-    pub(crate) fn wrap(raw: *mut sys::gaio_engine) -> Engine {
-        Engine { raw }
-    }
-
     /// Builds and blocks until done (seconds on a GPU).
     pub fn build(model: &Model, ctx: &Context, options: &EngineOptions) -> Result<Engine> {
         let o = options.raw();
@@ -306,5 +290,5 @@ impl Drop for Exec {
     }
 }
 
-crate::handle::handle!(Model, gaio_model_retain, gaio_model_release);
-crate::handle::handle!(Engine, gaio_engine_retain, gaio_engine_release);
+crate::handle::handle!(Model, gaio_model, gaio_model_retain, gaio_model_release);
+crate::handle::handle!(Engine, gaio_engine, gaio_engine_retain, gaio_engine_release);

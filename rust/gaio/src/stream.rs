@@ -10,16 +10,7 @@ pub struct Stream {
     pub(crate) raw: *mut sys::gaio_stream,
 }
 
-// gaio's streams take submissions from any thread (in the order the calls happen).
-unsafe impl Send for Stream {}
-unsafe impl Sync for Stream {}
-
 impl Stream {
-    /// Takes over one reference to raw.
-    pub(crate) fn wrap(raw: *mut sys::gaio_stream) -> Stream {
-        Stream { raw }
-    }
-
     /// A stream of ctx: priority 0 (normal) .. the device's max_priority (most urgent).
     pub fn new(ctx: &Context, priority: i32) -> Result<Stream> {
         Stream::create(ctx, priority, 0)
@@ -102,4 +93,4 @@ impl Stream {
     }
 }
 
-crate::handle::handle!(Stream, gaio_stream_retain, gaio_stream_release);
+crate::handle::handle!(Stream, gaio_stream, gaio_stream_retain, gaio_stream_release);
