@@ -221,11 +221,10 @@ static int pick_device(job *j) {
     }
     if ((st = gaio_device_get_props(j->device, &p)) != GAIO_OK) return failed(j, st, "gaio_device_get_props");
     j->gpu = p.kind == GAIO_DEVICE_CUDA;
-    /* Each image in flight has a buffer of its own (its nvJPEG output, or its host decode
-     * in pinned memory and the upload's copy): a few batches of 1080p frames are hundreds
-     * of MB a kind. The pools keep that much cached, so that the steady state allocates
-     * nothing: a miss costs a cuMemHostAlloc / cuMemFreeHost pair (milliseconds for
-     * 6 MB) or a pool allocation that synchronizes. */
+    /* Each image in flight has a device buffer of its own (its nvJPEG output, or the
+     * decode pool's upload of its host decode): a few batches of 1080p frames are
+     * hundreds of MB. The pools keep that much cached, so that the steady state
+     * allocates nothing: a miss is a pool allocation that synchronizes. */
     gaio_context_options o;
     memset(&o, 0, sizeof o);
     o.pool_release_threshold = (size_t)2 << 30;

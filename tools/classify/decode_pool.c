@@ -180,9 +180,9 @@ static void *worker(void *arg) {
     dp_pool *p = arg;
     worker_gpu w = {0}, *wp = NULL;
     if (p->upload) {
-        /* Decoding beside a GPU, the workers only take cores the feeders leave: the
-         * thread that hands nvJPEG its batches spends about a quarter of a millisecond
-         * of host time an image, and preempted by decodes it starves the JPEG engine.
+        /* Decoding beside a GPU, the workers only take cores the pipeline's thread
+         * leaves: it hands nvJPEG its batches, about a quarter of a millisecond of host
+         * time an image, and preempted by decodes it starves the JPEG engine.
          * Linux gives each thread its own nice value; elsewhere this fails, harmlessly. */
         (void)setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
         /* Without a stream of its own, the worker's items fail with the reason. */
