@@ -4,7 +4,7 @@
 //! (tensors, models, engines, execution contexts), matching `include/gaio/*.h`.
 //! Every struct here is `#[repr(C)]` and checked against the C compiler's layout by
 //! tests/layout.rs. Safe wrappers live in the `gaio` crate.
-#![allow(non_camel_case_types)]
+#![allow(non_camel_case_types, non_upper_case_globals)]
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
@@ -290,6 +290,85 @@ pub struct gaio_preprocess_params {
     pub std: [f32; 4],
 }
 
+// ---- DLPack 1.1 (include/gaio/dlpack.h; ABI of the official dlpack.h) ----------
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DLPackVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+pub type DLDeviceType = c_int;
+pub const kDLCPU: DLDeviceType = 1;
+pub const kDLCUDA: DLDeviceType = 2;
+pub const kDLCUDAHost: DLDeviceType = 3;
+pub const kDLCUDAManaged: DLDeviceType = 13;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DLDevice {
+    pub device_type: DLDeviceType,
+    pub device_id: i32,
+}
+
+pub const kDLInt: u8 = 0;
+pub const kDLUInt: u8 = 1;
+pub const kDLFloat: u8 = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DLDataType {
+    pub code: u8,
+    pub bits: u8,
+    pub lanes: u16,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct DLTensor {
+    pub data: *mut c_void,
+    pub device: DLDevice,
+    pub ndim: i32,
+    pub dtype: DLDataType,
+    pub shape: *mut i64,
+    pub strides: *mut i64,
+    pub byte_offset: u64,
+}
+
+#[repr(C)]
+pub struct DLManagedTensor {
+    pub dl_tensor: DLTensor,
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(self_: *mut DLManagedTensor)>,
+}
+
+pub const DLPACK_FLAG_BITMASK_READ_ONLY: u64 = 1 << 0;
+pub const DLPACK_FLAG_BITMASK_IS_COPIED: u64 = 1 << 1;
+
+#[repr(C)]
+pub struct DLManagedTensorVersioned {
+    pub version: DLPackVersion,
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(self_: *mut DLManagedTensorVersioned)>,
+    pub flags: u64,
+    pub dl_tensor: DLTensor,
+}
+
+pub const GAIO_DLPACK_MAX_NDIM: usize = 8;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct gaio_dlpack_view {
+    pub buffer: *mut gaio_buffer,
+    pub offset: usize,
+    pub dtype: gaio_dtype,
+    pub ndim: i32,
+    pub shape: [i64; GAIO_DLPACK_MAX_NDIM],
+    pub strides: [i64; GAIO_DLPACK_MAX_NDIM],
+    pub read_only: i32,
+}
+
 pub type gaio_future_fn = Option<unsafe extern "C" fn(fut: *mut gaio_future, status: gaio_status, user: *mut c_void)>;
 
 extern "C" {
@@ -389,6 +468,11 @@ extern "C" {
         -> gaio_status;
     pub fn gaio_cvt_color(stream: *mut gaio_stream, src: *const gaio_image, dst: *const gaio_image, code: gaio_color,
                           yuv: gaio_yuv) -> gaio_status;
+    pub fn gaio_convert(stream: *mut gaio_stream, src: *const gaio_image, dst: *const gaio_image, scale: f64,
+                        offset: f64) -> gaio_status;
+    pub fn gaio_normalize(stream: *mut gaio_stream, src: *const gaio_image, dst: *const gaio_image, scale: f32,
+                          mean: *const f32, std: *const f32) -> gaio_status;
+    pub fn gaio_reformat(stream: *mut gaio_stream, src: *const gaio_image, dst: *const gaio_image) -> gaio_status;
     pub fn gaio_preprocess(stream: *mut gaio_stream, src: *const gaio_image, rois: *const gaio_rect,
                            dst: *const gaio_image, params: *const gaio_preprocess_params) -> gaio_status;
     pub fn gaio_preprocess_varshape(stream: *mut gaio_stream, srcs: *const gaio_image, count: i32,
@@ -418,6 +502,18 @@ extern "C" {
     pub fn gaio_model_exec_output(x: *mut gaio_model_exec, i: i32, out: *mut gaio_model_io) -> gaio_status;
     pub fn gaio_model_run(x: *mut gaio_model_exec, stream: *mut gaio_stream, inputs: *const gaio_tensor,
                           ninputs: i32, outputs: *const gaio_tensor, noutputs: i32, done: *mut *mut gaio_future)
+        -> gaio_status;
+
+    pub fn gaio_dlpack_view_make(buf: *mut gaio_buffer, offset: usize, dtype: gaio_dtype, ndim: i32,
+                                 shape: *const i64) -> gaio_dlpack_view;
+    pub fn gaio_dlpack_export(view: *const gaio_dlpack_view, out: *mut *mut DLManagedTensorVersioned) -> gaio_status;
+    pub fn gaio_dlpack_export_legacy(view: *const gaio_dlpack_view, out: *mut *mut DLManagedTensor) -> gaio_status;
+    pub fn gaio_dlpack_import(ctx: *mut gaio_context, tensor: *mut DLManagedTensorVersioned,
+                              view: *mut gaio_dlpack_view) -> gaio_status;
+    pub fn gaio_dlpack_import_legacy(ctx: *mut gaio_context, tensor: *mut DLManagedTensor,
+                                     view: *mut gaio_dlpack_view) -> gaio_status;
+    pub fn gaio_dlpack_view_from_image(img: *const gaio_image, view: *mut gaio_dlpack_view) -> gaio_status;
+    pub fn gaio_dlpack_view_to_image(view: *const gaio_dlpack_view, layout: gaio_layout, img: *mut gaio_image)
         -> gaio_status;
 
     pub fn gaio_cq_create(out: *mut *mut gaio_cq) -> gaio_status;

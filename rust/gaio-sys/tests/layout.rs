@@ -135,3 +135,48 @@ fn the_library_links_and_answers() {
     assert_eq!(unsafe { gaio_device_count(&mut n) }, GAIO_OK);
     assert!(n >= 1, "device 0 is always the host");
 }
+
+#[test]
+fn dlpack_structs_match_the_c_headers() {
+    assert_eq!(size_of::<DLPackVersion>(), c::SIZEOF_DLPackVersion);
+    assert_eq!(size_of::<DLDevice>(), c::SIZEOF_DLDevice);
+    assert_eq!(offset!(DLDevice, device_id), c::OFFSET_DLDevice_device_id);
+    assert_eq!(size_of::<DLDataType>(), c::SIZEOF_DLDataType);
+    assert_eq!(offset!(DLDataType, bits), c::OFFSET_DLDataType_bits);
+    assert_eq!(offset!(DLDataType, lanes), c::OFFSET_DLDataType_lanes);
+    assert_eq!(size_of::<DLTensor>(), c::SIZEOF_DLTensor);
+    assert_eq!(offset!(DLTensor, data), c::OFFSET_DLTensor_data);
+    assert_eq!(offset!(DLTensor, device), c::OFFSET_DLTensor_device);
+    assert_eq!(offset!(DLTensor, ndim), c::OFFSET_DLTensor_ndim);
+    assert_eq!(offset!(DLTensor, dtype), c::OFFSET_DLTensor_dtype);
+    assert_eq!(offset!(DLTensor, shape), c::OFFSET_DLTensor_shape);
+    assert_eq!(offset!(DLTensor, strides), c::OFFSET_DLTensor_strides);
+    assert_eq!(offset!(DLTensor, byte_offset), c::OFFSET_DLTensor_byte_offset);
+    assert_eq!(size_of::<DLManagedTensor>(), c::SIZEOF_DLManagedTensor);
+    assert_eq!(offset!(DLManagedTensor, manager_ctx), c::OFFSET_DLManagedTensor_manager_ctx);
+    assert_eq!(offset!(DLManagedTensor, deleter), c::OFFSET_DLManagedTensor_deleter);
+    assert_eq!(size_of::<DLManagedTensorVersioned>(), c::SIZEOF_DLManagedTensorVersioned);
+    assert_eq!(offset!(DLManagedTensorVersioned, version), c::OFFSET_DLManagedTensorVersioned_version);
+    assert_eq!(offset!(DLManagedTensorVersioned, manager_ctx), c::OFFSET_DLManagedTensorVersioned_manager_ctx);
+    assert_eq!(offset!(DLManagedTensorVersioned, deleter), c::OFFSET_DLManagedTensorVersioned_deleter);
+    assert_eq!(offset!(DLManagedTensorVersioned, flags), c::OFFSET_DLManagedTensorVersioned_flags);
+    assert_eq!(offset!(DLManagedTensorVersioned, dl_tensor), c::OFFSET_DLManagedTensorVersioned_dl_tensor);
+    assert_eq!(size_of::<gaio_dlpack_view>(), c::SIZEOF_gaio_dlpack_view);
+    assert_eq!(offset!(gaio_dlpack_view, buffer), c::OFFSET_gaio_dlpack_view_buffer);
+    assert_eq!(offset!(gaio_dlpack_view, offset), c::OFFSET_gaio_dlpack_view_offset);
+    assert_eq!(offset!(gaio_dlpack_view, dtype), c::OFFSET_gaio_dlpack_view_dtype);
+    assert_eq!(offset!(gaio_dlpack_view, ndim), c::OFFSET_gaio_dlpack_view_ndim);
+    assert_eq!(offset!(gaio_dlpack_view, shape), c::OFFSET_gaio_dlpack_view_shape);
+    assert_eq!(offset!(gaio_dlpack_view, strides), c::OFFSET_gaio_dlpack_view_strides);
+    assert_eq!(offset!(gaio_dlpack_view, read_only), c::OFFSET_gaio_dlpack_view_read_only);
+    assert_eq!(kDLCPU as i64, c::VALUE_kDLCPU);
+    assert_eq!(kDLCUDA as i64, c::VALUE_kDLCUDA);
+    assert_eq!(kDLCUDAHost as i64, c::VALUE_kDLCUDAHost);
+    assert_eq!(kDLCUDAManaged as i64, c::VALUE_kDLCUDAManaged);
+    assert_eq!(kDLInt as i64, c::VALUE_kDLInt);
+    assert_eq!(kDLUInt as i64, c::VALUE_kDLUInt);
+    assert_eq!(kDLFloat as i64, c::VALUE_kDLFloat);
+    assert_eq!(DLPACK_FLAG_BITMASK_READ_ONLY as i64, c::VALUE_DLPACK_FLAG_BITMASK_READ_ONLY);
+    assert_eq!(DLPACK_FLAG_BITMASK_IS_COPIED as i64, c::VALUE_DLPACK_FLAG_BITMASK_IS_COPIED);
+    assert_eq!(GAIO_DLPACK_MAX_NDIM as i64, c::VALUE_GAIO_DLPACK_MAX_NDIM);
+}

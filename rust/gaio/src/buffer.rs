@@ -2,9 +2,9 @@
 //!
 //! Work in flight holds its own reference to every buffer it uses, so dropping or
 //! leaking a buffer never frees memory the device still uses. Host access is the one
-//! place a race could reach Rust memory: each buffer remembers the completion of the
-//! last op that used it (Stream::copy and the like record it), and HostBuffer's slice
-//! accessors wait for that first; they take `&mut self`, so no op can be enqueued on
+//! place a race could reach Rust memory: each buffer remembers the completions of the
+//! ops that used it and may still run (Stream::copy and the like record them), and
+//! HostBuffer's slice accessors wait for those first; they take `&mut self`, so no op can be enqueued on
 //! the buffer while a slice lives.
 use crate::context::Context;
 use crate::error::{check, invalid, Result};
@@ -45,22 +45,31 @@ pub trait Memory<T> {
     fn used_until(&self, done: &Future);
 }
 
-/// The completion of the last op that used a buffer.
+/// The completions of the ops that used a buffer and may still run: every stream's,
+/// not only the latest op's (an op on another stream may still be writing).
 #[derive(Default)]
-pub(crate) struct LastUse(Mutex<Option<Future>>);
+pub(crate) struct LastUse(Mutex<Vec<Future>>);
 
 impl LastUse {
     pub(crate) fn set(&self, done: &Future) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(done.clone());
+        let mut uses = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // Completed ones go (a failed one too: host access after it is sound, and the
+        // failure reached whoever awaited that op).
+        uses.retain(|f| f.poll_done().is_none());
+        uses.push(done.clone());
     }
 
-    /// Waits for that op; its failure, if it failed.
+    /// Waits for every such op; the first failure among them, if any.
     fn wait(&self) -> Result<()> {
-        let last = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        match last {
-            Some(f) => f.wait(),
-            None => Ok(()),
+        let uses = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut first = Ok(());
+        for f in uses {
+            let r = f.wait();
+            if first.is_ok() {
+                first = r;
+            }
         }
+        first
     }
 }
 
@@ -82,6 +91,13 @@ impl Raw {
         let mut raw = std::ptr::null_mut();
         check(alloc(bytes.max(1), &mut raw))?;
         Ok(Raw { raw, last_use: LastUse::default() })
+    }
+}
+
+impl Raw {
+    /// Takes over one reference to a buffer made elsewhere (a DLPack import).
+    pub(crate) fn adopt(raw: *mut sys::gaio_buffer) -> Raw {
+        Raw { raw, last_use: LastUse::default() }
     }
 }
 
@@ -120,6 +136,10 @@ impl<T: Element> DeviceBuffer<T> {
         &self.b.last_use
     }
 
+    pub(crate) fn adopt(raw: *mut sys::gaio_buffer, len: usize) -> DeviceBuffer<T> {
+        DeviceBuffer { b: Raw::adopt(raw), len, _t: PhantomData }
+    }
+
     /// The address the device uses, for kernels written outside gaio.
     pub fn device_ptr(&self) -> Result<*mut T> {
         let mut p = std::ptr::null_mut();
@@ -147,6 +167,19 @@ macro_rules! memory {
 memory!(DeviceBuffer);
 memory!(HostBuffer);
 
+macro_rules! debug {
+    ($t:ident) => {
+        impl<T: Element> std::fmt::Debug for $t<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!("gaio::", stringify!($t), "<{}>({:p}, {} elements)"), std::any::type_name::<T>(),
+                       self.b.raw, self.len)
+            }
+        }
+    };
+}
+debug!(DeviceBuffer);
+debug!(HostBuffer);
+
 /// `len` elements of T in pinned (page-locked) host memory: the fast way up and down.
 /// Zeroed at creation.
 pub struct HostBuffer<T: Element> {
@@ -166,6 +199,10 @@ impl<T: Element> HostBuffer<T> {
         Ok(h)
     }
 
+    pub(crate) fn adopt(raw: *mut sys::gaio_buffer, len: usize) -> HostBuffer<T> {
+        HostBuffer { b: Raw::adopt(raw), len, _t: PhantomData }
+    }
+
     pub fn from_slice(ctx: &Context, data: &[T]) -> Result<HostBuffer<T>> {
         let mut h = HostBuffer::new(ctx, data.len())?;
         h.as_mut_slice()?.copy_from_slice(data);
@@ -178,9 +215,9 @@ impl<T: Element> HostBuffer<T> {
         Ok(p as *mut T)
     }
 
-    /// The elements, once the last op that used the buffer has finished (its failure
-    /// if it failed). This blocks while that op runs: in async code, await the op's
-    /// future first.
+    /// The elements, once every op that used the buffer has finished (the first failure
+    /// among them, if one failed). This blocks while they run: in async code, await
+    /// their futures first.
     pub fn as_slice(&mut self) -> Result<&[T]> {
         self.b.last_use.wait()?;
         let p = self.host_ptr()?;

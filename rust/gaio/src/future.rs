@@ -25,6 +25,19 @@ impl Future {
         Future { raw, reg: Mutex::new(None) }
     }
 
+    /// Takes over one reference to a gaio_future made by C code (gaio-sys).
+    ///
+    /// # Safety
+    /// `raw` must be a live gaio_future whose reference the caller gives up.
+    pub unsafe fn from_raw(raw: *mut sys::gaio_future) -> Future {
+        Future::wrap(raw)
+    }
+
+    /// The C handle; valid while self lives.
+    pub fn as_raw(&self) -> *mut sys::gaio_future {
+        self.raw
+    }
+
     /// Blocks until complete: Ok, or the failure of the work it covers.
     pub fn wait(&self) -> Result<()> {
         check(unsafe { sys::gaio_future_wait(self.raw, sys::GAIO_INFINITE) })

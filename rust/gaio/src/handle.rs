@@ -4,14 +4,20 @@
 //! Send + Sync: gaio's objects take calls from any thread.
 //!
 //! `handle!(T, gaio_t, retain, release)` also makes `T::wrap(raw)`, which takes one
-//! reference over; `handle!(T, retain, release)` is for a type with state of its own
-//! beside `raw`, which writes its `wrap`.
+//! reference over, and `as_raw()`; `handle!(T, retain, release)` is for a type with
+//! state of its own beside `raw`, which writes its `wrap`.
 macro_rules! handle {
     ($t:ident, $raw:ident, $retain:ident, $release:ident) => {
         impl $t {
             /// Takes over one reference to raw.
             pub(crate) fn wrap(raw: *mut gaio_sys::$raw) -> $t {
                 $t { raw }
+            }
+
+            /// The C handle, for calling libgaio (gaio-sys) directly; valid while self
+            /// lives (retain it to keep it longer).
+            pub fn as_raw(&self) -> *mut gaio_sys::$raw {
+                self.raw
             }
         }
         crate::handle::handle!($t, $retain, $release);

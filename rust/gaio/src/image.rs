@@ -187,6 +187,32 @@ impl Stream {
         self.used(&[src, dst], st)
     }
 
+    /// dst = saturate(src * scale + offset) in dst's dtype (OpenCV's convertTo); same
+    /// layout and shape.
+    pub fn convert(&self, src: &Image<'_>, dst: &Image<'_>, scale: f64, offset: f64) -> Result<Future> {
+        let st = unsafe { sys::gaio_convert(self.raw, &src.raw, &dst.raw, scale, offset) };
+        self.used(&[src, dst], st)
+    }
+
+    /// dst(c) = (src(c) * scale - mean[c]) / std[c] per channel; dst f32 (or f16), same
+    /// layout and shape; mean and std hold one value per channel.
+    pub fn normalize(&self, src: &Image<'_>, dst: &Image<'_>, scale: f32, mean: &[f32], std: &[f32])
+                     -> Result<Future> {
+        let c = src.raw.channels.max(0) as usize;
+        if mean.len() != c || std.len() != c {
+            return Err(invalid(format!("Stream::normalize: the images have {} channels but mean holds {} values \
+                                        and std {}", c, mean.len(), std.len())));
+        }
+        let st = unsafe { sys::gaio_normalize(self.raw, &src.raw, &dst.raw, scale, mean.as_ptr(), std.as_ptr()) };
+        self.used(&[src, dst], st)
+    }
+
+    /// HWC <-> CHW with the same dtype, size and channels.
+    pub fn reformat(&self, src: &Image<'_>, dst: &Image<'_>) -> Result<Future> {
+        let st = unsafe { sys::gaio_reformat(self.raw, &src.raw, &dst.raw) };
+        self.used(&[src, dst], st)
+    }
+
     /// Crop, resize, channel swap and normalisation in one pass: u8 HWC in, f32 CHW or
     /// HWC out (a model's input).
     pub fn preprocess(&self, src: &Image<'_>, rois: Option<&[Rect]>, dst: &Image<'_>, params: &PreprocessParams)

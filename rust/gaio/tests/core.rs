@@ -3,7 +3,7 @@
 //! written: random values, the seed printed.
 mod common;
 use common::{contexts, random, seed};
-use gaio::{Context, DeviceBuffer, HostBuffer, Memory, Status, Stream};
+use gaio::{Context, DeviceBuffer, Event, HostBuffer, Memory, Status, Stream};
 use std::time::Duration;
 
 #[test]
@@ -110,4 +110,71 @@ fn empty_buffers_copy_nothing() {
     assert!(a.is_empty());
     stream.copy(&mut a, &b).unwrap().wait().unwrap();
     assert!(b.to_vec().unwrap().is_empty());
+}
+
+/// An event orders two streams without the host: stream b copies what stream a filled
+/// only once a's event is reached. Timing events give a non-negative time; events
+/// without timing, or never recorded, are errors with gaio's message.
+#[test]
+fn events_order_streams_and_time_them() {
+    let mut s = seed();
+    for ctx in contexts("events_order_streams_and_time_them") {
+        let (a, b) = (Stream::new(&ctx, 0).unwrap(), Stream::new(&ctx, 0).unwrap());
+        let n = 1 << 22;
+        let mut dev = DeviceBuffer::<u8>::new(&ctx, n).unwrap();
+        let mut host = HostBuffer::<u8>::new(&ctx, n).unwrap();
+        let (start, end) = (Event::new(&ctx, true).unwrap(), Event::new(&ctx, true).unwrap());
+        let fill = random(&mut s, 1)[0] as u8 | 1;
+        start.record(&a).unwrap();
+        for v in 0..8u8 {
+            a.fill_bytes(&mut dev, fill.wrapping_add(v)).unwrap(); // the last one wins
+        }
+        end.record(&a).unwrap();
+        let reached = end.future().unwrap();
+        b.wait_event(&end).unwrap();
+        b.copy(&mut host, &dev).unwrap();
+        assert!(host.as_slice().unwrap().iter().all(|&x| x == fill.wrapping_add(7)));
+        reached.wait().unwrap();
+        start.synchronize().unwrap();
+        end.synchronize().unwrap();
+        assert!(end.is_done().unwrap());
+        let ms = start.elapsed_ms(&end).unwrap();
+        assert!(ms >= 0.0 && ms < 60_000.0, "{} ms", ms);
+
+        let untimed = Event::new(&ctx, false).unwrap();
+        untimed.record(&a).unwrap();
+        untimed.synchronize().unwrap();
+        let e = start.elapsed_ms(&untimed).unwrap_err();
+        assert_eq!(e.status, Status::InvalidArg);
+        assert!(e.message.contains("DISABLE_TIMING"), "{}", e);
+        let never = Event::new(&ctx, true).unwrap();
+        assert!(never.is_done().unwrap(), "an event never recorded counts as reached");
+        let e = start.elapsed_ms(&never).unwrap_err();
+        assert_eq!(e.status, Status::State);
+        assert!(e.message.contains("never recorded"), "{}", e);
+    }
+}
+
+/// Host access waits for every stream's ops on a buffer, not only the latest: a write
+/// queued behind slow work on one stream, then a quick read of the same buffer on
+/// another (the latest use, done long before the write lands).
+#[test]
+fn host_access_waits_for_every_stream() {
+    let mut s = seed();
+    for ctx in contexts("host_access_waits_for_every_stream") {
+        let n = 1 << 20;
+        let (a, b) = (Stream::new(&ctx, 0).unwrap(), Stream::new(&ctx, 0).unwrap());
+        let mut slow = DeviceBuffer::<u8>::new(&ctx, 1 << 28).unwrap();
+        for v in 0..8 {
+            a.fill_bytes(&mut slow, v).unwrap();
+        }
+        let v = random(&mut s, 1)[0] as u8 | 1;
+        let mut src = DeviceBuffer::<u8>::new(&ctx, n).unwrap();
+        let mut host = HostBuffer::<u8>::new(&ctx, n).unwrap();
+        a.fill_bytes(&mut src, v).unwrap();
+        a.copy(&mut host, &src).unwrap(); // the write, on a, behind 2 GiB of fills
+        let mut sink = DeviceBuffer::<u8>::new(&ctx, n).unwrap();
+        b.copy(&mut sink, &host).unwrap().wait().unwrap(); // the latest use, on b, done
+        assert!(host.as_slice().unwrap().iter().all(|&x| x == v));
+    }
 }

@@ -131,3 +131,49 @@ fn images_larger_than_their_buffer_are_refused() {
     let f = DeviceBuffer::<f64>::new(&ctx, 10).unwrap();
     assert!(Image::new(&f, ImageLayout::Hwc, 1, 10, 1, 1).err().expect("no f64 images").message.contains("f64"));
 }
+
+/// normalize, convert and reformat against direct computations; a mean of the wrong
+/// length is an error that names both counts.
+#[test]
+fn normalize_convert_reformat() {
+    let mut s = seed();
+    let (w, h, ch) = (9usize, 7usize, 3usize);
+    let (mean, std) = ([0.485f32, 0.456, 0.406], [0.229f32, 0.224, 0.225]);
+    for ctx in contexts("normalize_convert_reformat") {
+        let stream = Stream::new(&ctx, 0).unwrap();
+        let data = pixels(&mut s, w * h * ch);
+        let up = HostBuffer::from_slice(&ctx, &data).unwrap();
+        let mut src = DeviceBuffer::<u8>::new(&ctx, data.len()).unwrap();
+        stream.copy(&mut src, &up).unwrap();
+        let norm = DeviceBuffer::<f32>::new(&ctx, data.len()).unwrap();
+        let conv = DeviceBuffer::<f32>::new(&ctx, data.len()).unwrap();
+        let chw = DeviceBuffer::<u8>::new(&ctx, data.len()).unwrap();
+        {
+            let si = Image::new(&src, ImageLayout::Hwc, 1, w as i32, h as i32, ch as i32).unwrap();
+            let ni = Image::new(&norm, ImageLayout::Hwc, 1, w as i32, h as i32, ch as i32).unwrap();
+            let ci = Image::new(&conv, ImageLayout::Hwc, 1, w as i32, h as i32, ch as i32).unwrap();
+            let pi = Image::new(&chw, ImageLayout::Chw, 1, w as i32, h as i32, ch as i32).unwrap();
+            stream.normalize(&si, &ni, 1.0 / 255.0, &mean, &std).unwrap();
+            stream.convert(&si, &ci, 0.5, -3.0).unwrap();
+            stream.reformat(&si, &pi).unwrap();
+            let e = stream.normalize(&si, &ni, 1.0, &mean[..2], &std).unwrap_err();
+            assert_eq!(e.status, Status::InvalidArg);
+            assert!(e.message.contains("3 channels") && e.message.contains("holds 2"), "{}", e);
+        }
+        let mut dn = HostBuffer::<f32>::new(&ctx, data.len()).unwrap();
+        let mut dc = HostBuffer::<f32>::new(&ctx, data.len()).unwrap();
+        let mut dp = HostBuffer::<u8>::new(&ctx, data.len()).unwrap();
+        stream.copy(&mut dn, &norm).unwrap();
+        stream.copy(&mut dc, &conv).unwrap();
+        stream.copy(&mut dp, &chw).unwrap();
+        let (gn, gc, gp) = (dn.to_vec().unwrap(), dc.to_vec().unwrap(), dp.to_vec().unwrap());
+        for (i, &v) in data.iter().enumerate() {
+            let c = i % ch;
+            let want = (v as f32 / 255.0 - mean[c]) / std[c];
+            assert!((gn[i] - want).abs() <= 1e-5 * want.abs().max(1.0), "normalize at {}: {} vs {}", i, gn[i], want);
+            assert_eq!(gc[i], v as f32 * 0.5 - 3.0, "convert at {}", i);
+            let p = i / ch;
+            assert_eq!(gp[c * w * h + p], v, "reformat at {}", i);
+        }
+    }
+}
