@@ -12,7 +12,8 @@ use crate::future::Future;
 use crate::stream::Stream;
 use gaio_sys as sys;
 use std::marker::PhantomData;
-use std::sync::Mutex;
+use crate::point::Point;
+use std::sync::{Arc, Mutex};
 
 /// Plain data: every bit pattern is a value, no drop glue (what device copies move).
 ///
@@ -45,26 +46,27 @@ pub trait Memory<T> {
     fn used_until(&self, done: &Future);
 }
 
-/// The completions of the ops that used a buffer and may still run: every stream's,
-/// not only the latest op's (an op on another stream may still be writing).
+/// The points after the ops that used a buffer and may still run: one per stream (a
+/// later point in a stream comes after the earlier ones), so an op on another stream
+/// still writing the buffer is waited for too.
 #[derive(Default)]
-pub(crate) struct LastUse(Mutex<Vec<Future>>);
+pub(crate) struct LastUse(Mutex<Vec<Arc<Point>>>);
 
 impl LastUse {
-    pub(crate) fn set(&self, done: &Future) {
+    pub(crate) fn set(&self, done: &Arc<Point>) {
         let mut uses = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        // Completed ones go (a failed one too: host access after it is sound, and the
-        // failure reached whoever awaited that op).
-        uses.retain(|f| f.poll_done().is_none());
-        uses.push(done.clone());
+        // Completed ones go too (a failed one as well: host access after it is sound,
+        // and its failure reached whoever awaited that op).
+        uses.retain(|p| (p.stream().is_null() || p.stream() != done.stream()) && p.peek_done().is_none());
+        uses.push(Arc::clone(done));
     }
 
     /// Waits for every such op; the first failure among them, if any.
     fn wait(&self) -> Result<()> {
         let uses = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
         let mut first = Ok(());
-        for f in uses {
-            let r = f.wait();
+        for p in uses {
+            let r = p.get().and_then(|f| check(unsafe { sys::gaio_future_wait(f, sys::GAIO_INFINITE) }));
             if first.is_ok() {
                 first = r;
             }
@@ -126,6 +128,7 @@ impl<T: Element> DeviceBuffer<T> {
 
     /// From the stream-ordered pool: usable by work submitted to `stream` after this.
     pub fn new_async(stream: &Stream, len: usize) -> Result<DeviceBuffer<T>> {
+        let _sub = stream.submit()?; // the allocation is a point in the stream too
         let b = Raw::alloc("DeviceBuffer::new_async", len, std::mem::size_of::<T>(), |bytes, out| unsafe {
             sys::gaio_buffer_alloc_async(stream.raw, sys::GAIO_MEM_DEVICE, bytes, out)
         })?;
@@ -159,7 +162,7 @@ macro_rules! memory {
                 self.b.raw
             }
             fn used_until(&self, done: &Future) {
-                self.b.last_use.set(done)
+                self.b.last_use.set(&done.point)
             }
         }
     };

@@ -23,6 +23,7 @@ impl Event {
 
     /// Moves the event to the point everything submitted to `stream` so far reaches.
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        let _sub = stream.submit()?; // a held Future's fence goes in before the record
         check(unsafe { sys::gaio_event_record(self.raw, stream.raw) })
     }
 
@@ -60,6 +61,7 @@ impl Stream {
     /// Work submitted here after this call starts only once `event`'s current point is
     /// reached.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        let _sub = self.submit()?; // a held Future's fence goes in before the wait
         check(unsafe { sys::gaio_stream_wait_event(self.raw, event.raw) })
     }
 }

@@ -144,28 +144,24 @@ fn rois_ptr(rois: Option<&[Rect]>) -> *const Rect {
 }
 
 impl Stream {
-    /// Records `done` as the last use of every image's buffer.
-    fn used(&self, images: &[&Image<'_>], st: sys::gaio_status) -> Result<Future> {
-        check(st)?;
-        let done = self.fence()?;
-        for i in images {
-            i.last_use.set(&done);
-        }
-        Ok(done)
+    /// Submits `op`, recorded as a use of every image's buffer.
+    fn used(&self, images: &[&Image<'_>], op: impl FnOnce() -> sys::gaio_status) -> Result<Future> {
+        let uses: Vec<&LastUse> = images.iter().map(|i| i.last_use).collect();
+        self.op(&uses, op)
     }
 
     /// dst = src resized to dst's size, each image of the batch.
     pub fn resize(&self, src: &Image<'_>, dst: &Image<'_>, interp: Interp) -> Result<Future> {
-        let st = unsafe { sys::gaio_resize(self.raw, &src.raw, &dst.raw, interp.raw()) };
-        self.used(&[src, dst], st)
+        self.used(&[src, dst], || unsafe { sys::gaio_resize(self.raw, &src.raw, &dst.raw, interp.raw()) })
     }
 
     /// Image i of dst = rois[i] of image i of src, resized (one launch for the batch).
     pub fn crop_resize(&self, src: &Image<'_>, rois: Option<&[Rect]>, dst: &Image<'_>, interp: Interp)
                        -> Result<Future> {
         check_rois("Stream::crop_resize", rois, src.raw.batch.max(0) as usize)?;
-        let st = unsafe { sys::gaio_crop_resize(self.raw, &src.raw, rois_ptr(rois), &dst.raw, interp.raw()) };
-        self.used(&[src, dst], st)
+        self.used(&[src, dst], || unsafe {
+            sys::gaio_crop_resize(self.raw, &src.raw, rois_ptr(rois), &dst.raw, interp.raw())
+        })
     }
 
     /// The same over images of any sizes: srcs[i] (batch 1 each) -> image i of dst.
@@ -173,25 +169,24 @@ impl Stream {
                                 -> Result<Future> {
         check_varshape("Stream::crop_resize_varshape", srcs, rois)?;
         let raws: Vec<sys::gaio_image> = srcs.iter().map(|i| i.raw).collect();
-        let st = unsafe {
-            sys::gaio_crop_resize_varshape(self.raw, raws.as_ptr(), raws.len() as i32, rois_ptr(rois), &dst.raw,
-                                           interp.raw())
-        };
         let mut all: Vec<&Image<'_>> = srcs.iter().collect();
         all.push(dst);
-        self.used(&all, st)
+        self.used(&all, || unsafe {
+            sys::gaio_crop_resize_varshape(self.raw, raws.as_ptr(), raws.len() as i32, rois_ptr(rois), &dst.raw,
+                                           interp.raw())
+        })
     }
 
     pub fn cvt_color(&self, src: &Image<'_>, dst: &Image<'_>, code: Color) -> Result<Future> {
-        let st = unsafe { sys::gaio_cvt_color(self.raw, &src.raw, &dst.raw, code.raw(), sys::GAIO_YUV_BT601_LIMITED) };
-        self.used(&[src, dst], st)
+        self.used(&[src, dst], || unsafe {
+            sys::gaio_cvt_color(self.raw, &src.raw, &dst.raw, code.raw(), sys::GAIO_YUV_BT601_LIMITED)
+        })
     }
 
     /// dst = saturate(src * scale + offset) in dst's dtype (OpenCV's convertTo); same
     /// layout and shape.
     pub fn convert(&self, src: &Image<'_>, dst: &Image<'_>, scale: f64, offset: f64) -> Result<Future> {
-        let st = unsafe { sys::gaio_convert(self.raw, &src.raw, &dst.raw, scale, offset) };
-        self.used(&[src, dst], st)
+        self.used(&[src, dst], || unsafe { sys::gaio_convert(self.raw, &src.raw, &dst.raw, scale, offset) })
     }
 
     /// dst(c) = (src(c) * scale - mean[c]) / std[c] per channel; dst f32 (or f16), same
@@ -203,14 +198,14 @@ impl Stream {
             return Err(invalid(format!("Stream::normalize: the images have {} channels but mean holds {} values \
                                         and std {}", c, mean.len(), std.len())));
         }
-        let st = unsafe { sys::gaio_normalize(self.raw, &src.raw, &dst.raw, scale, mean.as_ptr(), std.as_ptr()) };
-        self.used(&[src, dst], st)
+        self.used(&[src, dst], || unsafe {
+            sys::gaio_normalize(self.raw, &src.raw, &dst.raw, scale, mean.as_ptr(), std.as_ptr())
+        })
     }
 
     /// HWC <-> CHW with the same dtype, size and channels.
     pub fn reformat(&self, src: &Image<'_>, dst: &Image<'_>) -> Result<Future> {
-        let st = unsafe { sys::gaio_reformat(self.raw, &src.raw, &dst.raw) };
-        self.used(&[src, dst], st)
+        self.used(&[src, dst], || unsafe { sys::gaio_reformat(self.raw, &src.raw, &dst.raw) })
     }
 
     /// Crop, resize, channel swap and normalisation in one pass: u8 HWC in, f32 CHW or
@@ -219,8 +214,7 @@ impl Stream {
                       -> Result<Future> {
         check_rois("Stream::preprocess", rois, src.raw.batch.max(0) as usize)?;
         let p = params.raw();
-        let st = unsafe { sys::gaio_preprocess(self.raw, &src.raw, rois_ptr(rois), &dst.raw, &p) };
-        self.used(&[src, dst], st)
+        self.used(&[src, dst], || unsafe { sys::gaio_preprocess(self.raw, &src.raw, rois_ptr(rois), &dst.raw, &p) })
     }
 
     /// The same over images of any sizes: srcs[i] -> image i of dst.
@@ -229,12 +223,11 @@ impl Stream {
         check_varshape("Stream::preprocess_varshape", srcs, rois)?;
         let raws: Vec<sys::gaio_image> = srcs.iter().map(|i| i.raw).collect();
         let p = params.raw();
-        let st = unsafe {
-            sys::gaio_preprocess_varshape(self.raw, raws.as_ptr(), raws.len() as i32, rois_ptr(rois), &dst.raw, &p)
-        };
         let mut all: Vec<&Image<'_>> = srcs.iter().collect();
         all.push(dst);
-        self.used(&all, st)
+        self.used(&all, || unsafe {
+            sys::gaio_preprocess_varshape(self.raw, raws.as_ptr(), raws.len() as i32, rois_ptr(rois), &dst.raw, &p)
+        })
     }
 }
 

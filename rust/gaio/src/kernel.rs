@@ -174,14 +174,8 @@ impl Stream {
                 r
             })
             .collect();
-        check(sys::gaio_launch(self.raw, kernel.raw, grid, block, shared_mem, raws.as_ptr(), raws.len()))?;
-        let done = self.fence()?;
-        for a in args {
-            if let Some(l) = a.last_use {
-                l.set(&done);
-            }
-        }
-        Ok(done)
+        let uses: Vec<&crate::buffer::LastUse> = args.iter().filter_map(|a| a.last_use).collect();
+        self.op(&uses, || sys::gaio_launch(self.raw, kernel.raw, grid, block, shared_mem, raws.as_ptr(), raws.len()))
     }
 }
 

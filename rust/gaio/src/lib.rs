@@ -25,6 +25,7 @@ mod handle;
 mod image;
 mod kernel;
 mod model;
+mod point;
 mod reactor;
 mod stream;
 

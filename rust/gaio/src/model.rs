@@ -264,13 +264,15 @@ impl Exec {
         let ins: Vec<sys::gaio_tensor> = inputs.iter().map(|t| t.raw).collect();
         let outs: Vec<sys::gaio_tensor> = outputs.iter().map(|t| t.raw).collect();
         let mut done = ptr::null_mut();
+        let sub = stream.submit()?;
         check(unsafe {
             sys::gaio_model_run(self.raw, stream.raw, ins.as_ptr(), ins.len() as i32, outs.as_ptr(), outs.len() as i32,
                                 &mut done)
         })?;
+        sub.made(done);
         let done = Future::wrap(done);
         for t in inputs.iter().chain(outputs.iter()) {
-            t.last_use.set(&done);
+            t.last_use.set(&done.point);
         }
         Ok(done)
     }

@@ -178,3 +178,52 @@ fn host_access_waits_for_every_stream() {
         assert!(host.as_slice().unwrap().iter().all(|&x| x == v));
     }
 }
+
+static GATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A host kernel that holds its stream until GATE opens.
+unsafe extern "C" fn gate(_info: *const gaio::LaunchInfo, _args: *const *mut std::os::raw::c_void) -> i32 {
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while !GATE.load(std::sync::atomic::Ordering::Acquire) && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    0
+}
+
+/// A Future the caller holds completes with its own op, not with ops submitted after
+/// it (its fence is made lazily, but before the next op goes in): here the next op
+/// waits on a stream held shut by a host kernel, which opens only after the check.
+#[test]
+fn a_held_future_completes_with_its_op() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        println!("a_held_future_completes_with_its_op: SKIPPED: the host backend needs two workers here");
+        return;
+    }
+    let mut s = seed();
+    let ctx = Context::new(0).unwrap();
+    let k = unsafe { gaio::Kernel::register_host("rust_test_gate", gate, &[]) }.unwrap();
+    let (a, b) = (Stream::new(&ctx, 0).unwrap(), Stream::new(&ctx, 0).unwrap());
+    let one = gaio::Dim3 { x: 1, y: 1, z: 1 };
+    unsafe { b.launch(&k, one, one, 0, &[]) }.unwrap();
+    let shut = Event::new(&ctx, false).unwrap();
+    shut.record(&b).unwrap();
+
+    let data = random(&mut s, 1000);
+    let up = HostBuffer::from_slice(&ctx, &data).unwrap();
+    let mut dev = DeviceBuffer::<u32>::new(&ctx, data.len()).unwrap();
+    let held = a.copy(&mut dev, &up).unwrap();
+    let dropped = a.copy(&mut dev, &up).unwrap();
+    drop(dropped);
+    let held_too = a.fill_bytes(&mut dev, 7).unwrap();
+    a.wait_event(&shut).unwrap(); // everything after this waits for the gate
+    let mut down = HostBuffer::<u32>::new(&ctx, data.len()).unwrap();
+    let after = a.copy(&mut down, &dev).unwrap();
+    let ok = (held.wait_for(Duration::from_secs(10)).unwrap(), held_too.wait_for(Duration::from_secs(10)).unwrap());
+    let early = after.poll_done().is_some();
+    GATE.store(true, std::sync::atomic::Ordering::Release);
+    a.synchronize().unwrap();
+    assert_eq!(ok, (true, true), "a held future waited for ops submitted after it");
+    assert!(!early, "the op behind the gate completed before it opened");
+    assert!(down.as_slice().unwrap().iter().all(|&x| x == 0x0707_0707));
+    gaio::Kernel::unregister("rust_test_gate").unwrap();
+}
