@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 /// Plain data: every bit pattern is a value, no drop glue (what device copies move).
 ///
 /// # Safety
-/// Implement only for types for which any bytes are a valid value.
+/// Implement only for types for which any bytes are a valid value and that have no
+/// padding (their bytes are read as u8: `HostBuffer::as_bytes`).
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// gaio's dtype of it where tensors may hold it (0: none).
     #[doc(hidden)]
@@ -231,6 +232,20 @@ impl<T: Element> HostBuffer<T> {
         self.b.last_use.wait()?;
         let p = self.host_ptr()?;
         Ok(unsafe { std::slice::from_raw_parts_mut(p, self.len) })
+    }
+
+    /// The elements' bytes (to send on a socket, say), as as_slice waits.
+    pub fn as_bytes(&mut self) -> Result<&[u8]> {
+        let n = self.len * std::mem::size_of::<T>();
+        let s = self.as_slice()?;
+        Ok(unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u8, n) })
+    }
+
+    /// The elements' bytes to write (to receive from a socket, say), as as_mut_slice waits.
+    pub fn as_bytes_mut(&mut self) -> Result<&mut [u8]> {
+        let n = self.len * std::mem::size_of::<T>();
+        let s = self.as_mut_slice()?;
+        Ok(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut u8, n) })
     }
 
     pub fn to_vec(&mut self) -> Result<Vec<T>> {

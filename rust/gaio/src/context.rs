@@ -37,6 +37,16 @@ pub fn device_props(index: i32) -> Result<DeviceProps> {
     })
 }
 
+/// What a context is made with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContextOptions {
+    /// Bytes of freed memory each pool keeps for reuse before it gives memory back
+    /// (0: gaio's default, 64 MiB). Services that allocate per request raise it.
+    pub pool_release_threshold: usize,
+    /// The initial seed of the context's random-number generator.
+    pub rng_seed: u64,
+}
+
 /// A device's context (Caffe2's CPUContext / CUDAContext): pools, streams and
 /// buffers belong to one. Cloning adds a reference; gaio frees it when the last
 /// reference goes and no work in flight uses it.
@@ -49,6 +59,18 @@ impl Context {
     pub fn new(index: i32) -> Result<Context> {
         let mut raw = ptr::null_mut();
         check(unsafe { sys::gaio_context_create(index, ptr::null(), &mut raw) })?;
+        Ok(Context { raw })
+    }
+
+    /// The context of device `index` with options (`ContextOptions::default()` is what
+    /// `new` uses).
+    pub fn with_options(index: i32, options: &ContextOptions) -> Result<Context> {
+        let o = sys::gaio_context_options {
+            pool_release_threshold: options.pool_release_threshold,
+            rng_seed: options.rng_seed,
+        };
+        let mut raw = ptr::null_mut();
+        check(unsafe { sys::gaio_context_create(index, &o, &mut raw) })?;
         Ok(Context { raw })
     }
 

@@ -30,7 +30,7 @@ mod reactor;
 mod stream;
 
 pub use buffer::{DeviceBuffer, Element, HostBuffer, Memory};
-pub use context::{device_props, devices, Context, DeviceProps};
+pub use context::{device_props, devices, Context, ContextOptions, DeviceProps};
 pub use dlpack::DLPackTensor;
 pub use error::{Error, Result, Status};
 pub use event::Event;

@@ -124,15 +124,22 @@ pub enum Layout {
 
 /// How to build an engine; the default builds for batch 1 (a symbolic batch), AUTO
 /// precision and layout, tuned, with CUDA graphs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct EngineOptions {
-    /// The symbolic dimensions' value (0: 1).
+    /// The symbolic dimensions' value (a model's batch), 1 by default.
     pub batch: i64,
     pub precision: Precision,
     pub layout: Layout,
     /// cuDNN's first plan per convolution, untimed: a faster build.
     pub no_tune: bool,
     pub no_cuda_graph: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> EngineOptions {
+        EngineOptions { batch: 1, precision: Precision::default(), layout: Layout::default(), no_tune: false,
+                        no_cuda_graph: false }
+    }
 }
 
 impl EngineOptions {

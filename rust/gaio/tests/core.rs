@@ -227,3 +227,19 @@ fn a_held_future_completes_with_its_op() {
     assert!(down.as_slice().unwrap().iter().all(|&x| x == 0x0707_0707));
     gaio::Kernel::unregister("rust_test_gate").unwrap();
 }
+
+/// Contexts made with options; a buffer's bytes seen as u8 both ways.
+#[test]
+fn context_options_and_byte_views() {
+    let mut s = seed();
+    let opts = gaio::ContextOptions { pool_release_threshold: 1 << 30, rng_seed: 5 };
+    let ctx = Context::with_options(0, &opts).unwrap();
+    let e = Context::with_options(1 << 20, &opts).unwrap_err();
+    assert!(!e.message.is_empty(), "{:?}", e);
+    let data = random(&mut s, 33);
+    let mut h = HostBuffer::from_slice(&ctx, &data).unwrap();
+    let want: Vec<u8> = data.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    assert_eq!(h.as_bytes().unwrap(), &want[..]);
+    h.as_bytes_mut().unwrap()[..4].copy_from_slice(&7u32.to_ne_bytes());
+    assert_eq!(h.as_slice().unwrap()[0], 7);
+}
