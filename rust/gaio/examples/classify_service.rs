@@ -277,9 +277,8 @@ impl Slot {
         Ok(Served { checksum, class, tensor })
     }
 
-    /// Upload, preprocess, classify, download, in stream order; nothing waits. (A
-    /// separate function: Image and Tensor are not Send, so they must not live across an
-    /// await.) The frame's device copy is dropped at once: the work holds it.
+    /// Upload, preprocess, classify, download, in stream order; nothing waits, so it is
+    /// a plain function. The frame's device copy is dropped at once: the work holds it.
     fn enqueue(&mut self, frame: &HostBuffer<u8>, height: u32, width: u32, classify: bool) -> Result<(), Failure> {
         let mut src = DeviceBuffer::<u8>::new_async(&self.stream, frame.len())?;
         self.stream.copy(&mut src, frame)?;

@@ -74,6 +74,10 @@ pub struct Image<'a> {
     last_use: &'a LastUse,
 }
 
+// The descriptor names a buffer (thread-safe) and borrows its use record (Sync).
+unsafe impl Send for Image<'_> {}
+unsafe impl Sync for Image<'_> {}
+
 impl<'a> Image<'a> {
     /// `batch` images of width x height x channels in buf, packed; gaio checks that
     /// the buffer holds them.

@@ -234,6 +234,10 @@ pub struct Tensor<'a> {
     last_use: &'a LastUse,
 }
 
+// The descriptor names a buffer (thread-safe) and borrows its use record (Sync).
+unsafe impl Send for Tensor<'_> {}
+unsafe impl Sync for Tensor<'_> {}
+
 impl<'a> Tensor<'a> {
     /// `buf` seen as a tensor of `shape` (its element count must match).
     pub fn new<T: Element>(buf: &'a DeviceBuffer<T>, shape: &[i64]) -> Result<Tensor<'a>> {

@@ -74,6 +74,15 @@ impl Stream {
         Ok(Stream::wrap(raw))
     }
 
+    /// The native stream (a `CUstream` on CUDA, for cuBLAS or your own kernels; null on
+    /// the host). Work enqueued there directly is outside gaio's order: wait for a
+    /// fence first.
+    pub fn native(&self) -> Result<*mut std::os::raw::c_void> {
+        let mut n = ptr::null_mut();
+        check(unsafe { sys::gaio_stream_native(self.raw, &mut n) })?;
+        Ok(n)
+    }
+
     pub fn priority(&self) -> Result<i32> {
         let mut p = 0;
         check(unsafe { sys::gaio_stream_priority(self.raw, &mut p) })?;

@@ -243,3 +243,38 @@ fn context_options_and_byte_views() {
     h.as_bytes_mut().unwrap()[..4].copy_from_slice(&7u32.to_ne_bytes());
     assert_eq!(h.as_slice().unwrap()[0], 7);
 }
+
+/// A foreign native stream wrapped (here a gaio stream's own, standing in for PyTorch's):
+/// ops through the wrapper run in order with the owner's; dropping the wrapper leaves
+/// the native stream alive. The host has no native streams: an error says so. Streams
+/// of the device's top priority.
+#[test]
+fn foreign_streams_and_priorities() {
+    let mut s = seed();
+    for ctx in contexts("foreign_streams_and_priorities") {
+        let props = gaio::device_props(ctx.device().unwrap()).unwrap();
+        let urgent = Stream::new(&ctx, props.max_priority).unwrap();
+        assert_eq!(urgent.priority().unwrap(), props.max_priority);
+        let owner = Stream::new(&ctx, 0).unwrap();
+        let native = owner.native().unwrap();
+        if !ctx.is_gpu().unwrap() {
+            assert!(native.is_null());
+            let e = unsafe { Stream::from_raw(&ctx, std::ptr::null_mut()) }.unwrap_err();
+            assert!(!e.message.is_empty());
+            continue;
+        }
+        let data = random(&mut s, 1 << 16);
+        let up = HostBuffer::from_slice(&ctx, &data).unwrap();
+        let mut dev = DeviceBuffer::<u32>::new(&ctx, data.len()).unwrap();
+        let mut down = HostBuffer::<u32>::new(&ctx, data.len()).unwrap();
+        {
+            let wrapped = unsafe { Stream::from_raw(&ctx, native) }.unwrap();
+            assert_eq!(wrapped.native().unwrap(), native);
+            owner.fill_bytes(&mut dev, 0).unwrap();
+            wrapped.copy(&mut dev, &up).unwrap(); // after the fill: one native stream
+            wrapped.synchronize().unwrap();
+        }
+        owner.copy(&mut down, &dev).unwrap(); // the native stream outlived its wrapper
+        assert_eq!(down.as_slice().unwrap(), &data[..]);
+    }
+}
