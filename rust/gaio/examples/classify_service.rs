@@ -44,8 +44,8 @@
 //! Runs on the first GPU, else on the host backend (--device picks a gaio index). Exit
 //! status: 0 when every request was served and every checked tensor matched, 1
 //! otherwise, 2 for bad arguments.
-use gaio::{Context, ContextOptions, DeviceBuffer, Dtype, Engine, EngineOptions, Exec, HostBuffer, Image, ImageLayout, Memory, Model,
-           PreprocessParams, Stream, Tensor};
+use gaio::{Context, ContextOptions, DeviceBuffer, Dtype, Engine, EngineOptions, Exec, HostBuffer, Image, ImageLayout,
+           Model, PreprocessParams, Stream, Tensor};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -171,6 +171,24 @@ macro_rules! memory {
 memory!(DeviceBuffer);
 memory!(HostBuffer);
 
+/// Their length without the Memory trait in scope.
+macro_rules! len {
+    ($t:ident) => {
+        impl<T: Element> $t<T> {
+            /// The number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+        }
+    };
+}
+len!(DeviceBuffer);
+len!(HostBuffer);
+
 macro_rules! debug {
     ($t:ident) => {
         impl<T: Element> std::fmt::Debug for $t<T> {

@@ -3,7 +3,7 @@
 //! written: random values, the seed printed.
 mod common;
 use common::{contexts, random, seed};
-use gaio::{Context, DeviceBuffer, Event, HostBuffer, Memory, Status, Stream};
+use gaio::{Context, DeviceBuffer, Event, HostBuffer, Status, Stream};
 use std::time::Duration;
 
 #[test]

@@ -5,7 +5,7 @@
 //! pixels, the seed printed.
 mod common;
 use common::{contexts, random, seed};
-use gaio::{Color, DeviceBuffer, HostBuffer, Image, ImageLayout, Interp, Memory, PreprocessParams, Rect, Status, Stream};
+use gaio::{Color, DeviceBuffer, HostBuffer, Image, ImageLayout, Interp, PreprocessParams, Rect, Status, Stream};
 
 fn pixels(seed: &mut u64, n: usize) -> Vec<u8> {
     random(seed, n).into_iter().map(|v| v as u8).collect()
