@@ -21,7 +21,8 @@
 //! `!` marks a rate the row could not sustain, where latency grows with the run). The floor
 //! is what the PCIe copies alone allow: bytes per job over the pinned-copy bandwidth
 //! measured in the same run (the two directions use separate copy engines, so the slower
-//! one bounds). floor/x is the floor's jobs/s over the row's (1.00 = at the floor);
+//! one bounds; floor-both measures the two at once, as the jobs run them). floor/x is
+//! the floor's jobs/s over the row's (1.00 = at the floor);
 //! copies/x the same against the copies alone at the job's sizes, device-timed from 64
 //! streams: what the copy engines do with transfers this small.
 //! Outputs are checked against a direct computation at the end.
@@ -227,6 +228,38 @@ fn copy_bandwidth(ctx: &Context) -> gaio::Result<(f64, f64)> {
     Ok((n as f64 / best[0], n as f64 / best[1]))
 }
 
+/// The same with both directions at once (a job's upload and download overlap), each
+/// timed from a common start: bytes/s up, bytes/s down.
+fn copy_bandwidth_both_ways(ctx: &Context) -> gaio::Result<(f64, f64)> {
+    let n = 256 << 20;
+    let (s0, up, down) = (Stream::new(ctx, 0)?, Stream::new(ctx, 0)?, Stream::new(ctx, 0)?);
+    let (mut h1, mut d1) = (HostBuffer::<u8>::new(ctx, n)?, DeviceBuffer::<u8>::new(ctx, n)?);
+    let (mut h2, mut d2) = (HostBuffer::<u8>::new(ctx, n)?, DeviceBuffer::<u8>::new(ctx, n)?);
+    let mut hold = DeviceBuffer::<u8>::new(ctx, 1 << 30)?;
+    let (go, up_done, down_done) = (Event::new(ctx, true)?, Event::new(ctx, true)?, Event::new(ctx, true)?);
+    let mut best = [f64::INFINITY; 2];
+    for _ in 0..5 {
+        for v in 0..8 {
+            s0.fill_bytes(&mut hold, v)?; // both copies queue behind this, then start together
+        }
+        go.record(&s0)?;
+        up.wait_event(&go)?;
+        down.wait_event(&go)?;
+        up.copy(&mut d1, &h1)?;
+        down.copy(&mut h2, &d2)?;
+        up_done.record(&up)?;
+        down_done.record(&down)?;
+        for e in [&go, &up_done, &down_done] {
+            e.synchronize()?;
+        }
+        best[0] = best[0].min(go.elapsed_ms(&up_done)? as f64 / 1e3);
+        best[1] = best[1].min(go.elapsed_ms(&down_done)? as f64 / 1e3);
+        std::mem::swap(&mut h1, &mut h2); // (every buffer moves both ways over the runs)
+        std::mem::swap(&mut d1, &mut d2);
+    }
+    Ok((n as f64 / best[0], n as f64 / best[1]))
+}
+
 /// The copies alone at the job's sizes: `n` streams each moving `k` jobs' upload and
 /// download (no kernel, no fences, no host in the loop), timed on the device. All of it
 /// is queued behind ~50 ms of fills first (150 GiB written at a few TB/s), so the
@@ -300,6 +333,8 @@ fn main() {
     }
     let (up, down) = copy_bandwidth(&ctx).expect("measuring copy bandwidth");
     let floor = 1.0 / f64::max((H * W * C) as f64 / up, (H * W * C * 4) as f64 / down);
+    let (up2, down2) = copy_bandwidth_both_ways(&ctx).expect("measuring copy bandwidth both ways");
+    let floor2 = 1.0 / f64::max((H * W * C) as f64 / up2, (H * W * C * 4) as f64 / down2);
     let (copy_floor, in_time) = copy_floor_at_job_size(&ctx, args.concurrency, 32).expect("the copies-alone floor");
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     println!("# seed {}", seed);
@@ -325,6 +360,8 @@ fn main() {
     }
     println!();
     println!("{:<16}{:>10.0}{:>9}{:>9}{:>9.2}", "floor", floor, "", "", 1.0);
+    println!("{:<16}{:>10.0}{:>9}{:>9}{:>9.2}  (large copies both ways at once: {:.1} GB/s up, {:.1} down)",
+             "floor-both", floor2, "", "", floor / floor2, up2 / 1e9, down2 / 1e9);
     println!("{:<16}{:>10.0}{:>9}{:>9}{:>9.2}{:>9.2}  (the copies alone at the job's sizes{})", "copies", copy_floor, "",
              "", floor / copy_floor, 1.0, if in_time { "" } else { "; queued late: a lower bound" });
     let mut all_ok = true;
