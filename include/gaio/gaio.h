@@ -21,6 +21,7 @@
 #include "gaio/rng.h"
 #include "gaio/image.h"
 #include "gaio/dlpack.h"
+#include "gaio/comm.h"
 #include "gaio/dnn.h"
 #include "gaio/model.h"
 #include "gaio/library.h"

@@ -51,6 +51,8 @@ struct gaio_op {
         } host;
         struct {
             gaio_future *fut;
+            bool own_message; /* WAIT: a failure of fut fails the stream with fut's message as it is
+                                 (a collective's), not as an event's stream's */
         } point; /* RECORD and WAIT */
         struct {
             gaio_native_fn fn;

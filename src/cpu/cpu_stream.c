@@ -77,8 +77,10 @@ static void exec_op(gaio_op *op) {
         break;
     case GAIO_OP_WAIT: {
         gaio_future *f = op->u.point.fut; /* complete: the drain loop saw to that */
-        if (f->status != GAIO_OK && !failed)
-            gaio__stream_fail(s, f->status, "waited on an event whose stream failed: %s", f->msg ? f->msg : "");
+        if (f->status != GAIO_OK && !failed) {
+            if (op->u.point.own_message) gaio__stream_fail(s, f->status, "%s", f->msg ? f->msg : "");
+            else gaio__stream_fail(s, f->status, "waited on an event whose stream failed: %s", f->msg ? f->msg : "");
+        }
         break;
     }
     }
