@@ -1,5 +1,5 @@
 /* The public collectives: every argument checked here, once, then the communicator's
- * implementation enqueues (host_comm.c; NCCL's to come). */
+ * implementation enqueues (host_comm.c, or nccl/nccl_comm.c on CUDA devices). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,11 +20,26 @@ gaio_comm *gaio__comm_new(gaio_context *ctx, int32_t rank, int32_t nranks, const
     return c;
 }
 
-/* Collectives on GPUs are NCCL's; gaio does not drive it yet. */
-static gaio_status no_nccl(const char *fn) {
-    return UNSUPPORTED("collectives on CUDA devices run on NCCL, which this gaio does not drive yet (issue [6/7] in "
-                       "progress); host contexts have them");
+#ifndef GAIO_HAVE_CUDA
+/* (A build without CUDA has no CUDA contexts; these keep comm.c one file.) */
+gaio_status gaio__nccl_comm_unique_id(const char *fn, gaio_comm_id *id) {
+    (void)id;
+    return UNSUPPORTED("this gaio was built without CUDA");
 }
+gaio_status gaio__nccl_comm_init_rank(const char *fn, gaio_context *ctx, const gaio_comm_id *id, int32_t nranks,
+                                      int32_t rank, gaio_comm **out, gaio_future **joined) {
+    (void)ctx, (void)id, (void)nranks, (void)rank, (void)out, (void)joined;
+    return UNSUPPORTED("this gaio was built without CUDA");
+}
+gaio_status gaio__nccl_comm_create_local(const char *fn, gaio_context *const *ctxs, int32_t n, gaio_comm **comms) {
+    (void)ctxs, (void)n, (void)comms;
+    return UNSUPPORTED("this gaio was built without CUDA");
+}
+gaio_status gaio__nccl_group(const char *fn, bool start) {
+    (void)fn, (void)start;
+    return GAIO_OK;
+}
+#endif
 
 static gaio_device_kind kind_of(const gaio_context *ctx) { return ctx->be->kind; }
 
@@ -33,7 +48,7 @@ gaio_status gaio_comm_unique_id(gaio_context *ctx, gaio_comm_id *id) {
     if (!ctx) return BAD("ctx is NULL");
     if (!id) return BAD("id is NULL");
     if (kind_of(ctx) == GAIO_DEVICE_HOST) return gaio__host_comm_unique_id(id);
-    return no_nccl(fn);
+    return gaio__nccl_comm_unique_id(fn, id);
 }
 
 gaio_status gaio_comm_init_rank(gaio_context *ctx, const gaio_comm_id *id, int32_t nranks, int32_t rank,
@@ -48,7 +63,7 @@ gaio_status gaio_comm_init_rank(gaio_context *ctx, const gaio_comm_id *id, int32
     if (nranks < 1) return BAD("nranks is %d; a group has at least one rank", nranks);
     if (rank < 0 || rank >= nranks) return BAD("rank is %d; the ranks of %d are 0 to %d", rank, nranks, nranks - 1);
     if (kind_of(ctx) == GAIO_DEVICE_HOST) return gaio__host_comm_init_rank(fn, ctx, id, nranks, rank, out, joined);
-    return no_nccl(fn);
+    return gaio__nccl_comm_init_rank(fn, ctx, id, nranks, rank, out, joined);
 }
 
 gaio_status gaio_comm_create_local(gaio_context *const *ctxs, int32_t n, gaio_comm **comms) {
@@ -62,7 +77,7 @@ gaio_status gaio_comm_create_local(gaio_context *const *ctxs, int32_t n, gaio_co
         if (kind_of(ctxs[i]) != kind_of(ctxs[0]))
             return BAD("ctxs[%d] is of another device kind than ctxs[0]: one group is all GPUs or all host", i);
     }
-    if (kind_of(ctxs[0]) != GAIO_DEVICE_HOST) return no_nccl(fn);
+    if (kind_of(ctxs[0]) != GAIO_DEVICE_HOST) return gaio__nccl_comm_create_local(fn, ctxs, n, comms);
     gaio_comm_id id;
     gaio_status st = gaio__host_comm_unique_id(&id);
     for (int32_t i = 0; st == GAIO_OK && i < n; i++) {

@@ -74,6 +74,15 @@ gaio_status gaio__host_comm_unique_id(gaio_comm_id *id);
 gaio_status gaio__host_comm_init_rank(const char *fn, gaio_context *ctx, const gaio_comm_id *id, int32_t nranks,
                                       int32_t rank, gaio_comm **out, gaio_future **joined);
 
+/* ---- NCCL's implementation (nccl/nccl_comm.c), in builds with CUDA ---- */
+gaio_status gaio__nccl_comm_unique_id(const char *fn, gaio_comm_id *id);
+gaio_status gaio__nccl_comm_init_rank(const char *fn, gaio_context *ctx, const gaio_comm_id *id, int32_t nranks,
+                                      int32_t rank, gaio_comm **out, gaio_future **joined);
+gaio_status gaio__nccl_comm_create_local(const char *fn, gaio_context *const *ctxs, int32_t n, gaio_comm **comms);
+/* This thread's NCCL group (ncclGroupStart / End) follows its outermost gaio group,
+ * where a communicator loaded NCCL; GAIO_OK where none did. */
+gaio_status gaio__nccl_group(const char *fn, bool start);
+
 /* ---- reductions shared by the host's collectives (reduce.c) ---- */
 /* dst[i] = op over k < n of srcs[k][i], for i < count; dst may be one of srcs (each
  * element is read from every source before it is written). AVG divides the sum by n. */

@@ -1,6 +1,8 @@
-/* Groups of sends and receives (NCCL's ncclGroupStart/End): collected per thread and
+/* Groups (NCCL's ncclGroupStart/End): sends and receives are collected per thread and
  * issued together at the outermost end, one part per communicator, so that ranks that
- * send to each other before they receive do not wait on each other. */
+ * send to each other before they receive do not wait on each other; on CUDA devices
+ * the thread's NCCL group spans the gaio group, so that collectives of several ranks
+ * made by one thread launch together. */
 #include <stdlib.h>
 
 #include "comm/comm_internal.h"
@@ -14,6 +16,10 @@ static _Thread_local struct {
 } group;
 
 gaio_status gaio_comm_group_start(void) {
+    if (group.depth == 0) {
+        gaio_status st = gaio__nccl_group(__func__, true);
+        if (st != GAIO_OK) return st;
+    }
     group.depth++;
     return GAIO_OK;
 }
@@ -65,7 +71,9 @@ static gaio_status issue(const char *fn) {
 gaio_status gaio_comm_group_end(void) {
     if (group.depth == 0) return GAIO_FAIL(GAIO_ERR_INVALID_ARG, "no group was started on this thread");
     if (--group.depth > 0) return GAIO_OK;
-    return issue(__func__);
+    gaio_status st = issue(__func__);
+    gaio_status nst = gaio__nccl_group(__func__, false); /* launches what NCCL's group holds */
+    return st != GAIO_OK ? st : nst;
 }
 
 gaio_status gaio__comm_group_add(const comm_p2p *op) {

@@ -1,0 +1,387 @@
+/* Communicators of CUDA devices, over NCCL.
+ *
+ * A collective is one native op on the rank's stream: in stream order, with the
+ * device's context current, it makes NCCL's call on the stream's CUstream and holds the
+ * buffers until the device has run it. Joining a group (ncclCommInitRank blocks until
+ * every rank has come) runs on a thread of its own, so gaio_comm_init_rank returns at
+ * once; ops enqueued before the join completes wait behind it in their streams. A
+ * thread that drives several ranks of one group (gaio_comm_create_local) makes their
+ * calls between gaio_comm_group_start and _end, which wraps them in NCCL's group: NCCL
+ * launches grouped calls together, so no rank's call waits for a rank this thread has
+ * yet to reach.
+ *
+ * Not yet: NCCL's asynchronous errors are not polled while collectives run (a peer that
+ * dies leaves its partners' kernels waiting until gaio_comm_abort), and a communicator's
+ * last release finalizes it on a thread of its own. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_internal.h"
+#include "comm/nccl/nccl_api.h"
+#include "core/fail.h"
+#include "core/native.h"
+#include "core/object.h"
+#include "core/op.h"
+
+typedef struct nccl_state {
+    pthread_mutex_t lock;
+    ncclComm_t comm;     /* NULL until joined */
+    gaio_future *joined; /* completes when comm is set, or the join failed */
+    bool aborted;
+} nccl_state;
+
+static const gaio_nccl_table *nccl_or_fail(const char *fn, gaio_status *st) {
+    const char *why = "";
+    const gaio_nccl_table *n = gaio__nccl(&why);
+    *st = n ? GAIO_OK : gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "collectives on CUDA devices need NCCL: %s", why);
+    return n;
+}
+
+static int nccl_dtype(gaio_dtype d) {
+    switch (d) {
+    case GAIO_DTYPE_U8: return ncclUint8;
+    case GAIO_DTYPE_S32: return ncclInt32;
+    case GAIO_DTYPE_S64: return ncclInt64;
+    case GAIO_DTYPE_F16: return ncclFloat16;
+    default: return ncclFloat32;
+    }
+}
+
+static int nccl_op(gaio_comm_op op) {
+    switch (op) {
+    case GAIO_COMM_PROD: return ncclProd;
+    case GAIO_COMM_MIN: return ncclMin;
+    case GAIO_COMM_MAX: return ncclMax;
+    case GAIO_COMM_AVG: return ncclAvg;
+    default: return ncclSum;
+    }
+}
+
+/* ---- ops ---- */
+
+typedef struct nccl_call {
+    gaio_comm *comm; /* held until the call is made */
+    bool p2p;
+    comm_coll c;
+    void *send, *recv;
+    size_t n;
+    comm_p2p ops[];
+} nccl_call;
+
+static void *dev_ptr(gaio_buffer *b, size_t off) { return b ? b->ptr + off : NULL; }
+
+/* The native function: NCCL's call on the stream's CUstream, in stream order. */
+static gaio_status make_call(void *native_stream, gaio_status stream_status, void *user) {
+    nccl_call *k = user;
+    nccl_state *s = k->comm->state;
+    const gaio_nccl_table *n = gaio__nccl(NULL);
+    gaio_status st = GAIO_OK;
+    const char *fn = k->p2p ? "gaio_comm_send" : k->c.fn;
+    pthread_mutex_lock(&s->lock);
+    ncclComm_t comm = s->comm;
+    bool aborted = s->aborted;
+    pthread_mutex_unlock(&s->lock);
+    if (stream_status != GAIO_OK) {
+        /* the stream failed before: nothing to launch */
+    } else if (aborted) {
+        st = gaio__fail(GAIO_ERR_DEVICE, fn, "the communicator was aborted (gaio_comm_abort)");
+    } else if (!comm) {
+        st = gaio__fail(GAIO_ERR_DEVICE, fn, "the communicator never joined its group: %s",
+                        gaio_future_message(s->joined));
+    } else if (k->p2p) {
+        CUstream cs = native_stream;
+        ncclResult_t r = n->ncclGroupStart();
+        for (size_t i = 0; r == ncclSuccess && i < k->n; i++) {
+            const comm_p2p *o = &k->ops[i];
+            r = o->send ? n->ncclSend(dev_ptr(o->buf, o->offset), o->count, nccl_dtype(o->dtype), o->peer, comm, cs)
+                        : n->ncclRecv(dev_ptr(o->buf, o->offset), o->count, nccl_dtype(o->dtype), o->peer, comm, cs);
+        }
+        ncclResult_t e = n->ncclGroupEnd();
+        if (r == ncclSuccess) r = e;
+        if (r != ncclSuccess) st = gaio__nccl_fail(fn, "ncclSend / ncclRecv", r, comm);
+    } else {
+        const comm_coll *c = &k->c;
+        CUstream cs = native_stream;
+        int dt = nccl_dtype(c->dtype), op = nccl_op(c->op);
+        ncclResult_t r = ncclSuccess;
+        const char *call = "";
+        switch (c->kind) {
+        case COMM_ALL_REDUCE: call = "ncclAllReduce"; r = n->ncclAllReduce(k->send, k->recv, c->count, dt, op, comm, cs); break;
+        case COMM_BROADCAST: call = "ncclBroadcast"; r = n->ncclBroadcast(k->send, k->recv, c->count, dt, c->root, comm, cs); break;
+        case COMM_REDUCE: call = "ncclReduce"; r = n->ncclReduce(k->send, k->recv, c->count, dt, op, c->root, comm, cs); break;
+        case COMM_ALL_GATHER: call = "ncclAllGather"; r = n->ncclAllGather(k->send, k->recv, c->count, dt, comm, cs); break;
+        case COMM_REDUCE_SCATTER: call = "ncclReduceScatter"; r = n->ncclReduceScatter(k->send, k->recv, c->count, dt, op, comm, cs); break;
+        }
+        if (r != ncclSuccess) st = gaio__nccl_fail(fn, call, r, comm);
+    }
+    gaio_comm_release(k->comm);
+    free(k);
+    return st;
+}
+
+/* Ops enqueued before the join completes wait for it in their stream. */
+static gaio_status wait_join(const char *fn, gaio_comm *comm, gaio_stream *stream) {
+    nccl_state *s = comm->state;
+    if (gaio__future_is_done(s->joined)) return GAIO_OK;
+    gaio_op *op = gaio__op_new(GAIO_OP_WAIT, stream, 0, 0, NULL);
+    if (!op) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the join's wait");
+    gaio__future_ref(s->joined);
+    op->u.point.fut = s->joined;
+    op->u.point.own_message = true;
+    return gaio__submit_from(fn, op);
+}
+
+static gaio_status check_memory(const char *fn, gaio_buffer *b, const char *what) {
+    if (b && b->kind == GAIO_MEM_HOST)
+        return BAD("%s is pageable host memory: NCCL reads device, pinned or managed memory", what);
+    return GAIO_OK;
+}
+
+static gaio_status nccl_collective(gaio_comm *comm, gaio_stream *stream, const comm_coll *c) {
+    const char *fn = c->fn;
+    gaio_status st = check_memory(fn, c->send, "send");
+    if (st == GAIO_OK) st = check_memory(fn, c->recv, "recv");
+    if (st != GAIO_OK) return st;
+    nccl_call *k = malloc(sizeof *k);
+    if (!k) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    *k = (nccl_call){.comm = comm, .c = *c, .send = dev_ptr(c->send, c->send_offset),
+                     .recv = dev_ptr(c->recv, c->recv_offset)};
+    st = wait_join(fn, comm, stream);
+    if (st != GAIO_OK) {
+        free(k);
+        return st;
+    }
+    gaio_comm_retain(comm);
+    gaio_buffer *held[2] = {c->send, c->recv};
+    st = gaio__enqueue_native_held(fn, stream, make_call, k, held, 2);
+    if (st != GAIO_OK) {
+        gaio_comm_release(comm);
+        free(k);
+    }
+    return st;
+}
+
+static gaio_status nccl_p2p(gaio_comm *comm, gaio_stream *stream, const comm_p2p *ops, size_t n) {
+    const char *fn = ops[0].send ? "gaio_comm_send" : "gaio_comm_recv";
+    for (size_t i = 0; i < n; i++) {
+        gaio_status st = check_memory(fn, ops[i].buf, "buf");
+        if (st != GAIO_OK) return st;
+    }
+    nccl_call *k = malloc(sizeof *k + n * sizeof *ops);
+    gaio_buffer **held = malloc(n * sizeof *held);
+    if (!k || !held) {
+        free(k);
+        free(held);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    *k = (nccl_call){.comm = comm, .p2p = true, .n = n};
+    memcpy(k->ops, ops, n * sizeof *ops);
+    for (size_t i = 0; i < n; i++) held[i] = ops[i].buf;
+    gaio_status st = wait_join(fn, comm, stream);
+    if (st == GAIO_OK) {
+        gaio_comm_retain(comm);
+        st = gaio__enqueue_native_held(fn, stream, make_call, k, held, n);
+        if (st != GAIO_OK) gaio_comm_release(comm);
+    }
+    if (st != GAIO_OK) free(k);
+    free(held);
+    return st;
+}
+
+/* ---- lifecycle ---- */
+
+static void nccl_abort(gaio_comm *comm) {
+    nccl_state *s = comm->state;
+    pthread_mutex_lock(&s->lock);
+    s->aborted = true;
+    ncclComm_t c = s->comm;
+    pthread_mutex_unlock(&s->lock);
+    if (c) (void)gaio__nccl(NULL)->ncclCommAbort(c); /* NCCL's kernels in flight return */
+}
+
+/* Finalizing waits for the communicator's work: on a thread of its own. */
+static void *finalize(void *p) {
+    ncclComm_t c = p;
+    const gaio_nccl_table *n = gaio__nccl(NULL);
+    if (n->ncclCommFinalize(c) == ncclSuccess) (void)n->ncclCommDestroy(c);
+    else (void)n->ncclCommAbort(c);
+    return NULL;
+}
+
+static void nccl_destroy(gaio_comm *comm) {
+    nccl_state *s = comm->state;
+    if (s->comm) {
+        if (s->aborted) {
+            /* ncclCommAbort freed it */
+        } else {
+            pthread_t t;
+            pthread_attr_t a;
+            pthread_attr_init(&a);
+            pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&t, &a, finalize, s->comm) != 0) finalize(s->comm);
+            pthread_attr_destroy(&a);
+        }
+    }
+    gaio__future_unref(s->joined);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static const comm_impl nccl_impl = {
+    .name = "nccl",
+    .collective = nccl_collective,
+    .p2p = nccl_p2p,
+    .abort = nccl_abort,
+    .destroy = nccl_destroy,
+};
+
+static nccl_state *state_new(void) {
+    nccl_state *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->joined = gaio__future_new();
+    if (!s->joined) {
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    return s;
+}
+
+static int cuda_ordinal(gaio_context *ctx) {
+    gaio_device_props p;
+    return gaio_device_get_props(ctx->device, &p) == GAIO_OK ? p.ordinal : -1;
+}
+
+gaio_status gaio__nccl_comm_unique_id(const char *fn, gaio_comm_id *id) {
+    gaio_status st;
+    const gaio_nccl_table *n = nccl_or_fail(fn, &st);
+    if (!n) return st;
+    ncclUniqueId u;
+    ncclResult_t r = n->ncclGetUniqueId(&u);
+    if (r != ncclSuccess) return gaio__nccl_fail(fn, "ncclGetUniqueId", r, NULL);
+    memcpy(id->bytes, u.internal, sizeof u.internal);
+    return GAIO_OK;
+}
+
+typedef struct join_job {
+    gaio_comm *comm; /* held while joining */
+    ncclUniqueId id;
+} join_job;
+
+static void *join(void *p) {
+    join_job *j = p;
+    gaio_comm *comm = j->comm;
+    nccl_state *s = comm->state;
+    const gaio_nccl_table *n = gaio__nccl(NULL);
+    const char *fn = "gaio_comm_init_rank";
+    gaio__native_scope sc;
+    gaio_status st = gaio__native_enter(fn, comm->ctx, &sc);
+    ncclComm_t c = NULL;
+    if (st == GAIO_OK) {
+        ncclResult_t r = n->ncclCommInitRank(&c, comm->nranks, j->id, comm->rank);
+        if (r != ncclSuccess) st = gaio__nccl_fail(fn, "ncclCommInitRank", r, NULL);
+        gaio__native_exit(&sc);
+    }
+    char msg[GAIO_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", st == GAIO_OK ? "" : gaio_last_error());
+    pthread_mutex_lock(&s->lock);
+    s->comm = c;
+    bool aborted = s->aborted;
+    pthread_mutex_unlock(&s->lock);
+    if (c && aborted) (void)n->ncclCommAbort(c);
+    gaio__future_complete(s->joined, st, st == GAIO_OK ? NULL : msg);
+    gaio_comm_release(comm);
+    free(j);
+    return NULL;
+}
+
+gaio_status gaio__nccl_comm_init_rank(const char *fn, gaio_context *ctx, const gaio_comm_id *id, int32_t nranks,
+                                      int32_t rank, gaio_comm **out, gaio_future **joined) {
+    gaio_status st;
+    if (!nccl_or_fail(fn, &st)) return st;
+    nccl_state *s = state_new();
+    join_job *j = malloc(sizeof *j);
+    gaio_comm *c = s && j ? gaio__comm_new(ctx, rank, nranks, &nccl_impl, s) : NULL;
+    if (!c) {
+        if (s) nccl_destroy(&(gaio_comm){.state = s});
+        free(j);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    memcpy(j->id.internal, id->bytes, sizeof j->id.internal);
+    gaio_comm_retain(c);
+    j->comm = c;
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int e = pthread_create(&t, &a, join, j);
+    pthread_attr_destroy(&a);
+    if (e != 0) {
+        gaio_comm_release(c);
+        gaio_comm_release(c);
+        free(j);
+        return gaio__fail(GAIO_ERR_SYSTEM, fn, "pthread_create failed for the join: %s", strerror(e));
+    }
+    gaio__future_ref(s->joined);
+    *joined = s->joined;
+    *out = c;
+    return GAIO_OK;
+}
+
+gaio_status gaio__nccl_comm_create_local(const char *fn, gaio_context *const *ctxs, int32_t n, gaio_comm **comms) {
+    gaio_status st;
+    const gaio_nccl_table *t = nccl_or_fail(fn, &st);
+    if (!t) return st;
+    int *devs = malloc((size_t)n * sizeof *devs);
+    ncclComm_t *nc = calloc((size_t)n, sizeof *nc);
+    if (!devs || !nc) {
+        free(devs);
+        free(nc);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    for (int32_t i = 0; i < n; i++) {
+        devs[i] = cuda_ordinal(ctxs[i]);
+        for (int32_t k = 0; k < i; k++)
+            if (ctxs[k]->device == ctxs[i]->device) {
+                free(devs);
+                free(nc);
+                return BAD("ctxs[%d] and ctxs[%d] are of one device: NCCL's ranks are distinct GPUs", k, i);
+            }
+    }
+    ncclResult_t r = t->ncclCommInitAll(nc, n, devs);
+    free(devs);
+    if (r != ncclSuccess) {
+        free(nc);
+        return gaio__nccl_fail(fn, "ncclCommInitAll", r, NULL);
+    }
+    st = GAIO_OK;
+    for (int32_t i = 0; i < n; i++) {
+        nccl_state *s = st == GAIO_OK ? state_new() : NULL;
+        comms[i] = s ? gaio__comm_new(ctxs[i], i, n, &nccl_impl, s) : NULL;
+        if (!comms[i]) {
+            if (s) nccl_destroy(&(gaio_comm){.state = s});
+            if (st == GAIO_OK) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+            (void)t->ncclCommDestroy(nc[i]);
+            continue;
+        }
+        s->comm = nc[i];
+        gaio__future_complete(s->joined, GAIO_OK, NULL);
+    }
+    free(nc);
+    if (st != GAIO_OK)
+        for (int32_t i = 0; i < n; i++) {
+            if (comms[i]) gaio_comm_release(comms[i]);
+            comms[i] = NULL;
+        }
+    return st;
+}
+
+gaio_status gaio__nccl_group(const char *fn, bool start) {
+    const gaio_nccl_table *n = gaio__nccl_if_loaded(); /* a process without NCCL communicators never loads it */
+    if (!n) return GAIO_OK;
+    ncclResult_t r = start ? n->ncclGroupStart() : n->ncclGroupEnd();
+    return r == ncclSuccess ? GAIO_OK : gaio__nccl_fail(fn, start ? "ncclGroupStart" : "ncclGroupEnd", r, NULL);
+}
