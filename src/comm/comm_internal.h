@@ -82,6 +82,9 @@ gaio_status gaio__nccl_comm_create_local(const char *fn, gaio_context *const *ct
 /* This thread's NCCL group (ncclGroupStart / End) follows its outermost gaio group,
  * where a communicator loaded NCCL; GAIO_OK where none did. */
 gaio_status gaio__nccl_group(const char *fn, bool start);
+/* The ncclComm_t of a joined NCCL communicator, else NULL (for bench/comm_bench.c's
+ * raw NCCL peer on the same communicator). */
+void *gaio__nccl_comm_native(gaio_comm *comm);
 
 /* ---- reductions shared by the host's collectives (reduce.c) ---- */
 /* dst[i] = op over k < n of srcs[k][i], for i < count; dst may be one of srcs (each

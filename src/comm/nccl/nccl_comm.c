@@ -11,8 +11,8 @@
  * yet to reach.
  *
  * Not yet: NCCL's asynchronous errors are not polled while collectives run (a peer that
- * dies leaves its partners' kernels waiting until gaio_comm_abort), and a communicator's
- * last release finalizes it on a thread of its own. */
+ * dies leaves its partners' kernels waiting until gaio_comm_abort). A communicator's
+ * last release waits for its work in flight (ncclCommFinalize). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -202,28 +202,15 @@ static void nccl_abort(gaio_comm *comm) {
     if (c) (void)gaio__nccl(NULL)->ncclCommAbort(c); /* NCCL's kernels in flight return */
 }
 
-/* Finalizing waits for the communicator's work: on a thread of its own. */
-static void *finalize(void *p) {
-    ncclComm_t c = p;
-    const gaio_nccl_table *n = gaio__nccl(NULL);
-    if (n->ncclCommFinalize(c) == ncclSuccess) (void)n->ncclCommDestroy(c);
-    else (void)n->ncclCommAbort(c);
-    return NULL;
-}
-
+/* The last release finalizes the communicator (waits for its work in flight) and
+ * destroys it, on the releasing thread: done before the process may exit, where NCCL's
+ * own threads would otherwise still be tearing it down. */
 static void nccl_destroy(gaio_comm *comm) {
     nccl_state *s = comm->state;
-    if (s->comm) {
-        if (s->aborted) {
-            /* ncclCommAbort freed it */
-        } else {
-            pthread_t t;
-            pthread_attr_t a;
-            pthread_attr_init(&a);
-            pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-            if (pthread_create(&t, &a, finalize, s->comm) != 0) finalize(s->comm);
-            pthread_attr_destroy(&a);
-        }
+    const gaio_nccl_table *n = gaio__nccl_if_loaded();
+    if (s->comm && !s->aborted && n) { /* (ncclCommAbort freed an aborted one) */
+        if (n->ncclCommFinalize(s->comm) == ncclSuccess) (void)n->ncclCommDestroy(s->comm);
+        else (void)n->ncclCommAbort(s->comm);
     }
     gaio__future_unref(s->joined);
     pthread_mutex_destroy(&s->lock);
@@ -384,4 +371,13 @@ gaio_status gaio__nccl_group(const char *fn, bool start) {
     if (!n) return GAIO_OK;
     ncclResult_t r = start ? n->ncclGroupStart() : n->ncclGroupEnd();
     return r == ncclSuccess ? GAIO_OK : gaio__nccl_fail(fn, start ? "ncclGroupStart" : "ncclGroupEnd", r, NULL);
+}
+
+void *gaio__nccl_comm_native(gaio_comm *comm) {
+    if (comm->impl != &nccl_impl) return NULL;
+    nccl_state *s = comm->state;
+    pthread_mutex_lock(&s->lock);
+    void *c = s->comm;
+    pthread_mutex_unlock(&s->lock);
+    return c;
 }
