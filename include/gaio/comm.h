@@ -43,9 +43,11 @@ typedef enum gaio_comm_op {
     GAIO_COMM_AVG = 4 /* the sum over the ranks' count; floating-point dtypes only */
 } gaio_comm_op;
 
-/* The bytes a group's ranks share to find each other (NCCL's ncclUniqueId, 128 bytes,
- * or the host backend's). Plain data: copy it anywhere. */
-#define GAIO_COMM_ID_BYTES 128
+/* The bytes a group's ranks share to find each other (on GPUs: NCCL's ncclUniqueId
+ * and the address of gaio's liveness channel, through which a rank learns that a
+ * peer's process is gone; on the host, the host backend's). Plain data: copy it
+ * anywhere. */
+#define GAIO_COMM_ID_BYTES 256
 typedef struct gaio_comm_id {
     unsigned char bytes[GAIO_COMM_ID_BYTES];
 } gaio_comm_id;

@@ -166,8 +166,10 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg,
     }
     case GAIO_OP_WAIT: {
         gaio_future *f = op->u.point.fut;
-        if (gaio__future_is_done(f) && f->status != GAIO_OK)
-            gaio__stream_fail(s, f->status, "waited on an event whose stream failed: %s", f->msg ? f->msg : "");
+        if (gaio__future_is_done(f) && f->status != GAIO_OK) {
+            if (op->u.point.own_message) gaio__stream_fail(s, f->status, "%s", f->msg ? f->msg : "");
+            else gaio__stream_fail(s, f->status, "waited on an event whose stream failed: %s", f->msg ? f->msg : "");
+        }
         break;
     }
     default:

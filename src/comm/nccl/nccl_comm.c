@@ -10,28 +10,170 @@
  * launches grouped calls together, so no rank's call waits for a rank this thread has
  * yet to reach.
  *
- * Not yet: NCCL's asynchronous errors are not polled while collectives run (a peer that
- * dies leaves its partners' kernels waiting until gaio_comm_abort). A communicator's
- * last release waits for its work in flight (ncclCommFinalize). */
+ * NCCL's asynchronous errors are watched (below): one fails the streams of the
+ * communicator's latest ops. A communicator's last release waits for its work in flight
+ * (ncclCommFinalize). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm/comm_internal.h"
 #include "comm/nccl/nccl_api.h"
+#include "comm/nccl/nccl_live.h"
 #include "core/fail.h"
 #include "core/native.h"
 #include "core/object.h"
 #include "core/op.h"
+
+#define WATCHED_STREAMS 8
 
 typedef struct nccl_state {
     pthread_mutex_t lock;
     ncclComm_t comm;     /* NULL until joined */
     gaio_future *joined; /* completes when comm is set, or the join failed */
     bool aborted;
+    int32_t rank;
+    /* The streams its latest ops went to (held): an asynchronous error fails them. */
+    gaio_stream *streams[WATCHED_STREAMS];
+    int nstreams, next_slot;
+    struct nccl_state *watch_next; /* the watch's list (watch_lock) */
+    bool watched;
+    int live_fd; /* the liveness channel to the group's maker (nccl_live.c), or -1 */
+    uint64_t group;
 } nccl_state;
+
+/* ---- the watch: NCCL's asynchronous errors ----
+ *
+ * One thread, started with the first communicator or id, polls every 2 ms every live
+ * communicator's ncclCommGetAsyncError and liveness channel (nccl_live.c), and serves
+ * the channels of the groups this process made. An error, or a peer's process gone,
+ * aborts the communicator (its kernels in flight return) and fails those of its latest
+ * streams still busy, with NCCL's words or the peer's rank, so their futures fail
+ * instead of waiting. */
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static nccl_state *watch_list;
+static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
+
+/* Aborts the communicator (NCCL's kernels in flight return) and fails those of its
+ * latest streams that still have work (a collective stuck there); idle ones go on. */
+static void fail_comm(nccl_state *s, ncclComm_t c, const char *msg) {
+    const gaio_nccl_table *n = gaio__nccl_if_loaded();
+    gaio_stream *streams[WATCHED_STREAMS];
+    pthread_mutex_lock(&s->lock);
+    s->aborted = true;
+    int k = s->nstreams;
+    for (int i = 0; i < k; i++) {
+        streams[i] = s->streams[i];
+        gaio_stream_retain(streams[i]);
+    }
+    pthread_mutex_unlock(&s->lock);
+    /* The streams fail first: once aborted, the stuck kernels return and the work behind
+     * them would complete as if nothing had happened. */
+    for (int i = 0; i < k; i++) {
+        if (gaio_stream_query(streams[i]) == GAIO_ERR_NOT_READY) gaio__stream_fail(streams[i], GAIO_ERR_DEVICE, "%s", msg);
+        gaio_stream_release(streams[i]);
+    }
+    if (c) (void)n->ncclCommAbort(c);
+}
+
+static void fail_nccl_error(nccl_state *s, ncclComm_t c, ncclResult_t e) {
+    const gaio_nccl_table *n = gaio__nccl_if_loaded();
+    char msg[GAIO_MSG_MAX];
+    const char *last = n->ncclGetLastError(c);
+    snprintf(msg, sizeof msg, "NCCL reports an error on rank %d of the communicator: %s (%d)%s%s; it was aborted",
+             s->rank, n->ncclGetErrorString(e), e, last && *last ? ": " : "", last ? last : "");
+    fail_comm(s, c, msg);
+}
+
+static void fail_peer_gone(nccl_state *s, ncclComm_t c, int32_t gone) {
+    char msg[GAIO_MSG_MAX];
+    if (gone >= 0)
+        snprintf(msg, sizeof msg, "rank %d of the communicator's group is gone (its process ended without releasing "
+                 "its communicator); rank %d's communicator was aborted", gone, s->rank);
+    else
+        snprintf(msg, sizeof msg, "the process that made the group's id is gone (its liveness channel closed); rank "
+                 "%d's communicator was aborted", s->rank);
+    fail_comm(s, c, msg);
+}
+
+static void *watch(void *unused) {
+    (void)unused;
+    const gaio_nccl_table *n = gaio__nccl_if_loaded();
+    for (;;) {
+        gaio__nccl_live_serve();
+        pthread_mutex_lock(&watch_lock);
+        for (nccl_state *s = watch_list; s; s = s->watch_next) {
+            pthread_mutex_lock(&s->lock);
+            ncclComm_t c = s->aborted ? NULL : s->comm;
+            pthread_mutex_unlock(&s->lock);
+            if (!c) continue;
+            int32_t gone = 0;
+            if (s->live_fd >= 0 && gaio__nccl_live_read(s->live_fd, &gone)) {
+                fail_peer_gone(s, c, gone);
+                continue;
+            }
+            ncclResult_t e = ncclSuccess, r = n->ncclCommGetAsyncError(c, &e);
+            if (r != ncclSuccess) e = r;
+            if (e != ncclSuccess && e != ncclInProgress) fail_nccl_error(s, c, e);
+        }
+        pthread_mutex_unlock(&watch_lock);
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void start_watch(void) {
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    (void)pthread_create(&t, &a, watch, NULL); /* without it, errors surface only at abort */
+    pthread_attr_destroy(&a);
+}
+
+static void watch_add(nccl_state *s) {
+    pthread_once(&watch_once, start_watch);
+    pthread_mutex_lock(&watch_lock);
+    s->watch_next = watch_list;
+    watch_list = s;
+    s->watched = true;
+    pthread_mutex_unlock(&watch_lock);
+}
+
+static void watch_remove(nccl_state *s) {
+    if (!s->watched) return;
+    pthread_mutex_lock(&watch_lock);
+    nccl_state **pp = &watch_list;
+    while (*pp && *pp != s) pp = &(*pp)->watch_next;
+    if (*pp) *pp = s->watch_next;
+    pthread_mutex_unlock(&watch_lock);
+}
+
+/* Remembers that an op of s went to stream (the latest WATCHED_STREAMS streams). */
+static void note_stream(nccl_state *s, gaio_stream *stream) {
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->nstreams; i++)
+        if (s->streams[i] == stream) {
+            pthread_mutex_unlock(&s->lock);
+            return;
+        }
+    gaio_stream_retain(stream);
+    gaio_stream *old = NULL;
+    if (s->nstreams < WATCHED_STREAMS) {
+        s->streams[s->nstreams++] = stream;
+    } else {
+        old = s->streams[s->next_slot];
+        s->streams[s->next_slot] = stream;
+        s->next_slot = (s->next_slot + 1) % WATCHED_STREAMS;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (old) gaio_stream_release(old);
+}
 
 static const gaio_nccl_table *nccl_or_fail(const char *fn, gaio_status *st) {
     const char *why = "";
@@ -154,6 +296,7 @@ static gaio_status nccl_collective(gaio_comm *comm, gaio_stream *stream, const c
         free(k);
         return st;
     }
+    note_stream(comm->state, stream);
     gaio_comm_retain(comm);
     gaio_buffer *held[2] = {c->send, c->recv};
     st = gaio__enqueue_native_held(fn, stream, make_call, k, held, 2);
@@ -182,6 +325,7 @@ static gaio_status nccl_p2p(gaio_comm *comm, gaio_stream *stream, const comm_p2p
     for (size_t i = 0; i < n; i++) held[i] = ops[i].buf;
     gaio_status st = wait_join(fn, comm, stream);
     if (st == GAIO_OK) {
+        note_stream(comm->state, stream);
         gaio_comm_retain(comm);
         st = gaio__enqueue_native_held(fn, stream, make_call, k, held, n);
         if (st != GAIO_OK) gaio_comm_release(comm);
@@ -207,11 +351,14 @@ static void nccl_abort(gaio_comm *comm) {
  * own threads would otherwise still be tearing it down. */
 static void nccl_destroy(gaio_comm *comm) {
     nccl_state *s = comm->state;
+    watch_remove(s);
+    for (int i = 0; i < s->nstreams; i++) gaio_stream_release(s->streams[i]);
     const gaio_nccl_table *n = gaio__nccl_if_loaded();
     if (s->comm && !s->aborted && n) { /* (ncclCommAbort freed an aborted one) */
         if (n->ncclCommFinalize(s->comm) == ncclSuccess) (void)n->ncclCommDestroy(s->comm);
         else (void)n->ncclCommAbort(s->comm);
     }
+    gaio__nccl_live_leave(s->live_fd, s->group, s->rank); /* after: its work is done */
     gaio__future_unref(s->joined);
     pthread_mutex_destroy(&s->lock);
     free(s);
@@ -234,6 +381,7 @@ static nccl_state *state_new(void) {
         return NULL;
     }
     pthread_mutex_init(&s->lock, NULL);
+    s->live_fd = -1;
     return s;
 }
 
@@ -250,12 +398,15 @@ gaio_status gaio__nccl_comm_unique_id(const char *fn, gaio_comm_id *id) {
     ncclResult_t r = n->ncclGetUniqueId(&u);
     if (r != ncclSuccess) return gaio__nccl_fail(fn, "ncclGetUniqueId", r, NULL);
     memcpy(id->bytes, u.internal, sizeof u.internal);
-    return GAIO_OK;
+    st = gaio__nccl_live_make(fn, id->bytes + sizeof u.internal);
+    if (st == GAIO_OK) pthread_once(&watch_once, start_watch); /* serves the channel */
+    return st;
 }
 
 typedef struct join_job {
     gaio_comm *comm; /* held while joining */
     ncclUniqueId id;
+    unsigned char live[GAIO_COMM_ID_BYTES - sizeof(ncclUniqueId)];
 } join_job;
 
 static void *join(void *p) {
@@ -264,6 +415,10 @@ static void *join(void *p) {
     nccl_state *s = comm->state;
     const gaio_nccl_table *n = gaio__nccl(NULL);
     const char *fn = "gaio_comm_init_rank";
+    /* A rank that cannot reach the maker still joins (refusing would leave the other
+     * ranks' joins waiting for it); it then learns of no peer's death. */
+    char why[GAIO_MSG_MAX];
+    s->live_fd = gaio__nccl_live_join(j->live, comm->rank, &s->group, why, sizeof why);
     gaio__native_scope sc;
     gaio_status st = gaio__native_enter(fn, comm->ctx, &sc);
     ncclComm_t c = NULL;
@@ -279,6 +434,7 @@ static void *join(void *p) {
     bool aborted = s->aborted;
     pthread_mutex_unlock(&s->lock);
     if (c && aborted) (void)n->ncclCommAbort(c);
+    if (c && !aborted) watch_add(s);
     gaio__future_complete(s->joined, st, st == GAIO_OK ? NULL : msg);
     gaio_comm_release(comm);
     free(j);
@@ -297,7 +453,9 @@ gaio_status gaio__nccl_comm_init_rank(const char *fn, gaio_context *ctx, const g
         free(j);
         return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     }
+    s->rank = rank;
     memcpy(j->id.internal, id->bytes, sizeof j->id.internal);
+    memcpy(j->live, id->bytes + sizeof j->id.internal, sizeof j->live);
     gaio_comm_retain(c);
     j->comm = c;
     pthread_t t;
@@ -355,6 +513,8 @@ gaio_status gaio__nccl_comm_create_local(const char *fn, gaio_context *const *ct
             continue;
         }
         s->comm = nc[i];
+        s->rank = i;
+        watch_add(s);
         gaio__future_complete(s->joined, GAIO_OK, NULL);
     }
     free(nc);
