@@ -537,7 +537,8 @@ static void *gpu_rank(void *p) {
     gaio_future *joined;
     OK(gaio_comm_init_rank(a->ctx, a->id, n, r, &comm, &joined));
     gaio_stream *s;
-    OK(gaio_stream_create(a->ctx, 0, 0, &s));
+    /* Odd ranks on a DEFERRED stream: their NCCL calls come from gaio's submission thread. */
+    OK(gaio_stream_create(a->ctx, 0, r % 2 ? GAIO_STREAM_DEFERRED : 0, &s));
     int round = 5000;
     for (size_t di = 0; di < sizeof dtypes / sizeof *dtypes; di++) {
         gaio_dtype d = dtypes[di];
@@ -599,6 +600,38 @@ static void *gpu_rank(void *p) {
                    input(g_seed, round, k, (size_t)r * COUNT + i, GAIO_DTYPE_S32));
     gaio_buffer *bs[] = {h, send, recv, back};
     for (int b = 0; b < 4; b++) OK(gaio_buffer_release(bs[b]));
+
+    /* Collectives and other device work interleaved on two streams, ordered by events:
+     * on s, x = r + 1 (a fill), then the sum over ranks; on s2, after it, y = the
+     * bytes of x copied, then their max over ranks. */
+    gaio_stream *s2;
+    OK(gaio_stream_create(a->ctx, 0, 0, &s2));
+    gaio_event *e;
+    OK(gaio_event_create(a->ctx, GAIO_EVENT_DISABLE_TIMING, &e));
+    gaio_buffer *x, *y;
+    OK(gaio_buffer_alloc(a->ctx, GAIO_MEM_DEVICE, COUNT, &x));
+    OK(gaio_buffer_alloc(a->ctx, GAIO_MEM_DEVICE, COUNT, &y));
+    OK(gaio_memset_async(s, x, 0, r + 1, COUNT));
+    OK(gaio_comm_all_reduce(s, comm, x, 0, x, 0, COUNT, GAIO_DTYPE_U8, GAIO_COMM_SUM));
+    OK(gaio_event_record(e, s));
+    OK(gaio_stream_wait_event(s2, e));
+    OK(gaio_memcpy_async(s2, y, 0, x, 0, COUNT));
+    OK(gaio_memset_async(s2, y, 0, (r + 1) * 3, COUNT / 2)); /* the first half: 3 (r + 1) */
+    OK(gaio_comm_all_reduce(s2, comm, y, 0, y, 0, COUNT, GAIO_DTYPE_U8, GAIO_COMM_MAX));
+    gaio_buffer *yb = to_host(a->ctx, s2, y, COUNT);
+    int sum = n * (n + 1) / 2;
+    for (size_t i = 0; i < COUNT; i++) {
+        int want = i < COUNT / 2 ? 3 * n : sum;
+        if (((uint8_t *)host_ptr(yb))[i] != (uint8_t)want) {
+            fprintf(stderr, "interleaved, rank %d, byte %zu: %d, want %d\n", r, i, ((uint8_t *)host_ptr(yb))[i], want);
+            exit(1);
+        }
+    }
+    OK(gaio_buffer_release(yb));
+    OK(gaio_buffer_release(x));
+    OK(gaio_buffer_release(y));
+    OK(gaio_event_release(e));
+    OK(gaio_stream_release(s2));
     OK(gaio_future_wait(joined, BIG_TIMEOUT_NS));
     OK(gaio_future_release(joined));
     OK(gaio_stream_release(s));
@@ -632,7 +665,8 @@ static void test_gpus(void) {
         CHECK(pthread_create(&t[r], NULL, gpu_rank, &a[r]) == 0);
     }
     for (int r = 0; r < n; r++) CHECK(pthread_join(t[r], NULL) == 0);
-    printf("  NCCL on %d GPU(s), a thread each: every collective and dtype, all-to-all: ok\n", n);
+    printf("  NCCL on %d GPU(s), a thread each (odd ranks on DEFERRED streams): every collective and dtype, "
+           "all-to-all, collectives and copies interleaved on two streams: ok\n", n);
 
     /* One thread, every GPU a rank: the calls grouped. */
     gaio_comm *comms[16];
