@@ -18,10 +18,11 @@ carrying gaio's message.
 """
 from __future__ import annotations
 
-from . import image
+from . import comm, image
 from ._lib import library_path
 from .aio import loop_queue
 from .buffer import Buffer
+from .comm import Comm
 from .context import Context, default_context
 from .device import Device, backend_status, configure, device, device_count, devices, shutdown
 from .errors import (CancelledError, DeviceError, DriverError, Error, InvalidArgumentError, NotFoundError,
@@ -42,9 +43,9 @@ def version() -> int:
     return lib.gaio_version()
 
 
-__all__ = ["Buffer", "CancelledError", "Context", "DEFERRED", "DTYPES", "Device", "DeviceError", "DriverError",
+__all__ = ["Buffer", "CancelledError", "Comm", "Context", "DEFERRED", "DTYPES", "Device", "DeviceError", "DriverError",
            "Engine", "Error", "Event", "Future", "InvalidArgumentError", "Model", "ModelExec", "NotFoundError",
            "NotImplementedByGaioError", "NotReadyError", "NotSupportedError", "OutOfMemoryError", "StateError",
            "Stream", "SystemError", "Tensor", "TimeoutError", "UserError", "backend_status", "configure", "copy",
-           "default_context", "device", "device_count", "devices", "empty", "from_dlpack", "image", "library_path",
+           "comm", "default_context", "device", "device_count", "devices", "empty", "from_dlpack", "image", "library_path",
            "loop_queue", "shutdown", "tensor", "version", "wait_all"]
