@@ -68,6 +68,13 @@ gaio_status gaio_comm_init_rank(gaio_context *ctx, const gaio_comm_id *id, int32
  * devices. comms receives n communicators, ready when this returns. */
 gaio_status gaio_comm_create_local(gaio_context *const *ctxs, int32_t n, gaio_comm **comms);
 
+/* Splits comm's group into sub-groups: ranks that give the same color form one, ordered
+ * by key (then by their rank in comm); *out is this rank's new communicator, of comm's
+ * context, or NULL for a negative color (the rank joins none). Every rank of comm calls
+ * it, one thread per rank: like NCCL's ncclCommSplit, each call returns once every
+ * rank has called (a split is made rarely, at set-up). */
+gaio_status gaio_comm_split(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out);
+
 gaio_status gaio_comm_retain(gaio_comm *comm);
 gaio_status gaio_comm_release(gaio_comm *comm);
 

@@ -43,7 +43,10 @@ _PROTOTYPES = {
     "gaio_comm_init_rank": (_S, [_P, _IdBytes, c_int32, c_int32, _PP, _PP]),
     "gaio_comm_create_local": (_S, [POINTER(c_void_p), c_int32, POINTER(c_void_p)]),
     "gaio_comm_release": (_S, [_P]),
+    "gaio_comm_split": (_S, [_P, c_int32, c_int32, _PP]),
     "gaio_comm_abort": (_S, [_P]),
+    "gaio_comm_rank": (_S, [_P, POINTER(c_int32)]),
+    "gaio_comm_size": (_S, [_P, POINTER(c_int32)]),
     "gaio_comm_all_reduce": (_S, _COLL + [c_int]),
     "gaio_comm_broadcast": (_S, _COLL + [c_int32]),
     "gaio_comm_reduce": (_S, _COLL + [c_int, c_int32]),
@@ -124,6 +127,20 @@ class Comm:
     def close(self) -> None:
         """Releases the communicator now (on GPUs: waits for its work in flight)."""
         self.__del__()
+
+    def split(self, color: int, key: int = 0) -> "Comm | None":
+        """This rank's communicator of the sub-group of ``color`` (ordered by ``key``), None
+        for a negative color. Every rank calls it; it returns once all have."""
+        h = c_void_p()
+        check(lib.gaio_comm_split(self._h, color, key, byref(h)))
+        if not h.value:
+            return None
+        sub = Comm.__new__(Comm)
+        r, n = ctypes.c_int32(), ctypes.c_int32()
+        check(lib.gaio_comm_rank(h.value, byref(r)))
+        check(lib.gaio_comm_size(h.value, byref(n)))
+        sub._h, sub.rank, sub.size, sub.context, sub.joined = h.value, r.value, n.value, self.context, None
+        return sub
 
     def abort(self) -> None:
         """Fails this communicator's pending collectives, here and on the other ranks."""

@@ -129,6 +129,24 @@ def test_local_ranks_awaited_and_all_to_all(seed):
         np.testing.assert_array_equal(sums[r], np.stack([x[:count] for x in xs]).sum(axis=0))
 
 
+def test_split():
+    n = 4
+    gid = gaio.comm.unique_id("cpu")
+    seen = {}
+
+    def body(r):
+        comm = gaio.Comm(gid, n, r, "cpu")
+        sub = comm.split(r % 2, key=-r)
+        s = gaio.Stream("cpu")
+        t = gaio.tensor(np.array([r], np.int32), device="cpu", stream=s)
+        sub.all_reduce(t, stream=s).result(30)
+        seen[r] = (sub.rank, sub.size, int(t.numpy()[0]))
+        assert comm.split(-1) is None or r == -1  # nobody joins a negative color
+
+    run_ranks(n, body)
+    assert seen == {0: (1, 2, 2), 1: (1, 2, 4), 2: (0, 2, 2), 3: (0, 2, 4)}
+
+
 def test_errors_are_gaio_errors():
     comms = gaio.Comm.local(["cpu"] * 2)
     t = gaio.tensor(np.zeros(4, np.float32), device="cpu")

@@ -93,6 +93,14 @@ gaio_status gaio_comm_create_local(gaio_context *const *ctxs, int32_t n, gaio_co
     return st;
 }
 
+gaio_status gaio_comm_split(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out) {
+    const char *fn = __func__;
+    if (out) *out = NULL;
+    if (!comm) return BAD("comm is NULL");
+    if (!out) return BAD("out is NULL");
+    return comm->impl->split(comm, color, key, out);
+}
+
 gaio_status gaio_comm_retain(gaio_comm *comm) {
     GAIO_REQUIRE_PTR(comm);
     gaio__ref_inc(&comm->ref);

@@ -52,6 +52,9 @@ typedef struct comm_impl {
     gaio_status (*p2p)(gaio_comm *comm, gaio_stream *stream, const comm_p2p *ops, size_t n);
     void (*abort)(gaio_comm *comm);
     void (*destroy)(gaio_comm *comm); /* the last reference went */
+    /* This rank's part of a split: returns once every rank of comm has called it, with
+     * its new communicator (NULL for a negative color). */
+    gaio_status (*split)(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out);
 } comm_impl;
 
 struct gaio_comm {

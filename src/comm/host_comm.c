@@ -80,7 +80,21 @@ struct host_group {
     host_msg *msgs, **msgs_tail;
     gaio_status failed; /* GAIO_OK while the group works */
     char why[GAIO_MSG_MAX];
+    pthread_cond_t cond;     /* a split's ranks wait on it */
+    uint64_t *next_split;    /* per rank: the number of its next split */
+    struct host_split *splits;
 };
+
+/* One gaio_comm_split of the group: every rank's color and key, then its new comm. */
+typedef struct host_split {
+    struct host_split *next;
+    uint64_t seq;
+    int32_t arrived, taken;
+    int32_t *color, *key;
+    gaio_context **ctx;
+    gaio_comm **out;
+    bool done;
+} host_split;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static host_group *registry;
@@ -167,6 +181,7 @@ static void group_fail_locked(host_group *g, gaio_status st, const char *why, to
         free(m);
     }
     g->msgs_tail = &g->msgs;
+    pthread_cond_broadcast(&g->cond); /* a split waiting for ranks gives up */
 }
 
 /* Outside the lock: completes tf's futures with status (GAIO_OK for a success), drops
@@ -575,11 +590,24 @@ static void host_destroy(gaio_comm *comm) {
         gaio__future_unref(g->join[i]);
     }
     pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->cond);
+    while (g->splits) {
+        host_split *sp = g->splits;
+        g->splits = sp->next;
+        free(sp->color);
+        free(sp->key);
+        free(sp->ctx);
+        free(sp->out);
+        free(sp);
+    }
     free(g->join);
     free(g->taken);
     free(g->next_seq);
+    free(g->next_split);
     free(g);
 }
+
+static gaio_status host_split_call(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out);
 
 static const comm_impl host_impl = {
     .name = "host",
@@ -587,6 +615,7 @@ static const comm_impl host_impl = {
     .p2p = host_p2p,
     .abort = host_abort,
     .destroy = host_destroy,
+    .split = host_split_call,
 };
 
 static host_group *group_new(const gaio_comm_id *id, int32_t nranks) {
@@ -595,7 +624,8 @@ static host_group *group_new(const gaio_comm_id *id, int32_t nranks) {
     g->taken = calloc((size_t)nranks, sizeof *g->taken);
     g->join = calloc((size_t)nranks, sizeof *g->join);
     g->next_seq = calloc((size_t)nranks, sizeof *g->next_seq);
-    bool ok = g->taken && g->join && g->next_seq;
+    g->next_split = calloc((size_t)nranks, sizeof *g->next_split);
+    bool ok = g->taken && g->join && g->next_seq && g->next_split;
     for (int32_t i = 0; ok && i < nranks; i++) ok = (g->join[i] = gaio__future_new()) != NULL;
     if (!ok) {
         for (int32_t i = 0; g->join && i < nranks; i++)
@@ -603,12 +633,14 @@ static host_group *group_new(const gaio_comm_id *id, int32_t nranks) {
         free(g->taken);
         free(g->join);
         free(g->next_seq);
+        free(g->next_split);
         free(g);
         return NULL;
     }
     memcpy(g->id, id->bytes, sizeof g->id);
     g->nranks = nranks;
     pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->cond, NULL);
     g->msgs_tail = &g->msgs;
     return g;
 }
@@ -647,9 +679,11 @@ gaio_status gaio__host_comm_init_rank(const char *fn, gaio_context *ctx, const g
         if (made) {
             for (int32_t i = 0; i < nranks; i++) gaio__future_unref(g->join[i]);
             pthread_mutex_destroy(&g->lock);
+            pthread_cond_destroy(&g->cond);
             free(g->taken);
             free(g->join);
             free(g->next_seq);
+            free(g->next_split);
             free(g);
         }
         pthread_mutex_unlock(&registry_lock);
@@ -669,4 +703,104 @@ gaio_status gaio__host_comm_init_rank(const char *fn, gaio_context *ctx, const g
     if (all)
         for (int32_t i = 0; i < nranks; i++) gaio__future_complete(g->join[i], GAIO_OK, NULL);
     return GAIO_OK;
+}
+
+/* ---- splitting ---- */
+
+/* Under g->lock, the last rank in: the new groups, one per color, ranks ordered by key
+ * then by the old rank; a communicator for each rank of them (the ranks take theirs). */
+static gaio_status split_now(host_group *g, host_split *sp) {
+    int32_t n = g->nranks;
+    for (int32_t r = 0; r < n; r++) {
+        if (sp->color[r] < 0 || sp->out[r]) continue;
+        int32_t size = 0;
+        for (int32_t k = 0; k < n; k++) size += sp->color[k] == sp->color[r];
+        gaio_comm_id id;
+        gaio__host_comm_unique_id(&id);
+        host_group *ng = group_new(&id, size);
+        if (!ng) return GAIO_ERR_NO_MEMORY;
+        pthread_mutex_lock(&registry_lock);
+        ng->next = registry;
+        registry = ng;
+        for (int32_t k = 0; k < n; k++) {
+            if (sp->color[k] != sp->color[r]) continue;
+            int32_t nr = 0; /* its rank in the new group */
+            for (int32_t j = 0; j < n; j++)
+                if (sp->color[j] == sp->color[r] && (sp->key[j] < sp->key[k] || (sp->key[j] == sp->key[k] && j < k)))
+                    nr++;
+            sp->out[k] = gaio__comm_new(sp->ctx[k], nr, size, &host_impl, ng);
+            if (sp->out[k]) {
+                ng->taken[nr] = true;
+                ng->joined++;
+                ng->comms++;
+            }
+        }
+        pthread_mutex_unlock(&registry_lock);
+        for (int32_t i = 0; i < size; i++) gaio__future_complete(ng->join[i], GAIO_OK, NULL);
+    }
+    return GAIO_OK;
+}
+
+static gaio_status host_split_call(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out) {
+    host_group *g = comm->state;
+    const char *fn = "gaio_comm_split";
+    int32_t r = comm->rank, n = g->nranks;
+    pthread_mutex_lock(&g->lock);
+    if (g->failed != GAIO_OK) {
+        gaio_status st = failed_status(g, fn);
+        pthread_mutex_unlock(&g->lock);
+        return st;
+    }
+    uint64_t seq = g->next_split[r]++;
+    host_split *sp = g->splits;
+    while (sp && sp->seq != seq) sp = sp->next;
+    if (!sp) {
+        sp = calloc(1, sizeof *sp);
+        if (sp) {
+            sp->color = calloc((size_t)n, sizeof *sp->color);
+            sp->key = calloc((size_t)n, sizeof *sp->key);
+            sp->ctx = calloc((size_t)n, sizeof *sp->ctx);
+            sp->out = calloc((size_t)n, sizeof *sp->out);
+        }
+        if (!sp || !sp->color || !sp->key || !sp->ctx || !sp->out) {
+            if (sp) {
+                free(sp->color);
+                free(sp->key);
+                free(sp->ctx);
+                free(sp->out);
+                free(sp);
+            }
+            pthread_mutex_unlock(&g->lock);
+            return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+        }
+        sp->seq = seq;
+        sp->next = g->splits;
+        g->splits = sp;
+    }
+    sp->color[r] = color;
+    sp->key[r] = key;
+    sp->ctx[r] = comm->ctx;
+    gaio_status st = GAIO_OK;
+    if (++sp->arrived == n) {
+        st = split_now(g, sp);
+        sp->done = true;
+        pthread_cond_broadcast(&g->cond);
+    }
+    while (!sp->done && g->failed == GAIO_OK) pthread_cond_wait(&g->cond, &g->lock);
+    if (!sp->done) st = failed_status(g, fn);
+    *out = sp->done ? sp->out[r] : NULL;
+    if (sp->done && ++sp->taken == n) { /* the last to leave frees it */
+        host_split **pp = &g->splits;
+        while (*pp != sp) pp = &(*pp)->next;
+        *pp = sp->next;
+        free(sp->color);
+        free(sp->key);
+        free(sp->ctx);
+        free(sp->out);
+        free(sp);
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (st == GAIO_ERR_NO_MEMORY) st = gaio__fail(st, fn, "out of host memory");
+    if (st == GAIO_OK && color >= 0 && !*out) st = gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    return st;
 }

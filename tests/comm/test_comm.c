@@ -304,6 +304,54 @@ static void test_all_to_all(gaio_context *ctx) {
     printf("  grouped sends and receives, all-to-all on %d ranks: ok\n", NRANKS);
 }
 
+/* ---- 3b. splitting: sub-groups by color, ordered by key ---- */
+
+static void *split_rank(void *p) {
+    rank_args *a = p;
+    int r = a->rank, n = a->nranks;
+    gaio_comm *comm, *sub, *none;
+    gaio_future *joined;
+    OK(gaio_comm_init_rank(a->ctx, a->id, n, r, &comm, &joined));
+    /* Colors r % 2, keys -r: the even ranks in reverse order, the odd ones too. */
+    OK(gaio_comm_split(comm, r % 2, -r, &sub));
+    int32_t sr, ss;
+    OK(gaio_comm_rank(sub, &sr));
+    OK(gaio_comm_size(sub, &ss));
+    int members = (n + 1 - r % 2) / 2, want_rank = (members - 1) - r / 2;
+    CHECK(ss == members && sr == want_rank);
+    gaio_stream *s;
+    OK(gaio_stream_create(a->ctx, 0, 0, &s));
+    gaio_buffer *b;
+    OK(gaio_buffer_alloc(a->ctx, GAIO_MEM_HOST, 4, &b));
+    *(int32_t *)host_ptr(b) = r;
+    OK(gaio_comm_all_reduce(s, sub, b, 0, b, 0, 1, GAIO_DTYPE_S32, GAIO_COMM_SUM));
+    fence_ok(s);
+    int32_t sum = 0;
+    for (int k = r % 2; k < n; k += 2) sum += k;
+    CHECK(*(int32_t *)host_ptr(b) == sum);
+    /* A second split where only rank 0 takes part. */
+    OK(gaio_comm_split(comm, r == 0 ? 7 : -1, 0, &none));
+    CHECK((r == 0) == (none != NULL));
+    if (none) {
+        OK(gaio_comm_size(none, &ss));
+        CHECK(ss == 1);
+        OK(gaio_comm_release(none));
+    }
+    OK(gaio_buffer_release(b));
+    OK(gaio_stream_release(s));
+    OK(gaio_comm_release(sub));
+    OK(gaio_future_release(joined));
+    OK(gaio_comm_release(comm));
+    return NULL;
+}
+
+static void test_split(gaio_context *ctx) {
+    gaio_comm_id id;
+    OK(gaio_comm_unique_id(ctx, &id));
+    run_ranks(ctx, NRANKS, split_rank, &id);
+    printf("  gaio_comm_split: sub-groups by color ordered by key, a rank in none: ok\n");
+}
+
 /* ---- 4. ops enqueued before the group has joined ---- */
 
 static void test_join_later(gaio_context *ctx) {
@@ -632,6 +680,22 @@ static void *gpu_rank(void *p) {
     OK(gaio_buffer_release(y));
     OK(gaio_event_release(e));
     OK(gaio_stream_release(s2));
+
+    /* A split with every rank, keys reversed: ranks renumbered, the sum the same. */
+    gaio_comm *sub;
+    OK(gaio_comm_split(comm, 0, -r, &sub));
+    int32_t sr;
+    OK(gaio_comm_rank(sub, &sr));
+    CHECK(sr == n - 1 - r);
+    gaio_buffer *sb;
+    OK(gaio_buffer_alloc(a->ctx, GAIO_MEM_DEVICE, COUNT, &sb));
+    OK(gaio_memset_async(s, sb, 0, r + 1, COUNT));
+    OK(gaio_comm_all_reduce(s, sub, sb, 0, sb, 0, COUNT, GAIO_DTYPE_U8, GAIO_COMM_SUM));
+    gaio_buffer *sbh = to_host(a->ctx, s, sb, COUNT);
+    for (size_t i = 0; i < COUNT; i++) CHECK(((uint8_t *)host_ptr(sbh))[i] == (uint8_t)(n * (n + 1) / 2));
+    OK(gaio_buffer_release(sbh));
+    OK(gaio_buffer_release(sb));
+    OK(gaio_comm_release(sub));
     OK(gaio_future_wait(joined, BIG_TIMEOUT_NS));
     OK(gaio_future_release(joined));
     OK(gaio_stream_release(s));
@@ -666,7 +730,7 @@ static void test_gpus(void) {
     }
     for (int r = 0; r < n; r++) CHECK(pthread_join(t[r], NULL) == 0);
     printf("  NCCL on %d GPU(s), a thread each (odd ranks on DEFERRED streams): every collective and dtype, "
-           "all-to-all, collectives and copies interleaved on two streams: ok\n", n);
+           "all-to-all, collectives and copies interleaved on two streams, a split: ok\n", n);
 
     /* One thread, every GPU a rank: the calls grouped. */
     gaio_comm *comms[16];
@@ -711,6 +775,7 @@ static void run(int device) {
     test_collectives_threads(ctx);
     test_local(ctx);
     test_all_to_all(ctx);
+    test_split(ctx);
     test_join_later(ctx);
     test_failures(ctx, device);
     test_bad_input(ctx);

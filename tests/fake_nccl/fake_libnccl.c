@@ -381,3 +381,19 @@ EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, int datatype, int pee
     (void)stream;
     return add((call){.p2p_recv = 1, .comm = comm, .recv = recvbuff, .count = count, .dtype = datatype, .peer = peer});
 }
+
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, void *config) {
+    (void)comm, (void)color, (void)key, (void)config;
+    *newcomm = NULL;
+    return ncclInvalidUsage; /* not in the fake */
+}
+
+EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+    *count = comm->nranks;
+    return ncclSuccess;
+}
+
+EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+    *rank = comm->rank;
+    return ncclSuccess;
+}

@@ -13,7 +13,7 @@
     X(ncclInvalidArgument, 4) X(ncclInvalidUsage, 5) X(ncclRemoteError, 6) X(ncclInProgress, 7)      \
     X(ncclSum, 0) X(ncclProd, 1) X(ncclMax, 2) X(ncclMin, 3) X(ncclAvg, 4)                           \
     X(ncclUint8, 1) X(ncclInt32, 2) X(ncclInt64, 4) X(ncclFloat16, 6) X(ncclFloat32, 7)              \
-    X(NCCL_UNIQUE_ID_BYTES, 128)
+    X(NCCL_UNIQUE_ID_BYTES, 128) X(NCCL_SPLIT_NOCOLOR, -1)
 
 #define GAIO_NCCL_ENUMERATOR(name, value) enum { name = value };
 GAIO_NCCL_VALUES(GAIO_NCCL_ENUMERATOR)
@@ -35,6 +35,9 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, void *config);
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, int datatype, int op,
                            ncclComm_t comm, CUstream stream);
 ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, int datatype, int root,
@@ -55,6 +58,7 @@ ncclResult_t ncclGroupEnd(void);
 #define GAIO_NCCL_FUNCTIONS(X)                                                                         \
     X(ncclGetVersion) X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclCommInitRank) \
     X(ncclCommInitAll) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommGetAsyncError) \
+    X(ncclCommSplit) X(ncclCommCount) X(ncclCommUserRank)                                             \
     X(ncclAllReduce) X(ncclBroadcast) X(ncclReduce) X(ncclAllGather) X(ncclReduceScatter) X(ncclSend)  \
     X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)
 

@@ -364,12 +364,15 @@ static void nccl_destroy(gaio_comm *comm) {
     free(s);
 }
 
+static gaio_status nccl_split(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out);
+
 static const comm_impl nccl_impl = {
     .name = "nccl",
     .collective = nccl_collective,
     .p2p = nccl_p2p,
     .abort = nccl_abort,
     .destroy = nccl_destroy,
+    .split = nccl_split,
 };
 
 static nccl_state *state_new(void) {
@@ -540,4 +543,46 @@ void *gaio__nccl_comm_native(gaio_comm *comm) {
     void *c = s->comm;
     pthread_mutex_unlock(&s->lock);
     return c;
+}
+
+static void watch_add(nccl_state *s);
+
+/* ncclCommSplit on the caller's thread (it returns once every rank has called), after
+ * the parent's join. The new communicator has no liveness channel of its own: a dead
+ * peer is seen on the parent's streams. */
+static gaio_status nccl_split(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out) {
+    const char *fn = "gaio_comm_split";
+    nccl_state *ps = comm->state;
+    const gaio_nccl_table *n = gaio__nccl_if_loaded();
+    if (gaio_future_wait(ps->joined, GAIO_INFINITE) != GAIO_OK)
+        return gaio__fail(GAIO_ERR_DEVICE, fn, "the communicator never joined its group: %s",
+                          gaio_future_message(ps->joined));
+    pthread_mutex_lock(&ps->lock);
+    ncclComm_t pc = ps->aborted ? NULL : ps->comm;
+    pthread_mutex_unlock(&ps->lock);
+    if (!pc) return gaio__fail(GAIO_ERR_DEVICE, fn, "the communicator was aborted");
+    gaio__native_scope sc;
+    gaio_status st = gaio__native_enter(fn, comm->ctx, &sc);
+    if (st != GAIO_OK) return st;
+    ncclComm_t nc = NULL;
+    ncclResult_t r = n->ncclCommSplit(pc, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &nc, NULL);
+    gaio__native_exit(&sc);
+    if (r != ncclSuccess) return gaio__nccl_fail(fn, "ncclCommSplit", r, pc);
+    if (!nc) return GAIO_OK; /* a negative color: in no sub-group */
+    int rank = 0, count = 0;
+    n->ncclCommUserRank(nc, &rank);
+    n->ncclCommCount(nc, &count);
+    nccl_state *s = state_new();
+    gaio_comm *c = s ? gaio__comm_new(comm->ctx, rank, count, &nccl_impl, s) : NULL;
+    if (!c) {
+        if (s) nccl_destroy(&(gaio_comm){.state = s});
+        (void)n->ncclCommDestroy(nc);
+        return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
+    }
+    s->comm = nc;
+    s->rank = rank;
+    watch_add(s);
+    gaio__future_complete(s->joined, GAIO_OK, NULL);
+    *out = c;
+    return GAIO_OK;
 }
