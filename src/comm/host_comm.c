@@ -96,6 +96,15 @@ typedef struct host_split {
     bool done;
 } host_split;
 
+static void split_free(host_split *sp) {
+    if (!sp) return;
+    free(sp->color);
+    free(sp->key);
+    free(sp->ctx);
+    free(sp->out);
+    free(sp);
+}
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static host_group *registry;
 static atomic_ullong id_counter;
@@ -594,11 +603,7 @@ static void host_destroy(gaio_comm *comm) {
     while (g->splits) {
         host_split *sp = g->splits;
         g->splits = sp->next;
-        free(sp->color);
-        free(sp->key);
-        free(sp->ctx);
-        free(sp->out);
-        free(sp);
+        split_free(sp);
     }
     free(g->join);
     free(g->taken);
@@ -763,13 +768,7 @@ static gaio_status host_split_call(gaio_comm *comm, int32_t color, int32_t key, 
             sp->out = calloc((size_t)n, sizeof *sp->out);
         }
         if (!sp || !sp->color || !sp->key || !sp->ctx || !sp->out) {
-            if (sp) {
-                free(sp->color);
-                free(sp->key);
-                free(sp->ctx);
-                free(sp->out);
-                free(sp);
-            }
+            split_free(sp);
             pthread_mutex_unlock(&g->lock);
             return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
         }
@@ -793,11 +792,7 @@ static gaio_status host_split_call(gaio_comm *comm, int32_t color, int32_t key, 
         host_split **pp = &g->splits;
         while (*pp != sp) pp = &(*pp)->next;
         *pp = sp->next;
-        free(sp->color);
-        free(sp->key);
-        free(sp->ctx);
-        free(sp->out);
-        free(sp);
+        split_free(sp);
     }
     pthread_mutex_unlock(&g->lock);
     if (st == GAIO_ERR_NO_MEMORY) st = gaio__fail(st, fn, "out of host memory");
