@@ -89,7 +89,7 @@ gaio_status gaio_comm_context(const gaio_comm *comm, gaio_context **ctx); /* bor
 
 /* ---- collectives: stream of the communicator's context; counts in elements ----
  *
- * dtypes: U8, S32, S64, F16, F32 (BF16 where the dtype exists). send and recv may be
+ * dtypes: U8, S32, S64, F16, BF16, F32. send and recv may be
  * the same memory (in place) where the operation allows: all_reduce, broadcast,
  * reduce with the same offset; all_gather with send at recv + rank * count elements;
  * reduce_scatter with recv at send + rank * count elements. */

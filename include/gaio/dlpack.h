@@ -193,7 +193,8 @@ gaio_status gaio_dlpack_export_legacy(const gaio_dlpack_view *view, DLManagedTen
  * whose own memory it is, so that gaio's ops take it; a HOST buffer on a GPU);
  * kDLCUDAHost (PINNED) and kDLCUDAManaged (MANAGED) memory; kDLCUDA memory (DEVICE)
  * on a context of the CUDA device of that device_id. dtypes (code, bits): (kDLUInt, 8) U8, (kDLUInt, 16)
- * U16, (kDLInt, 16) S16, (kDLFloat, 16) F16, (kDLFloat, 32) F32, lanes 1. ndim 1..8,
+ * U16, (kDLInt, 16) S16, (kDLInt, 32) S32, (kDLInt, 64) S64, (kDLFloat, 16) F16, (kDLFloat, 32) F32,
+ * (kDLBfloat, 16) BF16, lanes 1. ndim 1..8,
  * every dimension >= 1, strides >= 0 or NULL (compact row-major). A versioned
  * tensor of another major version than 1 is refused without reading further. */
 gaio_status gaio_dlpack_import(gaio_context *ctx, DLManagedTensorVersioned *tensor, gaio_dlpack_view *view);

@@ -38,12 +38,13 @@ typedef enum gaio_dtype {
     GAIO_DTYPE_F16 = 4, /* IEEE binary16 */
     GAIO_DTYPE_F32 = 5,
     GAIO_DTYPE_S32 = 6, /* indices, and models' integer tensors */
-    GAIO_DTYPE_S64 = 7
+    GAIO_DTYPE_S64 = 7,
+    GAIO_DTYPE_BF16 = 8 /* bfloat16: collectives only so far */
 } gaio_dtype;
 
 /* Bytes per element of a dtype (0 if it is none). */
 size_t gaio_dtype_size(gaio_dtype dtype);
-/* "u8", "u16", "s16", "f16", "f32", "s32", "s64" ("?" if none). */
+/* "u8", "u16", "s16", "f16", "f32", "s32", "s64", "bf16" ("?" if none). */
 const char *gaio_dtype_name(gaio_dtype dtype);
 
 /* Timeouts are in nanoseconds: 0 polls, GAIO_INFINITE waits until done. */

@@ -25,13 +25,13 @@ from .stream import CU_STREAM_LEGACY, Stream
 __all__ = ["Tensor", "DTYPES", "empty", "tensor", "from_dlpack", "copy"]
 
 #: gaio's dtypes by name, and their gaio_dtype codes
-DTYPES = {"uint8": 1, "uint16": 2, "int16": 3, "float16": 4, "float32": 5, "int32": 6, "int64": 7}
+DTYPES = {"uint8": 1, "uint16": 2, "int16": 3, "float16": 4, "float32": 5, "int32": 6, "int64": 7, "bfloat16": 8}
 _NAMES = {v: k for k, v in DTYPES.items()}
-_SIZES = {1: 1, 2: 2, 3: 2, 4: 2, 5: 4, 6: 4, 7: 8}
+_SIZES = {1: 1, 2: 2, 3: 2, 4: 2, 5: 4, 6: 4, 7: 8, 8: 2}
 _TYPESTR = {1: "|u1", 2: "<u2", 3: "<i2", 4: "<f2", 5: "<f4", 6: "<i4", 7: "<i8"}
 _ALIASES = {"u8": "uint8", "u16": "uint16", "s16": "int16", "i16": "int16", "f16": "float16", "half": "float16",
             "f32": "float32", "float": "float32",
-            "s32": "int32", "i32": "int32", "s64": "int64", "i64": "int64"}
+            "s32": "int32", "i32": "int32", "s64": "int64", "i64": "int64", "bf16": "bfloat16"}
 
 
 def dtype_code(dtype: Any) -> int:
@@ -287,6 +287,8 @@ class Tensor:
         """CUDA Array Interface version 3 (device, pinned and managed memory of a GPU)."""
         if self.device.kind != "cuda" or self.buffer.kind == "host":
             raise AttributeError("__cuda_array_interface__: the tensor is not in memory a CUDA device reaches")
+        if self._dtype not in _TYPESTR:  # bfloat16: no typestr (use DLPack)
+            raise AttributeError(f"__cuda_array_interface__ has no typestr for {self.dtype} (exchange it by DLPack)")
         ptr = self.buffer.device_ptr + self.offset
         strides = None if self.is_contiguous() else tuple(s * self.itemsize for s in self.strides)
         return {"shape": self.shape, "typestr": _TYPESTR[self._dtype], "data": (ptr, self.read_only),

@@ -147,7 +147,7 @@ gaio_status gaio_comm_context(const gaio_comm *comm, gaio_context **ctx) {
 
 static bool dtype_ok(gaio_dtype d) {
     return d == GAIO_DTYPE_U8 || d == GAIO_DTYPE_S32 || d == GAIO_DTYPE_S64 || d == GAIO_DTYPE_F16 ||
-           d == GAIO_DTYPE_F32;
+           d == GAIO_DTYPE_F32 || d == GAIO_DTYPE_BF16;
 }
 
 static gaio_status check_common(const char *fn, gaio_stream *stream, gaio_comm *comm, gaio_dtype dtype) {
@@ -157,13 +157,13 @@ static gaio_status check_common(const char *fn, gaio_stream *stream, gaio_comm *
         return BAD("stream is of device %d, the communicator's context of device %d", stream->ctx->device,
                    comm->ctx->device);
     if (!dtype_ok(dtype))
-        return BAD("dtype %s is not one collectives take (u8, s32, s64, f16, f32)", gaio_dtype_name(dtype));
+        return BAD("dtype %s is not one collectives take (u8, s32, s64, f16, bf16, f32)", gaio_dtype_name(dtype));
     return GAIO_OK;
 }
 
 static gaio_status check_op(const char *fn, gaio_comm_op op, gaio_dtype dtype) {
     if ((int)op < GAIO_COMM_SUM || (int)op > GAIO_COMM_AVG) return BAD("op %d is not a gaio_comm_op", (int)op);
-    if (op == GAIO_COMM_AVG && dtype != GAIO_DTYPE_F16 && dtype != GAIO_DTYPE_F32)
+    if (op == GAIO_COMM_AVG && dtype != GAIO_DTYPE_F16 && dtype != GAIO_DTYPE_F32 && dtype != GAIO_DTYPE_BF16)
         return BAD("GAIO_COMM_AVG takes floating-point dtypes, not %s", gaio_dtype_name(dtype));
     return GAIO_OK;
 }

@@ -1,5 +1,5 @@
 /* Element-wise reductions over the ranks' buffers, for the host's collectives. Floats
- * accumulate in their own type in rank order (f16 in float, rounded once at the end),
+ * accumulate in their own type in rank order (f16 and bf16 in float, rounded once at the end),
  * integers wrap as two's complement (NCCL's integer sums wrap the same way). */
 #include <stdint.h>
 #include <string.h>
@@ -35,6 +35,13 @@
 
 static float load_h(uint16_t h) { return h2f(h); }
 static uint16_t store_h(float f) { return f2h(f); }
+/* bfloat16: a float's upper half, rounded to nearest even (NaN stays NaN). */
+static float load_b(uint16_t b) { return u2f((uint32_t)b << 16); }
+static uint16_t store_b(float f) {
+    uint32_t u = f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 
 void gaio__comm_reduce(gaio_dtype dtype, gaio_comm_op op, void *dst, const void *const *srcs, int n, size_t count) {
     switch (dtype) {
@@ -43,6 +50,9 @@ void gaio__comm_reduce(gaio_dtype dtype, gaio_comm_op op, void *dst, const void 
         break;
     case GAIO_DTYPE_F16:
         BY_OP(uint16_t, load_h, store_h, float, acc + v, acc * v, acc /= (float)n)
+        break;
+    case GAIO_DTYPE_BF16:
+        BY_OP(uint16_t, load_b, store_b, float, acc + v, acc * v, acc /= (float)n)
         break;
     case GAIO_DTYPE_U8:
         BY_OP(uint8_t, ID, ID, uint8_t, (uint8_t)(acc + v), (uint8_t)(acc * v), acc = (uint8_t)(acc / n))

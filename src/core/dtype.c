@@ -6,7 +6,8 @@ size_t gaio_dtype_size(gaio_dtype dtype) {
     case GAIO_DTYPE_U8: return 1;
     case GAIO_DTYPE_U16:
     case GAIO_DTYPE_S16:
-    case GAIO_DTYPE_F16: return 2;
+    case GAIO_DTYPE_F16:
+    case GAIO_DTYPE_BF16: return 2;
     case GAIO_DTYPE_F32:
     case GAIO_DTYPE_S32: return 4;
     case GAIO_DTYPE_S64: return 8;
@@ -23,6 +24,7 @@ const char *gaio_dtype_name(gaio_dtype dtype) {
     case GAIO_DTYPE_F32: return "f32";
     case GAIO_DTYPE_S32: return "s32";
     case GAIO_DTYPE_S64: return "s64";
+    case GAIO_DTYPE_BF16: return "bf16";
     }
     return "?";
 }

@@ -67,6 +67,7 @@ DLDataType gaio__dlpack_dtype_to_dl(gaio_dtype dtype) {
     case GAIO_DTYPE_S64: dt.code = kDLInt; break;
     case GAIO_DTYPE_F16:
     case GAIO_DTYPE_F32: dt.code = kDLFloat; break;
+    case GAIO_DTYPE_BF16: dt.code = kDLBfloat; break;
     }
     return dt;
 }
@@ -81,6 +82,7 @@ gaio_dtype gaio__dlpack_dtype_from_dl(DLDataType dt) {
                : dt.bits == 64 ? GAIO_DTYPE_S64
                                : (gaio_dtype)0;
     case kDLFloat: return dt.bits == 16 ? GAIO_DTYPE_F16 : dt.bits == 32 ? GAIO_DTYPE_F32 : (gaio_dtype)0;
+    case kDLBfloat: return dt.bits == 16 ? GAIO_DTYPE_BF16 : (gaio_dtype)0;
     }
     return (gaio_dtype)0;
 }

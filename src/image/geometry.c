@@ -96,7 +96,8 @@ static uint32_t element_bits(gaio_dtype dt, float v) {
         return u;
     }
     case GAIO_DTYPE_S32:
-    case GAIO_DTYPE_S64: break; /* not image types: gaio__img_check refuses them */
+    case GAIO_DTYPE_S64:
+    case GAIO_DTYPE_BF16: break; /* not image types: gaio__img_check refuses them */
     }
     return 0;
 }

@@ -59,7 +59,9 @@ gaio_status gaio__img_check(const char *fn, const char *arg, const gaio_image *i
                             size_t *bytes) {
     if (!img) return BAD("%s is NULL", arg);
     gaio_image im = *img;
-    size_t e = im.dtype == GAIO_DTYPE_S32 || im.dtype == GAIO_DTYPE_S64 ? 0 : gaio_dtype_size(im.dtype);
+    size_t e = im.dtype == GAIO_DTYPE_S32 || im.dtype == GAIO_DTYPE_S64 || im.dtype == GAIO_DTYPE_BF16
+                   ? 0
+                   : gaio_dtype_size(im.dtype);
     if (!e) return BAD("%s.dtype %d is not a gaio_dtype (U8, U16, S16, F16, F32)", arg, (int)im.dtype);
     if (im.layout < GAIO_LAYOUT_HWC || im.layout > GAIO_LAYOUT_I420)
         return BAD("%s.layout %d is not a gaio_layout (HWC, CHW, NV12, I420)", arg, (int)im.layout);

@@ -18,10 +18,25 @@
 
 static uint64_t g_seed;
 
-static const gaio_dtype dtypes[] = {GAIO_DTYPE_U8, GAIO_DTYPE_S32, GAIO_DTYPE_S64, GAIO_DTYPE_F16, GAIO_DTYPE_F32};
+static const gaio_dtype dtypes[] = {GAIO_DTYPE_U8, GAIO_DTYPE_S32, GAIO_DTYPE_S64, GAIO_DTYPE_F16, GAIO_DTYPE_BF16,
+                                     GAIO_DTYPE_F32};
 static const gaio_comm_op ops[] = {GAIO_COMM_SUM, GAIO_COMM_PROD, GAIO_COMM_MIN, GAIO_COMM_MAX, GAIO_COMM_AVG};
 
-static int is_float(gaio_dtype d) { return d == GAIO_DTYPE_F16 || d == GAIO_DTYPE_F32; }
+static int is_float(gaio_dtype d) { return d == GAIO_DTYPE_F16 || d == GAIO_DTYPE_F32 || d == GAIO_DTYPE_BF16; }
+
+/* bfloat16 <-> float: the upper half of a float's bits (exact for the inputs here). */
+static uint16_t bf16_of(double v) {
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+static double bf16_val(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 /* f16 <-> double for exactly representable small values (quarter steps up to 2^10). */
 static uint16_t f16_of(double v) {
@@ -56,6 +71,7 @@ static void store(void *p, size_t i, gaio_dtype d, double v) {
     case GAIO_DTYPE_S32: ((int32_t *)p)[i] = (int32_t)v; break;
     case GAIO_DTYPE_S64: ((int64_t *)p)[i] = (int64_t)v; break;
     case GAIO_DTYPE_F16: ((uint16_t *)p)[i] = f16_of(v); break;
+    case GAIO_DTYPE_BF16: ((uint16_t *)p)[i] = bf16_of(v); break;
     default: ((float *)p)[i] = (float)v; break;
     }
 }
@@ -66,6 +82,7 @@ static double load(const void *p, size_t i, gaio_dtype d) {
     case GAIO_DTYPE_S32: return ((const int32_t *)p)[i];
     case GAIO_DTYPE_S64: return (double)((const int64_t *)p)[i];
     case GAIO_DTYPE_F16: return f16_val(((const uint16_t *)p)[i]);
+    case GAIO_DTYPE_BF16: return bf16_val(((const uint16_t *)p)[i]);
     default: return ((const float *)p)[i];
     }
 }
@@ -89,7 +106,8 @@ static double reduced(int round, size_t i, gaio_dtype d, gaio_comm_op op, int n)
 
 static void expect(const char *what, int rank, const void *p, size_t i, gaio_dtype d, double want) {
     double got = load(p, i, d);
-    double tol = d == GAIO_DTYPE_F16 ? 4e-3 * (want < 0 ? -want : want) + 1e-3 : 1e-6 * (want < 0 ? -want : want);
+    double a = want < 0 ? -want : want;
+    double tol = d == GAIO_DTYPE_F16 ? 4e-3 * a + 1e-3 : d == GAIO_DTYPE_BF16 ? 2e-2 * a + 1e-2 : 1e-6 * a;
     if (got - want > tol || want - got > tol) {
         fprintf(stderr, "%s, rank %d, %s element %zu: got %g, want %g\n", what, rank, gaio_dtype_name(d), i, got, want);
         exit(1);

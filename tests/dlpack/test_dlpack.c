@@ -461,7 +461,7 @@ static void test_bad_import(env *e) {
     BAD_IMPORT(GAIO_ERR_INVALID_ARG, p, t_->device = ((DLDevice){kDLCUDA, e->cuda ? e->ordinal + 7 : 0}));
     BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, t_->dtype.lanes = 4);
     BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, t_->dtype.lanes = 0);
-    BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, t_->dtype = ((DLDataType){kDLBfloat, 16, 1}));
+    BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, t_->dtype = ((DLDataType){kDLComplex, 64, 1}));
     BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, t_->dtype = ((DLDataType){kDLFloat, 64, 1}));
     BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, t_->dtype = ((DLDataType){kDLInt, 8, 1}));
     BAD_IMPORT(GAIO_ERR_NOT_SUPPORTED, p, t_->dtype = ((DLDataType){kDLUInt, 32, 1}));

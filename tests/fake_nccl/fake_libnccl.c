@@ -83,6 +83,7 @@ static gaio_dtype gdtype(int d) {
     case ncclInt32: return GAIO_DTYPE_S32;
     case ncclInt64: return GAIO_DTYPE_S64;
     case ncclFloat16: return GAIO_DTYPE_F16;
+    case ncclBfloat16: return GAIO_DTYPE_BF16;
     default: return GAIO_DTYPE_F32;
     }
 }
@@ -97,7 +98,9 @@ static gaio_comm_op gop(int op) {
     }
 }
 
-static size_t esize(int d) { return d == ncclUint8 ? 1 : d == ncclFloat16 ? 2 : d == ncclInt64 ? 8 : 4; }
+static size_t esize(int d) {
+    return d == ncclUint8 ? 1 : d == ncclFloat16 || d == ncclBfloat16 ? 2 : d == ncclInt64 ? 8 : 4;
+}
 
 EXPORT ncclResult_t ncclGetVersion(int *version) {
     *version = 22800;

@@ -180,6 +180,7 @@ static inline void trand_fill(void *data, size_t count, gaio_dtype dtype, uint64
         case GAIO_DTYPE_F32: ((float *)data)[i] = lo + (hi - lo) * u; break;
         case GAIO_DTYPE_S32: ((int32_t *)data)[i] = (int32_t)(r >> 32); break;
         case GAIO_DTYPE_S64: ((int64_t *)data)[i] = (int64_t)r; break;
+        case GAIO_DTYPE_BF16: ((uint16_t *)data)[i] = (uint16_t)(r >> 48); break; /* not an image type */
         }
     }
 }
@@ -334,6 +335,7 @@ static inline double tval(const void *data, size_t i, gaio_dtype dt) {
     case GAIO_DTYPE_F32: return ((const float *)data)[i];
     case GAIO_DTYPE_S32: return ((const int32_t *)data)[i];
     case GAIO_DTYPE_S64: return (double)((const int64_t *)data)[i];
+    case GAIO_DTYPE_BF16: break; /* not an image type */
     }
     return NAN;
 }

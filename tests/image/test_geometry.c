@@ -339,7 +339,8 @@ static void ref_element(gaio_dtype dt, float v, uint8_t *out) {
     }
     case GAIO_DTYPE_F32: memcpy(out, &v, 4); break;
     case GAIO_DTYPE_S32:
-    case GAIO_DTYPE_S64: break; /* not image types */
+    case GAIO_DTYPE_S64:
+    case GAIO_DTYPE_BF16: break; /* not image types */
     }
 }
 

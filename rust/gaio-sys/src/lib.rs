@@ -149,6 +149,7 @@ pub const GAIO_DTYPE_F16: gaio_dtype = 4;
 pub const GAIO_DTYPE_F32: gaio_dtype = 5;
 pub const GAIO_DTYPE_S32: gaio_dtype = 6;
 pub const GAIO_DTYPE_S64: gaio_dtype = 7;
+pub const GAIO_DTYPE_BF16: gaio_dtype = 8;
 
 pub const GAIO_TENSOR_MAX_NDIM: usize = 5;
 pub type gaio_tensor_layout = c_int;

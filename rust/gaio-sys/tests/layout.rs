@@ -115,6 +115,7 @@ fn enums_match_the_c_headers() {
     assert_eq!(GAIO_EVENT_DISABLE_TIMING as i64, c::VALUE_GAIO_EVENT_DISABLE_TIMING);
     assert_eq!(GAIO_INFINITE, c::VALUE_GAIO_INFINITE);
     assert_eq!(GAIO_DTYPE_S64 as i64, c::VALUE_GAIO_DTYPE_S64);
+    assert_eq!(GAIO_DTYPE_BF16 as i64, c::VALUE_GAIO_DTYPE_BF16);
     assert_eq!(GAIO_TENSOR_MAX_NDIM as i64, c::VALUE_GAIO_TENSOR_MAX_NDIM);
     assert_eq!(GAIO_TENSOR_NHWC as i64, c::VALUE_GAIO_TENSOR_NHWC);
     assert_eq!(GAIO_MODEL_MAX_NDIM as i64, c::VALUE_GAIO_MODEL_MAX_NDIM);

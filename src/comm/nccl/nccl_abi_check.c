@@ -24,6 +24,7 @@ GAIO_NCCL_CHECK(ncclInt32, 2)
 GAIO_NCCL_CHECK(ncclInt64, 4)
 GAIO_NCCL_CHECK(ncclFloat16, 6)
 GAIO_NCCL_CHECK(ncclFloat32, 7)
+GAIO_NCCL_CHECK(ncclBfloat16, 9)
 GAIO_NCCL_CHECK(NCCL_UNIQUE_ID_BYTES, 128)
 GAIO_NCCL_CHECK(NCCL_SPLIT_NOCOLOR, -1)
 _Static_assert(sizeof(ncclUniqueId) == 128, "ncclUniqueId is not 128 bytes");

@@ -12,7 +12,7 @@
     X(ncclSuccess, 0) X(ncclUnhandledCudaError, 1) X(ncclSystemError, 2) X(ncclInternalError, 3)    \
     X(ncclInvalidArgument, 4) X(ncclInvalidUsage, 5) X(ncclRemoteError, 6) X(ncclInProgress, 7)      \
     X(ncclSum, 0) X(ncclProd, 1) X(ncclMax, 2) X(ncclMin, 3) X(ncclAvg, 4)                           \
-    X(ncclUint8, 1) X(ncclInt32, 2) X(ncclInt64, 4) X(ncclFloat16, 6) X(ncclFloat32, 7)              \
+    X(ncclUint8, 1) X(ncclInt32, 2) X(ncclInt64, 4) X(ncclFloat16, 6) X(ncclFloat32, 7) X(ncclBfloat16, 9)              \
     X(NCCL_UNIQUE_ID_BYTES, 128) X(NCCL_SPLIT_NOCOLOR, -1)
 
 #define GAIO_NCCL_ENUMERATOR(name, value) enum { name = value };

@@ -188,6 +188,7 @@ static int nccl_dtype(gaio_dtype d) {
     case GAIO_DTYPE_S32: return ncclInt32;
     case GAIO_DTYPE_S64: return ncclInt64;
     case GAIO_DTYPE_F16: return ncclFloat16;
+    case GAIO_DTYPE_BF16: return ncclBfloat16;
     default: return ncclFloat32;
     }
 }
