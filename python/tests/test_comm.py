@@ -11,7 +11,6 @@ import pytest
 
 import gaio
 
-from conftest import HAS_GPU
 
 
 def run_ranks(n, body):
