@@ -12,7 +12,6 @@ import pytest
 import gaio
 
 
-
 def run_ranks(n, body):
     """body(rank) on n threads; re-raises the first failure."""
     errors = []
