@@ -546,7 +546,6 @@ void *gaio__nccl_comm_native(gaio_comm *comm) {
     return c;
 }
 
-
 /* ncclCommSplit on the caller's thread (it returns once every rank has called), after
  * the parent's join. The new communicator has no liveness channel of its own: a dead
  * peer is seen on the parent's streams. */
