@@ -581,6 +581,24 @@ static void host_abort(gaio_comm *comm) {
     group_fail(comm->state, GAIO_ERR_DEVICE, why);
 }
 
+/* Frees a group nobody refers to any more (or one half made). */
+static void group_free(host_group *g) {
+    for (int32_t i = 0; g->join && i < g->nranks; i++)
+        if (g->join[i]) gaio__future_unref(g->join[i]);
+    while (g->splits) {
+        host_split *sp = g->splits;
+        g->splits = sp->next;
+        split_free(sp);
+    }
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->cond);
+    free(g->join);
+    free(g->taken);
+    free(g->next_seq);
+    free(g->next_split);
+    free(g);
+}
+
 static void host_destroy(gaio_comm *comm) {
     host_group *g = comm->state;
     pthread_mutex_lock(&registry_lock);
@@ -593,23 +611,10 @@ static void host_destroy(gaio_comm *comm) {
     pthread_mutex_unlock(&registry_lock);
     if (!last) return;
     group_fail(g, GAIO_ERR_DEVICE, "every rank's communicator was released with the collective pending");
-    for (int32_t i = 0; i < g->nranks; i++) {
+    for (int32_t i = 0; i < g->nranks; i++)
         if (!gaio__future_is_done(g->join[i]))
             gaio__future_complete(g->join[i], GAIO_ERR_DEVICE, "every communicator of the group was released");
-        gaio__future_unref(g->join[i]);
-    }
-    pthread_mutex_destroy(&g->lock);
-    pthread_cond_destroy(&g->cond);
-    while (g->splits) {
-        host_split *sp = g->splits;
-        g->splits = sp->next;
-        split_free(sp);
-    }
-    free(g->join);
-    free(g->taken);
-    free(g->next_seq);
-    free(g->next_split);
-    free(g);
+    group_free(g);
 }
 
 static gaio_status host_split_call(gaio_comm *comm, int32_t color, int32_t key, gaio_comm **out);
@@ -626,6 +631,11 @@ static const comm_impl host_impl = {
 static host_group *group_new(const gaio_comm_id *id, int32_t nranks) {
     host_group *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->cond, NULL);
+    g->msgs_tail = &g->msgs;
+    g->nranks = nranks;
+    memcpy(g->id, id->bytes, sizeof g->id);
     g->taken = calloc((size_t)nranks, sizeof *g->taken);
     g->join = calloc((size_t)nranks, sizeof *g->join);
     g->next_seq = calloc((size_t)nranks, sizeof *g->next_seq);
@@ -633,20 +643,9 @@ static host_group *group_new(const gaio_comm_id *id, int32_t nranks) {
     bool ok = g->taken && g->join && g->next_seq && g->next_split;
     for (int32_t i = 0; ok && i < nranks; i++) ok = (g->join[i] = gaio__future_new()) != NULL;
     if (!ok) {
-        for (int32_t i = 0; g->join && i < nranks; i++)
-            if (g->join[i]) gaio__future_unref(g->join[i]);
-        free(g->taken);
-        free(g->join);
-        free(g->next_seq);
-        free(g->next_split);
-        free(g);
+        group_free(g);
         return NULL;
     }
-    memcpy(g->id, id->bytes, sizeof g->id);
-    g->nranks = nranks;
-    pthread_mutex_init(&g->lock, NULL);
-    pthread_cond_init(&g->cond, NULL);
-    g->msgs_tail = &g->msgs;
     return g;
 }
 
@@ -681,16 +680,7 @@ gaio_status gaio__host_comm_init_rank(const char *fn, gaio_context *ctx, const g
     }
     gaio_comm *c = gaio__comm_new(ctx, rank, nranks, &host_impl, g);
     if (!c) {
-        if (made) {
-            for (int32_t i = 0; i < nranks; i++) gaio__future_unref(g->join[i]);
-            pthread_mutex_destroy(&g->lock);
-            pthread_cond_destroy(&g->cond);
-            free(g->taken);
-            free(g->join);
-            free(g->next_seq);
-            free(g->next_split);
-            free(g);
-        }
+        if (made) group_free(g);
         pthread_mutex_unlock(&registry_lock);
         return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory");
     }
