@@ -2,11 +2,12 @@
 """PyTorch / torchvision peer of the CUDA image benchmark (bench/bench_image_cuda.c runs it).
 
 Times, with torch.cuda.Event (median after warm-up, a cold L2 before each sample),
-the rows of the gaio table on a random uint8 [B, H, W, 3] cuda tensor and prints
-one line per row: "NAME MS VARIANT", the fastest variant torch offers for it, plus
-"note:" lines. Each variant produces what gaio produces (uint8 NHWC for resizes,
-float32 NCHW for the fused rows) and pays every layout and dtype conversion a user
-would need for that (permute, .float(), round/clamp/.to(uint8), .contiguous())."""
+the rows of the gaio table on a random uint8 [B, H, W, 3] cuda tensor (the NV12 row:
+a random uint8 [B, H * 3 / 2, W] batch of NV12 frames) and prints one line per row:
+"NAME MS VARIANT", the fastest variant torch offers for it, plus "note:" lines. Each
+variant produces what gaio produces (uint8 NHWC for resizes and NV12 -> RGB, float32
+NCHW for the fused rows) and pays every layout and dtype conversion a user would
+need for that (permute, .float(), round/clamp/.to(uint8), .contiguous())."""
 import argparse
 import sys
 
@@ -62,6 +63,7 @@ def main():
     for i in range(B):
         w, h = sizes[i % len(sizes)]
         frames.append(torch.randint(0, 256, (h, w, 3), dtype=torch.uint8, device=dev, generator=gen))
+    nv12 = torch.randint(0, 256, (B, H * 3 // 2, W), dtype=torch.uint8, device=dev, generator=gen)
     flush = torch.empty(a.flush_mib << 20, dtype=torch.uint8, device=dev)
     mean = torch.tensor([0.485, 0.456, 0.406], device=dev).view(1, 3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225], device=dev).view(1, 3, 1, 1)
@@ -141,6 +143,18 @@ def main():
             return normalize_nchw(out)
         return f
 
+    # OpenCV's COLOR_YUV2RGB_NV12 (BT.601, limited range), its 20-bit constants as
+    # floats: torch has no YUV op, so this is what a torch user would write.
+    def nv12_rgb():
+        y = (nv12[:, :H].float().sub_(16).clamp_(min=0).mul_(1220542 / 2**20)).unsqueeze(-1)
+        uv = nv12[:, H:].view(B, H // 2, W // 2, 2).float().sub_(128)
+        u, v = uv[..., 0], uv[..., 1]
+        c = torch.stack((v * (1673527 / 2**20), u * (-409993 / 2**20) + v * (-852492 / 2**20),
+                         u * (2116026 / 2**20)), dim=-1)
+        # each chroma sample covers 2 x 2 pixels
+        c = c.view(B, H // 2, 1, W // 2, 1, 3).expand(B, H // 2, 2, W // 2, 2, 3).reshape(B, H, W, 3)
+        return c.add_(y).round_().clamp_(0, 255).to(torch.uint8)
+
     s720, s224 = (720, 1280), (O, O)
     BIL = CUB = NEA = None
     if torchvision is not None:
@@ -164,6 +178,12 @@ def main():
         ("linear_224", (B, O, O, 3), [
             ("F.interpolate bilinear f32", f32_resize("bilinear", s224)),
             ("tv2.resize bilinear u8 antialias=False", tv_resize(BIL, s224, False) if BIL else None)]),
+        ("cubic_224", (B, O, O, 3), [
+            ("F.interpolate bicubic f32", f32_resize("bicubic", s224)),
+            ("tv2.resize bicubic u8 antialias=False", tv_resize(CUB, s224, False) if CUB else None)]),
+        ("nearest_224", (B, O, O, 3), [
+            ("F.interpolate nearest u8", u8_nearest(s224)),
+            ("tv2.resize nearest u8", tv_resize(NEA, s224, False) if NEA else None)]),
         ("fused_linear_224", (B, 3, O, O), [
             ("crop, .float(), F.interpolate bilinear, normalize", f32_fused("bilinear")),
             ("crop, tv2 resize/to_dtype/normalize", tv_fused(False) if BIL else None)]),
@@ -173,6 +193,8 @@ def main():
         ("fused_varshape_224", (B, 3, O, O), [
             ("per-frame loop: crop, .float(), F.interpolate bilinear; batch normalize", var_fused(False)),
             ("per-frame loop: crop, tv2.resize; batch normalize", var_fused(True) if BIL else None)]),
+        ("nv12_rgb_1080p", (B, H, W, 3), [
+            ("f32 BT.601 limited (OpenCV's formula), chroma expanded 2x2, round/clamp/u8", nv12_rgb)]),
     ]
     for name, shape, variants in rows:
         best = None

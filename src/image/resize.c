@@ -3,6 +3,7 @@
  * ROI's top-left address, pitches, ROI size) in a gaio_ktable passed by value, so
  * a batch of any shapes is one launch per GAIO_KTABLE_MAX images with nothing to
  * upload or free; gaio_resize is crop_resize with whole-image views. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,55 @@ static void cuda_shape(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, 
     *smem = (size_t)need;
 }
 
+/* The direct kernels (src/kernels/image/resize_direct.cu): u8 interleaved images of
+ * 1, 3 or 4 channels, for NEAREST, LINEAR and AREA whose box takes at most two
+ * source pixels an axis (or AREA enlarging): four adjacent output pixels a thread,
+ * or one (direct1) where some image's rows shrink more than twice (sparse reads).
+ * Blocks of 32 x RSD_WARPS threads make a tile of RSD_TILE (direct1: 32) output
+ * columns and a band of up to RSD_BAND rows (a thread's setup, double divisions
+ * among it, is then small beside its pixels): fewer rows where that would leave
+ * fewer than RSD_BLOCKS blocks, more only where the grid's y would pass 65535 (a
+ * warp takes at most 32 rows of a band). */
+#define RSD_TILE 128
+#define RSD_WARPS 4
+#define RSD_BAND 64
+#define RSD_BLOCKS 4096
+#define RSD_MAX_BAND (RSD_WARPS * 32)
+
+/* Whether a box of src -> dst takes at most two taps at every output. */
+static bool box_fits_two(int32_t src, int32_t dst) {
+    gaio_rs_axis a = gaio_rs_axis_make(src, dst, GAIO_RS_BOX);
+    for (int32_t d = 0; d < dst; d++)
+        if (gaio_rs_box_at(&a, d).n > 2) return false;
+    return true;
+}
+
+static bool direct_fits(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, const gaio_image *d,
+                        gaio_interp interp, gaio_dim3 *grid, bool *sparse) {
+    if (d->dtype != GAIO_DTYPE_U8 || d->layout != GAIO_LAYOUT_HWC || d->channels == 2 || interp == GAIO_INTERP_CUBIC)
+        return false;
+    *sparse = false;
+    for (int32_t i = 0; i < n; i++) {
+        if (views[i].width > 2 * dst->width) *sparse = true; /* one pixel a thread */
+        if (interp != GAIO_INTERP_AREA || (i > 0 && views[i].width == views[i - 1].width &&
+                                           views[i].height == views[i - 1].height))
+            continue;
+        int32_t mx, my;
+        gaio_rs_modes((int32_t)interp, views[i].width, views[i].height, dst->width, dst->height, &mx, &my);
+        if (mx == GAIO_RS_BOX &&
+            (!box_fits_two(views[i].width, dst->width) || !box_fits_two(views[i].height, dst->height)))
+            return false;
+    }
+    /* the tallest band (up to RSD_BAND rows) that still makes RSD_BLOCKS blocks */
+    const int64_t tw = *sparse ? 32 : RSD_TILE, tiles = (dst->width + tw - 1) / tw;
+    int64_t band = RSD_BAND;
+    while (band > RSD_WARPS && tiles * n * ((dst->height + band - 1) / band) < RSD_BLOCKS) band /= 2;
+    while ((dst->height + band - 1) / band > 65535) band *= 2;
+    if (band > RSD_MAX_BAND) return false;
+    *grid = (gaio_dim3){(uint32_t)tiles, (uint32_t)((dst->height + band - 1) / band), (uint32_t)n};
+    return true;
+}
+
 /* Checks one source image against dst (dtype, layout, channels) as argument `arg`. */
 static gaio_status check_src(const char *fn, const char *arg, const gaio_image *s, const gaio_image *d) {
     if (s->dtype != d->dtype || s->layout != d->layout || s->channels != d->channels) {
@@ -136,6 +186,9 @@ static gaio_status launch_all(const char *fn, gaio_stream *stream, const gaio_kr
                               gaio_buffer *const *src_bufs, int32_t nsrc_bufs) {
     char name[64];
     kernel_name(name, sizeof name, interp, dst->dtype, kdst->channels);
+    char direct[72], direct1[72];
+    snprintf(direct, sizeof direct, "gaio_img_resize_direct_%s", name + strlen("gaio_img_resize_"));
+    snprintf(direct1, sizeof direct1, "gaio_img_resize_direct1_%s", name + strlen("gaio_img_resize_"));
     bool cuda = gaio__img_on_cuda(stream);
     gaio_dim3 block = cuda ? (gaio_dim3){RS_THREADS, 1, 1} : (gaio_dim3){1, 1, 1};
     size_t esize = gaio_dtype_size(dst->dtype);
@@ -145,9 +198,16 @@ static gaio_status launch_all(const char *fn, gaio_stream *stream, const gaio_kr
         gaio_ktable tab;
         memset(&tab, 0, sizeof tab);
         memcpy(tab.v, views + first, (size_t)n * sizeof *views);
-        gaio_dim3 grid = {1, 1, 1};
+        gaio_dim3 grid = {1, 1, 1}, blk = block;
         size_t smem = 0;
-        if (cuda) cuda_shape(views + first, n, kdst, interp, esize, &grid, &smem);
+        const char *kname = name;
+        bool sparse;
+        if (cuda && direct_fits(views + first, n, kdst, dst, interp, &grid, &sparse)) {
+            kname = sparse ? direct1 : direct;
+            blk = (gaio_dim3){32, RSD_WARPS, 1};
+        } else if (cuda) {
+            cuda_shape(views + first, n, kdst, interp, esize, &grid, &smem);
+        }
         gaio_arg args[5] = {GAIO_ARG(tab), GAIO_ARG(*kdst), GAIO_ARG(first), GAIO_ARG(n), GAIO_ARG(mode)};
         gaio_buffer *held[GAIO_KTABLE_MAX + 1];
         int32_t nheld = 0;
@@ -155,7 +215,7 @@ static gaio_status launch_all(const char *fn, gaio_stream *stream, const gaio_kr
         else
             for (int32_t i = 0; i < n; i++) held[nheld++] = src_bufs[first + i];
         held[nheld++] = dst->buffer;
-        gaio_status st = gaio__img_launch(fn, stream, name, grid, block, smem, args, 5, held, (size_t)nheld);
+        gaio_status st = gaio__img_launch(fn, stream, kname, grid, blk, smem, args, 5, held, (size_t)nheld);
         if (st != GAIO_OK) return st;
     }
     return GAIO_OK;

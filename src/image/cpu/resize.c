@@ -577,7 +577,12 @@ static const size_t resize_arg_sizes[5] = {sizeof(gaio_ktable), sizeof(gaio_kimg
 #define RS_ENTRIES_DT(mode, dt) RS_ENTRY(mode, dt, 1), RS_ENTRY(mode, dt, 2), RS_ENTRY(mode, dt, 3), RS_ENTRY(mode, dt, 4)
 #define RS_ENTRIES(mode) RS_ENTRIES_DT(mode, "u8"), RS_ENTRIES_DT(mode, "u16"), RS_ENTRIES_DT(mode, "f32")
 
-/* The names of the CUDA kernels (src/kernels/image/resize.cu), all one host function. */
+#define RS_DIRECT_P(p, mode) RS_ENTRY(p mode, "u8", 1), RS_ENTRY(p mode, "u8", 3), RS_ENTRY(p mode, "u8", 4)
+#define RS_DIRECT(mode) RS_DIRECT_P("direct_", mode), RS_DIRECT_P("direct1_", mode)
+
+/* The names of the CUDA kernels (src/kernels/image/resize.cu and resize_direct.cu),
+ * all one host function: the direct kernels compute what the staged ones do. */
 const gaio_builtin_kernel gaio__img_resize_kernels[] = {
-    RS_ENTRIES("nearest"), RS_ENTRIES("linear"), RS_ENTRIES("cubic"), RS_ENTRIES("area"), {NULL, NULL, 0, NULL},
+    RS_ENTRIES("nearest"), RS_ENTRIES("linear"), RS_ENTRIES("cubic"), RS_ENTRIES("area"),
+    RS_DIRECT("nearest"),  RS_DIRECT("linear"),  RS_DIRECT("area"),   {NULL, NULL, 0, NULL},
 };

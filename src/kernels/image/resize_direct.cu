@@ -1,0 +1,307 @@
+// Direct CUDA kernels of gaio_resize / crop_resize / crop_resize_varshape for u8
+// interleaved images of 1, 3 or 4 channels: four adjacent output pixels a thread,
+// their source pixels read straight from L1 (no shared-memory staging, no block
+// barrier), stored as whole words. The
+// host picks them (src/image/resize.c: resize_direct) for NEAREST, LINEAR and for
+// AREA whose box spans at most two source pixels an axis (and AREA enlarging);
+// resize.cu's staged kernels keep the rest. Both compute the same numbers: taps
+// and weights from image/resize_math.h, LINEAR in the host's 11-bit fixed point
+// (exact integer sums, so the order of the sums does not matter), the box in
+// float with resize.cu's order of operations (vertical sums first, each a fused
+// multiply-add from 0; then the horizontal sum from the first tap's product).
+//
+// Why direct: the staged kernels spent the L1/shared-memory pipe on staging every
+// source element as a 32-bit sum and on byte stores, and instruction issue on the
+// barriers. Here a warp is 32 or 128 consecutive output pixels of one row; the
+// pixels it reads from a source row lie within a few cache lines, so its loads
+// cost about as many L1 wavefronts as the lines they touch; four pixels a thread
+// (where rows shrink at most twice) share the per-row work (row taps, addresses)
+// and make word stores. A pixel's bytes come in aligned
+// 32-bit words (never past the 4-byte granule of a byte the filter reads: so
+// never outside the image's allocation) and a funnel shift lines them up.
+//
+// Block: 32 x 4 threads, a column tile of 32 x P outputs (P pixels a thread); the four warps take the
+// rows of the block's band in turn (adjacent warps, adjacent rows: they share
+// source rows in L1). grid x: tiles, y: bands, z: images of the launch. A thread
+// makes its column's pixels of up to 32 rows: what it computes once (axes, taps,
+// addresses: double divisions among them) is then a small part of its work.
+#include "image/kimg.h"
+#include "image/resize_math.h"
+#include "kernels/image/u8_float.cuh"
+
+namespace {
+
+constexpr int kWarps = 4;
+
+// nb (<= 8) bytes from p, any alignment: bytes 0-3 in .x, 4-7 in .y.
+__device__ __forceinline__ uint2 load_bytes(const uint8_t *p, int nb) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    const uint32_t *w = reinterpret_cast<const uint32_t *>(a & ~(uintptr_t)3);
+    const int r = (int)(a & 3);
+    const uint32_t w0 = __ldg(w);
+    const uint32_t w1 = r + nb > 4 ? __ldg(w + 1) : 0u;
+    const uint32_t w2 = r + nb > 8 ? __ldg(w + 2) : 0u;
+    return make_uint2(__funnelshift_r(w0, w1, 8 * r), __funnelshift_r(w1, w2, 8 * r));
+}
+
+// Byte i (0..7) of q as float.
+__device__ __forceinline__ float byte_f(uint2 q, int i) { return gaio_u8f(i < 4 ? q.x : q.y, i & 3); }
+
+// d = a.lo16 * b.byte0 + a.hi16 * b.byte1 + c (lo), or of bytes 2 and 3 (hi), as resize.cu.
+__device__ __forceinline__ int32_t dp2a_lo(uint32_t a, uint32_t b, int32_t c) {
+    int32_t d;
+    asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ int32_t dp2a_hi(uint32_t a, uint32_t b, int32_t c) {
+    int32_t d;
+    asm("dp2a.hi.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+__device__ __forceinline__ int32_t fix_weight(float w) { return (int32_t)gaio_k_rint(w * 2048.f); }
+
+__device__ __forceinline__ uint32_t fix_round(int32_t v) { // 22 fractional bits -> u8, as resize.cu
+    v = (v + (1 << 21)) >> 22;
+    return (uint32_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+// The rows of a band a warp makes: lane j of the warp computes row j's taps once
+// (rows y = y0 + warp + kWarps * j), and the row loop takes them by shuffle.
+struct Band {
+    int32_t y0, y1, first; // the block's rows [y0, y1); this warp's first row
+};
+
+__device__ __forceinline__ Band band_of(int32_t dh) {
+    const int32_t rows = (dh + (int32_t)gridDim.y - 1) / (int32_t)gridDim.y;
+    Band b;
+    b.y0 = (int32_t)blockIdx.y * rows;
+    b.y1 = min(b.y0 + rows, dh);
+    b.first = b.y0 + (int32_t)threadIdx.y;
+    return b;
+}
+
+// gaio_rs_axis_make without the 64-bit division NEAREST_EXACT alone needs: a
+// thread makes its axes once, and that division cost as much as its pixels.
+__device__ __forceinline__ gaio_rs_axis axis_of(int32_t src, int32_t dst, int32_t mode) {
+    if (mode == GAIO_RS_NEAREST_EXACT) return gaio_rs_axis_make(src, dst, mode);
+    gaio_rs_axis a;
+    a.inv_scale = (double)dst / (double)src;
+    a.scale = 1.0 / a.inv_scale;
+    a.src = src;
+    a.mode = mode;
+    a.iexact = a.iexact0 = 0;
+    return a;
+}
+
+// The CN bytes of pixel k (0..3) of a thread's four, packed into CN words (4 * CN
+// bytes, pixel after pixel): px[k] holds pixel k in its low CN bytes.
+template <int CN> __device__ __forceinline__ void pack4(const uint32_t (&px)[4], uint32_t (&o)[CN]) {
+    if constexpr (CN == 1) {
+        o[0] = __byte_perm(__byte_perm(px[0], px[1], 0x0040), __byte_perm(px[2], px[3], 0x0040), 0x5410);
+    } else if constexpr (CN == 3) {
+        o[0] = __byte_perm(px[0], px[1], 0x4210);
+        o[1] = __byte_perm(px[1], px[2], 0x5421);
+        o[2] = __byte_perm(px[2], px[3], 0x6542);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++) o[k] = px[k];
+    }
+}
+
+// A thread's n (1..P) output pixels at p: whole words where they are aligned.
+template <int CN, int P> __device__ __forceinline__ void store_px(uint8_t *p, const uint32_t (&px)[P], int n) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    if constexpr (P == 1) {
+        if (CN == 4 && (a & 3) == 0) {
+            *reinterpret_cast<uint32_t *>(p) = px[0];
+        } else {
+#pragma unroll
+            for (int c = 0; c < CN; c++) p[c] = (uint8_t)(px[0] >> (8 * c));
+        }
+        return;
+    } else {
+        uint32_t o[CN];
+        pack4<CN>(px, o);
+        if (n == 4 && CN == 4 && (a & 15) == 0) {
+            *reinterpret_cast<uint4 *>(p) = make_uint4(o[0], o[1], o[2], o[3 % CN]);
+        } else if (n == 4 && (a & 3) == 0) {
+#pragma unroll
+            for (int w = 0; w < CN; w++) reinterpret_cast<uint32_t *>(p)[w] = o[w];
+        } else {
+#pragma unroll
+            for (int b = 0; b < 4 * CN; b++) // unrolled: o stays in registers
+                if (b < n * CN) p[b] = (uint8_t)(o[b >> 2] >> (8 * (b & 3)));
+        }
+    }
+}
+
+// One kernel body for every mode: FK_* picks the filter.
+enum { FK_NN, FK_LIN, FK_BOX };
+
+template <int CN, int FK, int kPx>
+__device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &dst, int32_t first, int32_t interp) {
+    const int32_t i = (int32_t)blockIdx.z;
+    const gaio_kroi &v = tab.v[i];
+    const int32_t d0 = (int32_t)(blockIdx.x * 32 + threadIdx.x) * kPx; // the thread's first output column
+    const Band band = band_of(dst.height);
+    if (band.first >= band.y1) return; // whole warps leave: the shuffles below see full warps
+    int32_t mx, my;
+    gaio_rs_modes(interp, v.width, v.height, dst.width, dst.height, &mx, &my);
+    const gaio_rs_axis ax = axis_of(v.width, dst.width, mx);
+    const gaio_rs_axis ay = axis_of(v.height, dst.height, my);
+    // dead lanes (past the row's end) still load, from the last column, and compute
+    // row taps for the others; they store nothing
+    const int n = min(kPx, max(dst.width - d0, 0));
+    const char *base = reinterpret_cast<const char *>(static_cast<uintptr_t>(v.ptr));
+    // HWC: one plane an image, so image first + i's row y is at ptr + (first + i) * image_stride + y * row_pitch
+    uint8_t *const dbase = reinterpret_cast<uint8_t *>(static_cast<uintptr_t>(
+                               dst.ptr + (uint64_t)((int64_t)first + i) * dst.image_stride)) + (int64_t)d0 * CN;
+    const uint64_t pitch = v.row_pitch;
+    const int32_t yl = band.first + kWarps * (int32_t)threadIdx.x; // this lane's row, for the warp
+    const int32_t ylc = yl < band.y1 ? yl : band.y1 - 1;
+
+    if constexpr (FK == FK_NN) {
+        int32_t sx[kPx];
+#pragma unroll
+        for (int k = 0; k < kPx; k++) sx[k] = gaio_rs_nearest(&ax, min(d0 + k, dst.width - 1)) * CN;
+        const int32_t syl = gaio_rs_nearest(&ay, ylc);
+        for (int32_t y = band.first, j = 0; y < band.y1; y += kWarps, j++) {
+            const int32_t sy = __shfl_sync(0xffffffffu, syl, j & 31);
+            const uint8_t *row = reinterpret_cast<const uint8_t *>(base + (uint64_t)sy * pitch);
+            uint32_t px[kPx];
+#pragma unroll
+            for (int k = 0; k < kPx; k++) px[k] = load_bytes(row + sx[k], CN).x;
+            if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
+            if (j == 31) break; // bands of more than 32 rows a warp are not launched
+        }
+    } else if constexpr (FK == FK_LIN) {
+        int32_t ox[kPx], nb[kPx];
+        uint32_t wx[kPx]; // both 11-bit weights: w0 | w1 << 16
+#pragma unroll
+        for (int k = 0; k < kPx; k++) {
+            int32_t x0, x1;
+            float fx;
+            gaio_rs_linear(&ax, min(d0 + k, dst.width - 1), &x0, &x1, &fx);
+            ox[k] = x0 * CN;
+            nb[k] = (x1 - x0 + 1) * CN; // x1 == x0 at the right edge: one pixel
+            wx[k] = (uint32_t)(fix_weight(1.f - fx) & 0xffff) | (uint32_t)fix_weight(fx) << 16;
+        }
+        int32_t r0, r1;
+        float fy;
+        gaio_rs_linear(&ay, ylc, &r0, &r1, &fy);
+        const uint32_t wyl = (uint32_t)(fix_weight(1.f - fy) & 0xffff) | (uint32_t)fix_weight(fy) << 16;
+        for (int32_t y = band.first, j = 0; y < band.y1; y += kWarps, j++) {
+            const int32_t ya = __shfl_sync(0xffffffffu, r0, j & 31), yb = __shfl_sync(0xffffffffu, r1, j & 31);
+            const uint32_t w01 = __shfl_sync(0xffffffffu, wyl, j & 31);
+            const uint8_t *ra = reinterpret_cast<const uint8_t *>(base + (uint64_t)ya * pitch);
+            const uint8_t *rb = reinterpret_cast<const uint8_t *>(base + (uint64_t)yb * pitch);
+            uint32_t px[kPx];
+#pragma unroll
+            for (int k = 0; k < kPx; k++) {
+                const uint2 qa = load_bytes(ra + ox[k], nb[k]), qb = load_bytes(rb + ox[k], nb[k]);
+                // bytes of the two rows interleaved, then one dp2a a byte: wy0 * a + wy1 * b
+                int32_t s[8];
+                const uint32_t l0 = __byte_perm(qa.x, qb.x, 0x5140), l1 = __byte_perm(qa.x, qb.x, 0x7362);
+                s[0] = dp2a_lo(w01, l0, 0);
+                s[1] = dp2a_hi(w01, l0, 0);
+                s[2] = dp2a_lo(w01, l1, 0);
+                s[3] = dp2a_hi(w01, l1, 0);
+                if (CN > 2) {
+                    const uint32_t h0 = __byte_perm(qa.y, qb.y, 0x5140), h1 = __byte_perm(qa.y, qb.y, 0x7362);
+                    s[4] = dp2a_lo(w01, h0, 0);
+                    s[5] = dp2a_hi(w01, h0, 0);
+                    s[6] = dp2a_lo(w01, h1, 0);
+                    s[7] = dp2a_hi(w01, h1, 0);
+                }
+                const int32_t w0 = (int32_t)(int16_t)(wx[k] & 0xffff), w1 = (int32_t)(wx[k] >> 16);
+                const bool one = nb[k] == CN;
+                uint32_t out = 0;
+#pragma unroll
+                for (int c = 0; c < CN; c++) out |= fix_round(w0 * s[c] + w1 * (one ? s[c] : s[CN + c])) << (8 * c);
+                px[k] = out;
+            }
+            if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
+            if (j == 31) break;
+        }
+    } else { // FK_BOX: at most two taps an axis (the host checks)
+        int32_t ox[kPx], nx[kPx];
+        float wxf[kPx], wxl[kPx];
+#pragma unroll
+        for (int k = 0; k < kPx; k++) {
+            const gaio_rs_box bx = gaio_rs_box_at(&ax, min(d0 + k, dst.width - 1));
+            ox[k] = bx.first * CN;
+            nx[k] = bx.n;
+            wxf[k] = bx.w_first;
+            wxl[k] = bx.w_last;
+        }
+        const gaio_rs_box byl = gaio_rs_box_at(&ay, ylc);
+        for (int32_t y = band.first, j = 0; y < band.y1; y += kWarps, j++) {
+            const int32_t src = j & 31;
+            const int32_t yf = __shfl_sync(0xffffffffu, byl.first, src), yn = __shfl_sync(0xffffffffu, byl.n, src);
+            const float wyf = __shfl_sync(0xffffffffu, byl.w_first, src);
+            const float wyl = __shfl_sync(0xffffffffu, byl.w_last, src);
+            const uint8_t *ra = reinterpret_cast<const uint8_t *>(base + (uint64_t)yf * pitch);
+            uint32_t px[kPx];
+#pragma unroll
+            for (int k = 0; k < kPx; k++) {
+                const uint2 qa = load_bytes(ra + ox[k], nx[k] * CN);
+                uint2 qb = make_uint2(0u, 0u);
+                if (yn > 1) qb = load_bytes(ra + pitch + ox[k], nx[k] * CN);
+                uint32_t out = 0;
+#pragma unroll
+                for (int c = 0; c < CN; c++) {
+                    // vertical sums of each tap column from 0, then the horizontal sum (resize.cu's order)
+                    float v0 = __fmaf_rn(wyf, byte_f(qa, c), 0.f);
+                    if (yn > 1) v0 = __fmaf_rn(wyl, byte_f(qb, c), v0);
+                    float acc = wxf[k] * v0;
+                    if (nx[k] > 1) {
+                        float v1 = __fmaf_rn(wyf, byte_f(qa, CN + c), 0.f);
+                        if (yn > 1) v1 = __fmaf_rn(wyl, byte_f(qb, CN + c), v1);
+                        acc = __fmaf_rn(wxl[k], v1, acc);
+                    }
+                    out |= gaio_f_u8(acc) << (8 * c);
+                }
+                px[k] = out;
+            }
+            if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
+            if (j == 31) break;
+        }
+    }
+}
+
+} // namespace
+
+// Four adjacent pixels a thread (32 x 4 a tile) where a row shrinks at most twice;
+// one (32 a tile) where it shrinks more: then a warp's pixels lie farther apart
+// and four a thread would scatter its loads over four times the lines (H200, 1080p
+// -> 224x224: linear 0.056 ms with one, 0.069 with four; nearest 0.036, 0.043).
+// AREA here is a box of at most 2 x 2 taps or, enlarging, OpenCV's area-mode
+// bilinear (the same fixed point as LINEAR).
+#define GAIO_RESIZE_DIRECT_P(cn, P, sfx)                                                                             \
+    extern "C" __global__ void __launch_bounds__(32 * kWarps) gaio_img_resize_direct##sfx##_nearest_u8_c##cn(       \
+        const gaio_ktable tab, const gaio_kimg dst, int32_t first, int32_t count, int32_t interp) {                  \
+        (void)count;                                                                                                 \
+        direct<cn, FK_NN, P>(tab, dst, first, interp);                                                               \
+    }                                                                                                                \
+    extern "C" __global__ void __launch_bounds__(32 * kWarps) gaio_img_resize_direct##sfx##_linear_u8_c##cn(        \
+        const gaio_ktable tab, const gaio_kimg dst, int32_t first, int32_t count, int32_t interp) {                  \
+        (void)count;                                                                                                 \
+        direct<cn, FK_LIN, P>(tab, dst, first, interp);                                                              \
+    }                                                                                                                \
+    extern "C" __global__ void __launch_bounds__(32 * kWarps) gaio_img_resize_direct##sfx##_area_u8_c##cn(          \
+        const gaio_ktable tab, const gaio_kimg dst, int32_t first, int32_t count, int32_t interp) {                  \
+        (void)count;                                                                                                 \
+        int32_t mx, my;                                                                                              \
+        const gaio_kroi &v = tab.v[blockIdx.z];                                                                      \
+        gaio_rs_modes(interp, v.width, v.height, dst.width, dst.height, &mx, &my);                                   \
+        if (mx == GAIO_RS_BOX) direct<cn, FK_BOX, P>(tab, dst, first, interp);                                       \
+        else direct<cn, FK_LIN, P>(tab, dst, first, interp);                                                         \
+    }
+#define GAIO_RESIZE_DIRECT(cn)                                                                                       \
+    GAIO_RESIZE_DIRECT_P(cn, 4, )                                                                                    \
+    GAIO_RESIZE_DIRECT_P(cn, 1, 1)
+
+GAIO_RESIZE_DIRECT(1)
+GAIO_RESIZE_DIRECT(3)
+GAIO_RESIZE_DIRECT(4)
