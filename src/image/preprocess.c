@@ -28,6 +28,10 @@
  * 2048 on an H100), AREA from longer bands (its row pipeline fills once per band). */
 #define LINEAR_BLOCKS 8192
 #define AREA_BLOCKS 2048
+/* The LINEAR kernels' launch (linear_warps in src/kernels/image/preprocess.cu). */
+#define LINEAR_WARPS 4
+#define LINEAR_BAND 64
+#define LINEAR_WARP_BLOCKS 4096
 
 /* What every launch of a batch shares. */
 typedef struct pre_plan {
@@ -157,7 +161,19 @@ static gaio_status launch(const char *fn, gaio_stream *stream, const pre_plan *p
         block.x = (uint32_t)(t < 64 ? 64 : t > 256 ? 256 : t);
         grid.x = (uint32_t)((dh + band - 1) / band);
         grid.y = (uint32_t)n;
-        if (plan->interp == GAIO_INTERP_AREA) smem = AREA_SMEM((size_t)block.x);
+        if (plan->interp == GAIO_INTERP_AREA) {
+            smem = AREA_SMEM((size_t)block.x);
+        } else {
+            /* LINEAR: 32 x LINEAR_WARPS threads a block, a tile of 32 columns by the
+             * tallest band (up to LINEAR_BAND rows, a warp's share <= 32) that still
+             * makes LINEAR_WARP_BLOCKS blocks (the kernel derives it from grid y) */
+            int64_t tiles = (dw + 31) / 32, b = LINEAR_BAND;
+            while (b > LINEAR_WARPS && tiles * n * ((dh + b - 1) / b) < LINEAR_WARP_BLOCKS) b /= 2;
+            while ((dh + b - 1) / b > 65535) b *= 2;
+            block = (gaio_dim3){32, LINEAR_WARPS, 1};
+            grid = (gaio_dim3){(uint32_t)tiles, (uint32_t)((dh + b - 1) / b), (uint32_t)n};
+            band = (int32_t)b;
+        }
         smem_arg = (int32_t)smem;
     }
     int32_t cn = plan->cn;

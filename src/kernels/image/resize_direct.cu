@@ -166,14 +166,22 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
 #pragma unroll
         for (int k = 0; k < kPx; k++) sx[k] = gaio_rs_nearest(&ax, min(d0 + k, dst.width - 1)) * CN;
         const int32_t syl = gaio_rs_nearest(&ay, ylc);
-        for (int32_t y = band.first, j = 0; y < band.y1; y += kWarps, j++) {
-            const int32_t sy = __shfl_sync(0xffffffffu, syl, j & 31);
-            const uint8_t *row = reinterpret_cast<const uint8_t *>(base + (uint64_t)sy * pitch);
-            uint32_t px[kPx];
+        // G rows' loads before their stores: more loads in flight (the kernel waits on
+        // DRAM latency, not bandwidth, with one row's)
+        constexpr int G = kPx == 1 ? 4 : 2; // four for both measured 2% slower at 720p
+        for (int32_t y = band.first, j = 0; y < band.y1 && j < 32; y += G * kWarps, j += G) {
+            uint32_t px[G][kPx];
 #pragma unroll
-            for (int k = 0; k < kPx; k++) px[k] = load_bytes(row + sx[k], CN).x;
-            if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
-            if (j == 31) break; // bands of more than 32 rows a warp are not launched
+            for (int g = 0; g < G; g++) { // rows past the band load the band's last: harmless
+                const int32_t sy = __shfl_sync(0xffffffffu, syl, (j + g) & 31);
+                const uint8_t *row = reinterpret_cast<const uint8_t *>(base + (uint64_t)sy * pitch);
+#pragma unroll
+                for (int k = 0; k < kPx; k++) px[g][k] = load_bytes(row + sx[k], CN).x;
+            }
+#pragma unroll
+            for (int g = 0; g < G; g++)
+                if (n > 0 && y + g * kWarps < band.y1 && j + g < 32)
+                    store_px<CN, kPx>(dbase + (uint64_t)(y + g * kWarps) * dst.row_pitch, px[g], n);
         }
     } else if constexpr (FK == FK_LIN) {
         int32_t ox[kPx], nb[kPx];
@@ -191,38 +199,51 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
         float fy;
         gaio_rs_linear(&ay, ylc, &r0, &r1, &fy);
         const uint32_t wyl = (uint32_t)(fix_weight(1.f - fy) & 0xffff) | (uint32_t)fix_weight(fy) << 16;
-        for (int32_t y = band.first, j = 0; y < band.y1; y += kWarps, j++) {
-            const int32_t ya = __shfl_sync(0xffffffffu, r0, j & 31), yb = __shfl_sync(0xffffffffu, r1, j & 31);
-            const uint32_t w01 = __shfl_sync(0xffffffffu, wyl, j & 31);
-            const uint8_t *ra = reinterpret_cast<const uint8_t *>(base + (uint64_t)ya * pitch);
-            const uint8_t *rb = reinterpret_cast<const uint8_t *>(base + (uint64_t)yb * pitch);
-            uint32_t px[kPx];
+        constexpr int G = kPx == 1 ? 2 : 1; // rows loaded before their sums, as nearest
+        for (int32_t y = band.first, j = 0; y < band.y1 && j < 32; y += G * kWarps, j += G) {
+            uint2 qa[G][kPx], qb[G][kPx];
+            uint32_t w01[G];
 #pragma unroll
-            for (int k = 0; k < kPx; k++) {
-                const uint2 qa = load_bytes(ra + ox[k], nb[k]), qb = load_bytes(rb + ox[k], nb[k]);
-                // bytes of the two rows interleaved, then one dp2a a byte: wy0 * a + wy1 * b
-                int32_t s[8];
-                const uint32_t l0 = __byte_perm(qa.x, qb.x, 0x5140), l1 = __byte_perm(qa.x, qb.x, 0x7362);
-                s[0] = dp2a_lo(w01, l0, 0);
-                s[1] = dp2a_hi(w01, l0, 0);
-                s[2] = dp2a_lo(w01, l1, 0);
-                s[3] = dp2a_hi(w01, l1, 0);
-                if (CN > 2) {
-                    const uint32_t h0 = __byte_perm(qa.y, qb.y, 0x5140), h1 = __byte_perm(qa.y, qb.y, 0x7362);
-                    s[4] = dp2a_lo(w01, h0, 0);
-                    s[5] = dp2a_hi(w01, h0, 0);
-                    s[6] = dp2a_lo(w01, h1, 0);
-                    s[7] = dp2a_hi(w01, h1, 0);
-                }
-                const int32_t w0 = (int32_t)(int16_t)(wx[k] & 0xffff), w1 = (int32_t)(wx[k] >> 16);
-                const bool one = nb[k] == CN;
-                uint32_t out = 0;
+            for (int g = 0; g < G; g++) {
+                const int32_t src = (j + g) & 31;
+                const int32_t ya = __shfl_sync(0xffffffffu, r0, src), yb = __shfl_sync(0xffffffffu, r1, src);
+                w01[g] = __shfl_sync(0xffffffffu, wyl, src);
+                const uint8_t *ra = reinterpret_cast<const uint8_t *>(base + (uint64_t)ya * pitch);
+                const uint8_t *rb = reinterpret_cast<const uint8_t *>(base + (uint64_t)yb * pitch);
 #pragma unroll
-                for (int c = 0; c < CN; c++) out |= fix_round(w0 * s[c] + w1 * (one ? s[c] : s[CN + c])) << (8 * c);
-                px[k] = out;
+                for (int k = 0; k < kPx; k++) qa[g][k] = load_bytes(ra + ox[k], nb[k]), qb[g][k] = load_bytes(rb + ox[k], nb[k]);
             }
-            if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
-            if (j == 31) break;
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                uint32_t px[kPx];
+#pragma unroll
+                for (int k = 0; k < kPx; k++) {
+                    // bytes of the two rows interleaved, then one dp2a a byte: wy0 * a + wy1 * b
+                    int32_t s[8];
+                    const uint2 a = qa[g][k], b = qb[g][k];
+                    const uint32_t l0 = __byte_perm(a.x, b.x, 0x5140), l1 = __byte_perm(a.x, b.x, 0x7362);
+                    s[0] = dp2a_lo(w01[g], l0, 0);
+                    s[1] = dp2a_hi(w01[g], l0, 0);
+                    s[2] = dp2a_lo(w01[g], l1, 0);
+                    s[3] = dp2a_hi(w01[g], l1, 0);
+                    if (CN > 2) {
+                        const uint32_t h0 = __byte_perm(a.y, b.y, 0x5140), h1 = __byte_perm(a.y, b.y, 0x7362);
+                        s[4] = dp2a_lo(w01[g], h0, 0);
+                        s[5] = dp2a_hi(w01[g], h0, 0);
+                        s[6] = dp2a_lo(w01[g], h1, 0);
+                        s[7] = dp2a_hi(w01[g], h1, 0);
+                    }
+                    const int32_t w0 = (int32_t)(int16_t)(wx[k] & 0xffff), w1 = (int32_t)(wx[k] >> 16);
+                    const bool one = nb[k] == CN;
+                    uint32_t out = 0;
+#pragma unroll
+                    for (int c = 0; c < CN; c++)
+                        out |= fix_round(w0 * s[c] + w1 * (one ? s[c] : s[CN + c])) << (8 * c);
+                    px[k] = out;
+                }
+                if (n > 0 && y + g * kWarps < band.y1 && j + g < 32)
+                    store_px<CN, kPx>(dbase + (uint64_t)(y + g * kWarps) * dst.row_pitch, px, n);
+            }
         }
     } else { // FK_BOX: at most two taps an axis (the host checks)
         int32_t ox[kPx], nx[kPx];
