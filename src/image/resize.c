@@ -78,9 +78,10 @@ static void cuda_shape(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, 
 }
 
 /* The direct kernels (src/kernels/image/resize_direct.cu): u8 interleaved images of
- * 1, 3 or 4 channels, for NEAREST, LINEAR and AREA whose box takes at most two
- * source pixels an axis (or AREA enlarging): four adjacent output pixels a thread,
- * or one (direct1) where some image's rows shrink more than twice (sparse reads).
+ * 1, 3 or 4 channels, for NEAREST, LINEAR, CUBIC and AREA whose box takes at most
+ * two source pixels an axis (or AREA enlarging): four adjacent output pixels a
+ * thread, or one (direct1; not CUBIC, which keeps the staged kernels there) where
+ * some image's rows shrink more than twice (sparse reads).
  * Blocks of 32 x RSD_WARPS threads make a tile of RSD_TILE (direct1: 32) output
  * columns and a band of up to RSD_BAND rows (a thread's setup, double divisions
  * among it, is then small beside its pixels): fewer rows where that would leave
@@ -102,8 +103,7 @@ static bool box_fits_two(int32_t src, int32_t dst) {
 
 static bool direct_fits(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, const gaio_image *d,
                         gaio_interp interp, gaio_dim3 *grid, bool *sparse) {
-    if (d->dtype != GAIO_DTYPE_U8 || d->layout != GAIO_LAYOUT_HWC || d->channels == 2 || interp == GAIO_INTERP_CUBIC)
-        return false;
+    if (d->dtype != GAIO_DTYPE_U8 || d->layout != GAIO_LAYOUT_HWC || d->channels == 2) return false;
     *sparse = false;
     for (int32_t i = 0; i < n; i++) {
         if (views[i].width > 2 * dst->width) *sparse = true; /* one pixel a thread */
@@ -116,6 +116,7 @@ static bool direct_fits(const gaio_kroi *views, int32_t n, const gaio_kimg *dst,
             (!box_fits_two(views[i].width, dst->width) || !box_fits_two(views[i].height, dst->height)))
             return false;
     }
+    if (*sparse && interp == GAIO_INTERP_CUBIC) return false; /* no direct1 cubic: staged */
     /* the tallest band (up to RSD_BAND rows) that still makes RSD_BLOCKS blocks */
     const int64_t tw = *sparse ? 32 : RSD_TILE, tiles = (dst->width + tw - 1) / tw;
     int64_t band = RSD_BAND;

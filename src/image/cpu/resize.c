@@ -584,5 +584,6 @@ static const size_t resize_arg_sizes[5] = {sizeof(gaio_ktable), sizeof(gaio_kimg
  * all one host function: the direct kernels compute what the staged ones do. */
 const gaio_builtin_kernel gaio__img_resize_kernels[] = {
     RS_ENTRIES("nearest"), RS_ENTRIES("linear"), RS_ENTRIES("cubic"), RS_ENTRIES("area"),
-    RS_DIRECT("nearest"),  RS_DIRECT("linear"),  RS_DIRECT("area"),   {NULL, NULL, 0, NULL},
+    RS_DIRECT("nearest"),  RS_DIRECT("linear"),  RS_DIRECT("area"),   RS_DIRECT_P("direct_", "cubic"),
+    {NULL, NULL, 0, NULL},
 };

@@ -1,14 +1,14 @@
 // Direct CUDA kernels of gaio_resize / crop_resize / crop_resize_varshape for u8
 // interleaved images of 1, 3 or 4 channels: four adjacent output pixels a thread,
 // their source pixels read straight from L1 (no shared-memory staging, no block
-// barrier), stored as whole words. The
-// host picks them (src/image/resize.c: resize_direct) for NEAREST, LINEAR and for
-// AREA whose box spans at most two source pixels an axis (and AREA enlarging);
-// resize.cu's staged kernels keep the rest. Both compute the same numbers: taps
-// and weights from image/resize_math.h, LINEAR in the host's 11-bit fixed point
-// (exact integer sums, so the order of the sums does not matter), the box in
-// float with resize.cu's order of operations (vertical sums first, each a fused
-// multiply-add from 0; then the horizontal sum from the first tap's product).
+// barrier), stored as whole words. The host picks them (src/image/resize.c:
+// direct_fits) for NEAREST, LINEAR, CUBIC and for AREA whose box spans at most two
+// source pixels an axis (and AREA enlarging); resize.cu's staged kernels keep the
+// rest. Both compute the same numbers: taps and weights from image/resize_math.h,
+// LINEAR and CUBIC in the host's 11-bit fixed point (exact integer sums, so the
+// order of the sums does not matter), the box in float with resize.cu's order of
+// operations (vertical sums first, each a fused multiply-add from 0; then the
+// horizontal sum from the first tap's product).
 //
 // Why direct: the staged kernels spent the L1/shared-memory pipe on staging every
 // source element as a 32-bit sum and on byte stores, and instruction issue on the
@@ -42,6 +42,20 @@ __device__ __forceinline__ uint2 load_bytes(const uint8_t *p, int nb) {
     const uint32_t w1 = r + nb > 4 ? __ldg(w + 1) : 0u;
     const uint32_t w2 = r + nb > 8 ? __ldg(w + 2) : 0u;
     return make_uint2(__funnelshift_r(w0, w1, 8 * r), __funnelshift_r(w1, w2, 8 * r));
+}
+
+// The 4 * CN bytes from p (four pixels), any alignment, as CN words: every word
+// loaded holds a byte of the four pixels (so stays inside their 4-byte granules).
+template <int CN> __device__ __forceinline__ void load_window(const uint8_t *p, uint32_t (&f)[CN]) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    const uint32_t *w = reinterpret_cast<const uint32_t *>(a & ~(uintptr_t)3);
+    const int r = (int)(a & 3);
+    uint32_t v[CN + 1];
+#pragma unroll
+    for (int j = 0; j < CN; j++) v[j] = __ldg(w + j);
+    v[CN] = r ? __ldg(w + CN) : 0u;
+#pragma unroll
+    for (int j = 0; j < CN; j++) f[j] = __funnelshift_r(v[j], v[j + 1], 8 * r);
 }
 
 // Byte i (0..7) of q as float.
@@ -137,7 +151,7 @@ template <int CN, int P> __device__ __forceinline__ void store_px(uint8_t *p, co
 }
 
 // One kernel body for every mode: FK_* picks the filter.
-enum { FK_NN, FK_LIN, FK_BOX };
+enum { FK_NN, FK_LIN, FK_BOX, FK_CUB };
 
 template <int CN, int FK, int kPx>
 __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &dst, int32_t first, int32_t interp) {
@@ -245,6 +259,77 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
                     store_px<CN, kPx>(dbase + (uint64_t)(y + g * kWarps) * dst.row_pitch, px, n);
             }
         }
+    } else if constexpr (FK == FK_CUB) { // four pixels a thread only (the host checks)
+        // a column's four taps: s - 1 .. s + 2 where none is clamped (one window
+        // load), else each tap on its own (the first and last columns)
+        int32_t ox[kPx];
+        bool cont[kPx];
+        uint32_t wx[kPx][2]; // 11-bit weights, two a word: w0 | w1 << 16, w2 | w3 << 16
+#pragma unroll
+        for (int k = 0; k < kPx; k++) {
+            int32_t idx[4];
+            float w[4];
+            gaio_rs_cubic(&ax, min(d0 + k, dst.width - 1), idx, w);
+            ox[k] = idx[0] * CN;
+            cont[k] = idx[3] - idx[0] == 3;
+            wx[k][0] = (uint32_t)(fix_weight(w[0]) & 0xffff) | (uint32_t)fix_weight(w[1]) << 16;
+            wx[k][1] = (uint32_t)(fix_weight(w[2]) & 0xffff) | (uint32_t)fix_weight(w[3]) << 16;
+        }
+        int32_t ryl[4];
+        uint32_t wyl[2];
+        {
+            float w[4];
+            gaio_rs_cubic(&ay, ylc, ryl, w);
+            wyl[0] = (uint32_t)(fix_weight(w[0]) & 0xffff) | (uint32_t)fix_weight(w[1]) << 16;
+            wyl[1] = (uint32_t)(fix_weight(w[2]) & 0xffff) | (uint32_t)fix_weight(w[3]) << 16;
+        }
+        for (int32_t y = band.first, j = 0; y < band.y1 && j < 32; y += kWarps, j++) {
+            const uint8_t *rows[4];
+#pragma unroll
+            for (int t = 0; t < 4; t++)
+                rows[t] = reinterpret_cast<const uint8_t *>(base + (uint64_t)__shfl_sync(0xffffffffu, ryl[t], j) * pitch);
+            const uint32_t w01 = __shfl_sync(0xffffffffu, wyl[0], j), w23 = __shfl_sync(0xffffffffu, wyl[1], j);
+            uint32_t px[kPx];
+#pragma unroll
+            for (int k = 0; k < kPx; k++) {
+                uint32_t f[4][CN]; // [tap row][word]: the four tap pixels, CN bytes each
+                if (cont[k]) {
+#pragma unroll
+                    for (int t = 0; t < 4; t++) load_window<CN>(rows[t] + ox[k], f[t]);
+                } else { // a clamped column: the taps one by one
+                    int32_t idx[4];
+                    float w[4];
+                    gaio_rs_cubic(&ax, min(d0 + k, dst.width - 1), idx, w);
+#pragma unroll
+                    for (int t = 0; t < 4; t++) {
+                        uint32_t q[4];
+#pragma unroll
+                        for (int e = 0; e < 4; e++) q[e] = load_bytes(rows[t] + (int64_t)idx[e] * CN, CN).x;
+                        pack4<CN>(q, f[t]);
+                    }
+                }
+                // vertical sums, one dp2a per byte and row pair (resize.cu's order of terms
+                // does not matter: the sums are exact integers)
+                int32_t vs[4 * CN];
+#pragma unroll
+                for (int wd = 0; wd < CN; wd++) {
+                    const uint32_t lo = __byte_perm(f[0][wd], f[1][wd], 0x5140), hi = __byte_perm(f[0][wd], f[1][wd], 0x7362);
+                    const uint32_t lo2 = __byte_perm(f[2][wd], f[3][wd], 0x5140), hi2 = __byte_perm(f[2][wd], f[3][wd], 0x7362);
+                    vs[4 * wd + 0] = dp2a_lo(w23, lo2, dp2a_lo(w01, lo, 0));
+                    vs[4 * wd + 1] = dp2a_hi(w23, lo2, dp2a_hi(w01, lo, 0));
+                    vs[4 * wd + 2] = dp2a_lo(w23, hi2, dp2a_lo(w01, hi, 0));
+                    vs[4 * wd + 3] = dp2a_hi(w23, hi2, dp2a_hi(w01, hi, 0));
+                }
+                const int32_t x0 = (int32_t)(int16_t)(wx[k][0] & 0xffff), x1 = (int32_t)wx[k][0] >> 16;
+                const int32_t x2 = (int32_t)(int16_t)(wx[k][1] & 0xffff), x3 = (int32_t)wx[k][1] >> 16;
+                uint32_t out = 0;
+#pragma unroll
+                for (int c = 0; c < CN; c++)
+                    out |= fix_round(x0 * vs[c] + x1 * vs[CN + c] + x2 * vs[2 * CN + c] + x3 * vs[3 * CN + c]) << (8 * c);
+                px[k] = out;
+            }
+            if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
+        }
     } else { // FK_BOX: at most two taps an axis (the host checks)
         int32_t ox[kPx], nx[kPx];
         float wxf[kPx], wxl[kPx];
@@ -319,9 +404,16 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
         if (mx == GAIO_RS_BOX) direct<cn, FK_BOX, P>(tab, dst, first, interp);                                       \
         else direct<cn, FK_LIN, P>(tab, dst, first, interp);                                                         \
     }
+// CUBIC: four pixels a thread only (rows that shrink more than twice keep resize.cu's
+// kernels). It holds 96 registers; capped at 64 or 80 it spills.
 #define GAIO_RESIZE_DIRECT(cn)                                                                                       \
     GAIO_RESIZE_DIRECT_P(cn, 4, )                                                                                    \
-    GAIO_RESIZE_DIRECT_P(cn, 1, 1)
+    GAIO_RESIZE_DIRECT_P(cn, 1, 1)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(32 * kWarps) gaio_img_resize_direct_cubic_u8_c##cn(             \
+        const gaio_ktable tab, const gaio_kimg dst, int32_t first, int32_t count, int32_t interp) {                  \
+        (void)count;                                                                                                 \
+        direct<cn, FK_CUB, 4>(tab, dst, first, interp);                                                              \
+    }
 
 GAIO_RESIZE_DIRECT(1)
 GAIO_RESIZE_DIRECT(3)
