@@ -78,10 +78,11 @@ static void cuda_shape(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, 
 }
 
 /* The direct kernels (src/kernels/image/resize_direct.cu): u8 interleaved images of
- * 1, 3 or 4 channels, for NEAREST, LINEAR, CUBIC and AREA whose box takes at most
- * two source pixels an axis (or AREA enlarging): four adjacent output pixels a
+ * 1, 3 or 4 channels, for NEAREST, LINEAR, CUBIC and AREA (enlarging, or a box
+ * whose rows of taps span at most RSD_WIDE_BYTES): four adjacent output pixels a
  * thread, or one (direct1; not CUBIC, which keeps the staged kernels there) where
- * some image's rows shrink more than twice (sparse reads).
+ * some image's rows shrink more than twice (sparse reads) or a box takes more than
+ * two taps an axis.
  * Blocks of 32 x RSD_WARPS threads make a tile of RSD_TILE (direct1: 32) output
  * columns and a band of up to RSD_BAND rows (a thread's setup, double divisions
  * among it, is then small beside its pixels): fewer rows where that would leave
@@ -92,13 +93,17 @@ static void cuda_shape(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, 
 #define RSD_BAND 64
 #define RSD_BLOCKS 4096
 #define RSD_MAX_BAND (RSD_WARPS * 32)
+#define RSD_WIDE_BYTES 32 /* a row of direct1's AREA box: kWideTaps in resize_direct.cu */
 
-/* Whether a box of src -> dst takes at most two taps at every output. */
-static bool box_fits_two(int32_t src, int32_t dst) {
+/* The most taps a box of src -> dst takes at any output. */
+static int32_t box_taps(int32_t src, int32_t dst) {
     gaio_rs_axis a = gaio_rs_axis_make(src, dst, GAIO_RS_BOX);
-    for (int32_t d = 0; d < dst; d++)
-        if (gaio_rs_box_at(&a, d).n > 2) return false;
-    return true;
+    int32_t most = 0;
+    for (int32_t d = 0; d < dst; d++) {
+        int32_t n = gaio_rs_box_at(&a, d).n;
+        most = n > most ? n : most;
+    }
+    return most;
 }
 
 static bool direct_fits(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, const gaio_image *d,
@@ -112,9 +117,10 @@ static bool direct_fits(const gaio_kroi *views, int32_t n, const gaio_kimg *dst,
             continue;
         int32_t mx, my;
         gaio_rs_modes((int32_t)interp, views[i].width, views[i].height, dst->width, dst->height, &mx, &my);
-        if (mx == GAIO_RS_BOX &&
-            (!box_fits_two(views[i].width, dst->width) || !box_fits_two(views[i].height, dst->height)))
-            return false;
+        if (mx != GAIO_RS_BOX) continue;
+        int32_t tx = box_taps(views[i].width, dst->width), ty = box_taps(views[i].height, dst->height);
+        if (tx > RSD_WIDE_BYTES / d->channels) return false; /* wider than direct1's window */
+        if (tx > 2 || ty > 2) *sparse = true;                /* direct1's wide box */
     }
     if (*sparse && interp == GAIO_INTERP_CUBIC) return false; /* no direct1 cubic: staged */
     /* the tallest band (up to RSD_BAND rows) that still makes RSD_BLOCKS blocks */

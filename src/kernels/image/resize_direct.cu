@@ -32,6 +32,8 @@
 namespace {
 
 constexpr int kWarps = 4;
+// Taps a row of the wide box takes (a 32-byte window; src/image/resize.c's RSD_WIDE_BYTES).
+template <int CN> constexpr int kWideTaps = 32 / CN;
 
 // nb (<= 8) bytes from p, any alignment: bytes 0-3 in .x, 4-7 in .y.
 __device__ __forceinline__ uint2 load_bytes(const uint8_t *p, int nb) {
@@ -151,7 +153,7 @@ template <int CN, int P> __device__ __forceinline__ void store_px(uint8_t *p, co
 }
 
 // One kernel body for every mode: FK_* picks the filter.
-enum { FK_NN, FK_LIN, FK_BOX, FK_CUB };
+enum { FK_NN, FK_LIN, FK_BOX, FK_CUB, FK_WIDEBOX };
 
 template <int CN, int FK, int kPx>
 __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &dst, int32_t first, int32_t interp) {
@@ -330,6 +332,62 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
             }
             if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
         }
+    } else if constexpr (FK == FK_WIDEBOX) { // one pixel a thread, up to kWideTaps<CN> taps a row
+        // Each tap row of the box: its bytes in one window of aligned words, shifted so
+        // that byte t * CN + c is tap t's channel c at a place known at compile time
+        // (registers, not local memory); the column sums (vertical first, as resize.cu)
+        // stay in registers. A warp's windows cover its row segment once: coalesced.
+        constexpr int NT = kWideTaps<CN>, NW = (NT * CN + 3) / 4;
+        const gaio_rs_box bx = gaio_rs_box_at(&ax, min(d0, dst.width - 1));
+        const gaio_rs_box byl = gaio_rs_box_at(&ay, ylc);
+        const int32_t nbx = bx.n * CN; // bytes of a tap row
+        for (int32_t y = band.first, j = 0; y < band.y1 && j < 32; y += kWarps, j++) {
+            const int32_t yf = __shfl_sync(0xffffffffu, byl.first, j), yn = __shfl_sync(0xffffffffu, byl.n, j);
+            const float wyf = __shfl_sync(0xffffffffu, byl.w_first, j), wym = __shfl_sync(0xffffffffu, byl.w_mid, j);
+            const float wyl = __shfl_sync(0xffffffffu, byl.w_last, j);
+            float v[NT][CN];
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+#pragma unroll
+                for (int c = 0; c < CN; c++) v[t][c] = 0.f;
+            const uint8_t *p = reinterpret_cast<const uint8_t *>(base + (uint64_t)yf * pitch) + (int64_t)bx.first * CN;
+            const uintptr_t a0 = reinterpret_cast<uintptr_t>(p);
+            const uint32_t *wp = reinterpret_cast<const uint32_t *>(a0 & ~(uintptr_t)3);
+            const int r0 = (int)(a0 & 3);
+            uint32_t u[NW + 1];
+#pragma unroll
+            for (int i = 0; i <= NW; i++) u[i] = 4 * i < r0 + nbx ? __ldg(wp + i) : 0u; // words it needs
+            for (int32_t k = 0; k < yn; k++, p += pitch) {
+                const float w = k == 0 ? wyf : k == yn - 1 ? wyl : wym;
+                const int r = (int)(reinterpret_cast<uintptr_t>(p) & 3);
+                uint32_t q[NW];
+#pragma unroll
+                for (int i = 0; i < NW; i++) q[i] = __funnelshift_r(u[i], u[i + 1], 8 * r);
+                if (k + 1 < yn) { // the next tap row's words load while this one is summed
+                    const uintptr_t a = reinterpret_cast<uintptr_t>(p + pitch);
+                    const uint32_t *np = reinterpret_cast<const uint32_t *>(a & ~(uintptr_t)3);
+                    const int nr = (int)(a & 3);
+#pragma unroll
+                    for (int i = 0; i <= NW; i++) u[i] = 4 * i < nr + nbx ? __ldg(np + i) : 0u;
+                }
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+#pragma unroll
+                    for (int c = 0; c < CN; c++)
+                        if (t < bx.n) v[t][c] = __fmaf_rn(w, gaio_u8f(q[(t * CN + c) >> 2], (t * CN + c) & 3), v[t][c]);
+            }
+            uint32_t px[1];
+            px[0] = 0;
+#pragma unroll
+            for (int c = 0; c < CN; c++) {
+                float acc = bx.w_first * v[0][c];
+#pragma unroll
+                for (int t = 1; t < NT; t++)
+                    if (t < bx.n) acc = __fmaf_rn(t == bx.n - 1 ? bx.w_last : bx.w_mid, v[t][c], acc);
+                px[0] |= gaio_f_u8(acc) << (8 * c);
+            }
+            if (n > 0) store_px<CN, 1>(dbase + (uint64_t)y * dst.row_pitch, px, n);
+        }
     } else { // FK_BOX: at most two taps an axis (the host checks)
         int32_t ox[kPx], nx[kPx];
         float wxf[kPx], wxl[kPx];
@@ -382,8 +440,9 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
 // one (32 a tile) where it shrinks more: then a warp's pixels lie farther apart
 // and four a thread would scatter its loads over four times the lines (H200, 1080p
 // -> 224x224: linear 0.056 ms with one, 0.069 with four; nearest 0.036, 0.043).
-// AREA here is a box of at most 2 x 2 taps or, enlarging, OpenCV's area-mode
-// bilinear (the same fixed point as LINEAR).
+// AREA here is a box of at most 2 x 2 taps (four pixels a thread) or of up to
+// kWideTaps<CN> taps a row (one pixel a thread: direct1) or, enlarging, OpenCV's
+// area-mode bilinear (the same fixed point as LINEAR).
 #define GAIO_RESIZE_DIRECT_P(cn, P, sfx)                                                                             \
     extern "C" __global__ void __launch_bounds__(32 * kWarps) gaio_img_resize_direct##sfx##_nearest_u8_c##cn(       \
         const gaio_ktable tab, const gaio_kimg dst, int32_t first, int32_t count, int32_t interp) {                  \
@@ -401,7 +460,7 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
         int32_t mx, my;                                                                                              \
         const gaio_kroi &v = tab.v[blockIdx.z];                                                                      \
         gaio_rs_modes(interp, v.width, v.height, dst.width, dst.height, &mx, &my);                                   \
-        if (mx == GAIO_RS_BOX) direct<cn, FK_BOX, P>(tab, dst, first, interp);                                       \
+        if (mx == GAIO_RS_BOX) direct<cn, P == 1 ? FK_WIDEBOX : FK_BOX, P>(tab, dst, first, interp);                \
         else direct<cn, FK_LIN, P>(tab, dst, first, interp);                                                         \
     }
 // CUBIC: four pixels a thread only (rows that shrink more than twice keep resize.cu's
