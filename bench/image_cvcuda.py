@@ -9,8 +9,9 @@ in image_torch.py, so both peers are timed alike: torch.cuda.Event median after
 warm-up, a 256 MiB fill_ before each sample. CV-CUDA's `*_into` operators write
 preallocated outputs on torch's current stream, so the events bracket exactly the
 operator."""
-import argparse
 import sys
+
+from image_peer import best_of, make_timer, parse_args
 
 SKIP = "note: CV-CUDA peer skipped: "
 
@@ -32,28 +33,12 @@ MEAN, STD = 0.449, 0.226
 GIVE_UP = 3  # rows without any figure before a failing CV-CUDA is given up on
 
 
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-
-
 def interp(name):
     return getattr(cvcuda.Interp, name, None)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--width", type=int, default=1920)
-    ap.add_argument("--height", type=int, default=1080)
-    ap.add_argument("--crop", type=int, default=1080)
-    ap.add_argument("--out", type=int, default=224)
-    ap.add_argument("--samples", type=int, default=25)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--flush-mib", type=int, default=256)
-    ap.add_argument("--varshape", default="640x480,1280x720,1920x1080,2560x1440,3840x2160")
-    a = ap.parse_args()
+    a = parse_args()
 
     if not torch.cuda.is_available():
         print(SKIP + "torch %s sees no CUDA device" % torch.__version__)
@@ -68,26 +53,11 @@ def main():
     x = torch.randint(0, 256, (B, H, W, 3), dtype=torch.uint8, device=dev, generator=gen)
     # CV-CUDA's NV12 tensor: the Y plane's H rows, then H/2 rows of interleaved U,V
     nv12 = torch.randint(0, 256, (B, H * 3 // 2, W, 1), dtype=torch.uint8, device=dev, generator=gen)
-    flush = torch.empty(a.flush_mib << 20, dtype=torch.uint8, device=dev)
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
     stream = cvcuda.as_stream(torch.cuda.current_stream())
     src = cvcuda.as_tensor(x, "NHWC")
     src_nv12 = cvcuda.as_tensor(nv12, "NHWC")
 
-    def timed(fn):
-        for _ in range(a.warmup):
-            fn()
-        torch.cuda.synchronize()
-        v = []
-        for i in range(a.samples):
-            flush.fill_(i & 0xFF)
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            v.append(e0.elapsed_time(e1))
-        return median(v)
+    timed = make_timer(torch, a, dev)
 
     def u8_out(h, w):
         return cvcuda.as_tensor(torch.empty((B, h, w, 3), dtype=torch.uint8, device=dev), "NHWC")
@@ -148,23 +118,8 @@ def main():
           "fused_varshape_224 skipped: no per-image crop in one call")
     done = failed = 0
     for name, shape, variants in rows:
-        best = None
-        for vname, fn in variants:
-            if fn is None:
-                continue
-            try:
-                y = fn()
-                if tuple(y.shape) != shape:
-                    print("note: %s / %s gave shape %s, not %s" % (name, vname, tuple(y.shape), shape))
-                    continue
-                del y
-                ms = timed(fn)
-            except Exception as e:
-                # the C side keeps 190 characters of a note: the variant's head is enough
-                print("note: %s / %s failed: %s: %s" % (name, vname.split(",")[0], type(e).__name__, str(e)[:120]))
-                continue
-            if best is None or ms < best[0]:
-                best = (ms, vname)
+        # the C side keeps 190 characters of a note: the variant's head is enough
+        best = best_of(name, shape, variants, timed, short=lambda v: v.split(",")[0])
         if best:
             done += 1
             print("%s %.4f %s" % (name, best[0], best[1]), flush=True)

@@ -8,8 +8,9 @@ a random uint8 [B, H * 3 / 2, W] batch of NV12 frames) and prints one line per r
 variant produces what gaio produces (uint8 NHWC for resizes and NV12 -> RGB, float32
 NCHW for the fused rows) and pays every layout and dtype conversion a user would
 need for that (permute, .float(), round/clamp/.to(uint8), .contiguous())."""
-import argparse
 import sys
+
+from image_peer import best_of, make_timer, parse_args
 
 try:
     import torch
@@ -27,24 +28,8 @@ except Exception as e:
     TF_ERROR = "%s: %s" % (type(e).__name__, e)
 
 
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--width", type=int, default=1920)
-    ap.add_argument("--height", type=int, default=1080)
-    ap.add_argument("--crop", type=int, default=1080)
-    ap.add_argument("--out", type=int, default=224)
-    ap.add_argument("--samples", type=int, default=25)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--flush-mib", type=int, default=256)
-    ap.add_argument("--varshape", default="640x480,1280x720,1920x1080,2560x1440,3840x2160")
-    a = ap.parse_args()
+    a = parse_args()
 
     if not torch.cuda.is_available():
         print("note: torch peer skipped: torch %s sees no CUDA device" % torch.__version__)
@@ -64,25 +49,10 @@ def main():
         w, h = sizes[i % len(sizes)]
         frames.append(torch.randint(0, 256, (h, w, 3), dtype=torch.uint8, device=dev, generator=gen))
     nv12 = torch.randint(0, 256, (B, H * 3 // 2, W), dtype=torch.uint8, device=dev, generator=gen)
-    flush = torch.empty(a.flush_mib << 20, dtype=torch.uint8, device=dev)
     mean = torch.tensor([0.485, 0.456, 0.406], device=dev).view(1, 3, 1, 1)
     std = torch.tensor([0.229, 0.224, 0.225], device=dev).view(1, 3, 1, 1)
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
 
-    def timed(fn):
-        for _ in range(a.warmup):
-            fn()
-        torch.cuda.synchronize()
-        v = []
-        for i in range(a.samples):
-            flush.fill_(i & 0xFF)
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            v.append(e0.elapsed_time(e1))
-        return median(v)
+    timed = make_timer(torch, a, dev)
 
     nchw = x.permute(0, 3, 1, 2)  # a view: NCHW shape, channels_last strides
 
@@ -197,25 +167,9 @@ def main():
             ("f32 BT.601 limited (OpenCV's formula), chroma expanded 2x2, round/clamp/u8", nv12_rgb)]),
     ]
     for name, shape, variants in rows:
-        best = None
-        for vname, fn in variants:
-            if fn is None:
-                continue
-            try:
-                y = fn()
-                if tuple(y.shape) != shape:
-                    print("note: %s / %s gave shape %s, not %s" % (name, vname, tuple(y.shape), shape))
-                    continue
-                del y
-                ms = timed(fn)
-            except Exception as e:
-                print("note: %s / %s failed: %s: %s" % (name, vname, type(e).__name__, str(e)[:120]))
-                continue
-            if best is None or ms < best[0]:
-                best = (ms, vname)
+        best = best_of(name, shape, variants, timed)
         if best:
             print("%s %.4f %s" % (name, best[0], best[1]), flush=True)
-
 
 if __name__ == "__main__":
     main()

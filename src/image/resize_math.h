@@ -42,10 +42,15 @@ GAIO_HD gaio_rs_axis gaio_rs_axis_make(int32_t src, int32_t dst, int32_t mode) {
     a.scale = 1.0 / a.inv_scale;
     a.src = src;
     a.mode = mode;
-    /* int64: OpenCV's int arithmetic overflows past 32767 pixels; below that they agree */
-    int64_t step = (((int64_t)src << 16) + dst / 2) / dst;
-    a.iexact = (int32_t)step;
-    a.iexact0 = (int32_t)(step / 2 - src % 2);
+    a.iexact = a.iexact0 = 0;
+    /* Only NEAREST_EXACT's: a 64-bit division costs a GPU thread that makes its axes
+     * once about as much as its pixels (resize_direct.cu). int64: OpenCV's int
+     * arithmetic overflows past 32767 pixels; below that they agree. */
+    if (mode == GAIO_RS_NEAREST_EXACT) {
+        int64_t step = (((int64_t)src << 16) + dst / 2) / dst;
+        a.iexact = (int32_t)step;
+        a.iexact0 = (int32_t)(step / 2 - src % 2);
+    }
     return a;
 }
 

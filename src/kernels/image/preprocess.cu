@@ -23,16 +23,13 @@
 #include <stdint.h>
 
 #include "image/resize_math.h"
+#include "kernels/image/u8_float.cuh"
 
 namespace {
 
 __device__ __forceinline__ float fmul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
 
-// Byte i of a word as a float, without the slow conversion unit: 2^23 + b is exact.
-__device__ __forceinline__ float u8f(uint32_t word, int i) {
-    return __fsub_rn(__uint_as_float(__byte_perm(word, 0x4B000000u, 0x7540u | (uint32_t)i)), 8388608.0f);
-}
 
 struct Norm {
     float a0, a1, a2, b0, b1, b2;
@@ -81,21 +78,33 @@ __device__ __forceinline__ void taps(const uint8_t *rs, int64_t p0, bool same, b
         const uint32_t w0 = e < 4 ? lo.x : lo.y, w1 = e < 4 ? lo.y : hi.x, w2 = e < 4 ? hi.x : hi.y;
         const uint32_t x0 = __funnelshift_r(w0, w1, sh), x1 = __funnelshift_r(w1, w2, sh);
         // pixel i0: bytes 0..2; pixel i1: bytes CN..CN+2 (of x0:x1)
-        p[0] = u8f(x0, 0), p[1] = u8f(x0, 1), p[2] = u8f(x0, 2);
+        p[0] = gaio_u8f(x0, 0), p[1] = gaio_u8f(x0, 1), p[2] = gaio_u8f(x0, 2);
         if (same) {
             q[0] = p[0], q[1] = p[1], q[2] = p[2];
         } else if (CN == 3) {
-            q[0] = u8f(x0, 3), q[1] = u8f(x1, 0), q[2] = u8f(x1, 1);
+            q[0] = gaio_u8f(x0, 3), q[1] = gaio_u8f(x1, 0), q[2] = gaio_u8f(x1, 1);
         } else {
-            q[0] = u8f(x1, 0), q[1] = u8f(x1, 1), q[2] = u8f(x1, 2);
+            q[0] = gaio_u8f(x1, 0), q[1] = gaio_u8f(x1, 1), q[2] = gaio_u8f(x1, 2);
         }
     } else {
         const uint8_t *s = rs + p0, *t = same ? s : s + CN;
 #pragma unroll
         for (int c = 0; c < 3; c++) {
-            p[c] = u8f(__ldg(s + c), 0);
-            q[c] = u8f(__ldg(t + c), 0);
+            p[c] = gaio_u8f(__ldg(s + c), 0);
+            q[c] = gaio_u8f(__ldg(t + c), 0);
         }
+    }
+}
+
+// The three channels from the 2x2 taps s[row][tap][channel]: horizontal sums first,
+// as the host's (src/image/cpu/preprocess.c), no operation fused.
+__device__ __forceinline__ void bilinear(const float (&s)[2][2][3], float wx0, float fx, float fy, float (&o)[3]) {
+    const float wy0 = 1.f - fy;
+#pragma unroll
+    for (int c = 0; c < 3; c++) {
+        float h0 = fadd(fmul(s[0][0][c], wx0), fmul(s[0][1][c], fx));
+        float h1 = fadd(fmul(s[1][0][c], wx0), fmul(s[1][1][c], fx));
+        o[c] = fadd(fmul(h0, wy0), fmul(h1, fy));
     }
 }
 
@@ -120,14 +129,8 @@ __device__ void linear_band(const gaio_kroi &v, const gaio_kimg &d, char *img, i
             float s[2][2][3]; // [row][tap][channel]
             taps<CN>(src + (uint64_t)j0 * v.row_pitch, p0, same, pitch_ok && j0 < last, s[0][0], s[0][1]);
             taps<CN>(src + (uint64_t)j1 * v.row_pitch, p0, same, pitch_ok && j1 < last, s[1][0], s[1][1]);
-            const float wy0 = 1.f - fy;
             float o[3];
-#pragma unroll
-            for (int c = 0; c < 3; c++) {
-                float h0 = fadd(fmul(s[0][0][c], wx0), fmul(s[0][1][c], fx));
-                float h1 = fadd(fmul(s[1][0][c], wx0), fmul(s[1][1][c], fx));
-                o[c] = fadd(fmul(h0, wy0), fmul(h1, fy));
-            }
+            bilinear(s, wx0, fx, fy, o);
             store_px<F16, CHW>(img, d, y, x, o[0], o[1], o[2], n);
         }
     }
@@ -143,16 +146,6 @@ __device__ void linear_band(const gaio_kroi &v, const gaio_kimg &d, char *img, i
 // their sums, as resize_direct.cu's nearest does, measured 8% slower here.)
 constexpr int kWarps = 4;
 
-// gaio_rs_axis_make without the 64-bit division only NEAREST_EXACT needs (never here).
-__device__ __forceinline__ gaio_rs_axis axis_of(int32_t src, int32_t dst, int32_t mode) {
-    gaio_rs_axis a;
-    a.inv_scale = (double)dst / (double)src;
-    a.scale = 1.0 / a.inv_scale;
-    a.src = src;
-    a.mode = mode;
-    a.iexact = a.iexact0 = 0;
-    return a;
-}
 
 template <int CN, bool F16, bool CHW>
 __device__ __forceinline__ void linear_warps(const gaio_ktable &t, const gaio_kimg &d, int32_t first, int32_t interp,
@@ -166,7 +159,7 @@ __device__ __forceinline__ void linear_warps(const gaio_ktable &t, const gaio_ki
     char *img = (char *)(uintptr_t)(d.ptr + (uint64_t)(first + i) * d.image_stride);
     int32_t mx, my;
     gaio_rs_modes(interp, v.width, v.height, d.width, d.height, &mx, &my);
-    const gaio_rs_axis ax = axis_of(v.width, d.width, mx), ay = axis_of(v.height, d.height, my);
+    const gaio_rs_axis ax = gaio_rs_axis_make(v.width, d.width, mx), ay = gaio_rs_axis_make(v.height, d.height, my);
     const uint8_t *src = (const uint8_t *)(uintptr_t)v.ptr;
     const int32_t last = v.height - 1;
     const bool pitch_ok = v.row_pitch >= 16;
@@ -188,14 +181,8 @@ __device__ __forceinline__ void linear_warps(const gaio_ktable &t, const gaio_ki
         float s[2][2][3]; // [row][tap][channel]
         taps<CN>(src + (uint64_t)j0 * v.row_pitch, p0, same, pitch_ok && j0 < last, s[0][0], s[0][1]);
         taps<CN>(src + (uint64_t)j1 * v.row_pitch, p0, same, pitch_ok && j1 < last, s[1][0], s[1][1]);
-        const float wy0 = 1.f - fy;
         float o[3];
-#pragma unroll
-        for (int c = 0; c < 3; c++) {
-            float h0 = fadd(fmul(s[0][0][c], wx0), fmul(s[0][1][c], fx));
-            float h1 = fadd(fmul(s[1][0][c], wx0), fmul(s[1][1][c], fx));
-            o[c] = fadd(fmul(h0, wy0), fmul(h1, fy));
-        }
+        bilinear(s, wx0, fx, fy, o);
         if (live) store_px<F16, CHW>(img, d, y, x, o[0], o[1], o[2], n);
     }
 }
@@ -343,7 +330,7 @@ __device__ void box_band(const gaio_kroi &v, const gaio_kimg &d, char *img, int3
                     const int32_t kk = r - by.first;
                     const float w = gaio_rs_box_w(&by, kk);
 #pragma unroll
-                    for (int b = 0; b < BOX_WORDS * 4; b++) acc[b] = fadd(acc[b], fmul(w, u8f(wrd[b / 4], b % 4)));
+                    for (int b = 0; b < BOX_WORDS * 4; b++) acc[b] = fadd(acc[b], fmul(w, gaio_u8f(wrd[b / 4], b % 4)));
                     if (kk < by.n - 1) break;
                     // Output row y is complete: vertical sums to shared memory, horizontal boxes.
 #pragma unroll

@@ -34,6 +34,7 @@
 #include "image/kimg.h"
 #include "image/resize_math.h"
 #include "image/resize_span.h"
+#include "kernels/image/dp2a.cuh"
 
 namespace {
 
@@ -104,18 +105,6 @@ template <class E, class Q> __device__ __forceinline__ E chunk_at(const Q &q, in
     return p[e];
 }
 
-// d = a.lo16 * b.byte0 + a.hi16 * b.byte1 + c (lo), or of bytes 2 and 3 (hi): signed
-// 16-bit weights, unsigned bytes (PTX dp2a; the intrinsics take one signedness).
-__device__ __forceinline__ int32_t dp2a_lo(uint32_t a, uint32_t b, int32_t c) {
-    int32_t d;
-    asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-__device__ __forceinline__ int32_t dp2a_hi(uint32_t a, uint32_t b, int32_t c) {
-    int32_t d;
-    asm("dp2a.hi.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
 
 constexpr int kThreads = 128;
 constexpr int kMaxBand = 16; // output rows per block at most (RS_MAX_BAND in src/image/resize.c)

@@ -27,6 +27,7 @@
 // addresses: double divisions among them) is then a small part of its work.
 #include "image/kimg.h"
 #include "image/resize_math.h"
+#include "kernels/image/dp2a.cuh"
 #include "kernels/image/u8_float.cuh"
 
 namespace {
@@ -63,18 +64,6 @@ template <int CN> __device__ __forceinline__ void load_window(const uint8_t *p, 
 // Byte i (0..7) of q as float.
 __device__ __forceinline__ float byte_f(uint2 q, int i) { return gaio_u8f(i < 4 ? q.x : q.y, i & 3); }
 
-// d = a.lo16 * b.byte0 + a.hi16 * b.byte1 + c (lo), or of bytes 2 and 3 (hi), as resize.cu.
-__device__ __forceinline__ int32_t dp2a_lo(uint32_t a, uint32_t b, int32_t c) {
-    int32_t d;
-    asm("dp2a.lo.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-__device__ __forceinline__ int32_t dp2a_hi(uint32_t a, uint32_t b, int32_t c) {
-    int32_t d;
-    asm("dp2a.hi.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-
 __device__ __forceinline__ int32_t fix_weight(float w) { return (int32_t)gaio_k_rint(w * 2048.f); }
 
 __device__ __forceinline__ uint32_t fix_round(int32_t v) { // 22 fractional bits -> u8, as resize.cu
@@ -97,18 +86,6 @@ __device__ __forceinline__ Band band_of(int32_t dh) {
     return b;
 }
 
-// gaio_rs_axis_make without the 64-bit division NEAREST_EXACT alone needs: a
-// thread makes its axes once, and that division cost as much as its pixels.
-__device__ __forceinline__ gaio_rs_axis axis_of(int32_t src, int32_t dst, int32_t mode) {
-    if (mode == GAIO_RS_NEAREST_EXACT) return gaio_rs_axis_make(src, dst, mode);
-    gaio_rs_axis a;
-    a.inv_scale = (double)dst / (double)src;
-    a.scale = 1.0 / a.inv_scale;
-    a.src = src;
-    a.mode = mode;
-    a.iexact = a.iexact0 = 0;
-    return a;
-}
 
 // The CN bytes of pixel k (0..3) of a thread's four, packed into CN words (4 * CN
 // bytes, pixel after pixel): px[k] holds pixel k in its low CN bytes.
@@ -164,8 +141,8 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
     if (band.first >= band.y1) return; // whole warps leave: the shuffles below see full warps
     int32_t mx, my;
     gaio_rs_modes(interp, v.width, v.height, dst.width, dst.height, &mx, &my);
-    const gaio_rs_axis ax = axis_of(v.width, dst.width, mx);
-    const gaio_rs_axis ay = axis_of(v.height, dst.height, my);
+    const gaio_rs_axis ax = gaio_rs_axis_make(v.width, dst.width, mx);
+    const gaio_rs_axis ay = gaio_rs_axis_make(v.height, dst.height, my);
     // dead lanes (past the row's end) still load, from the last column, and compute
     // row taps for the others; they store nothing
     const int n = min(kPx, max(dst.width - d0, 0));

@@ -11,7 +11,7 @@
 // Byte i (0..3) of w as float (one PRMT and one FADD where i is known, as in
 // unrolled loops).
 __device__ __forceinline__ float gaio_u8f(uint32_t w, int i) {
-    return __uint_as_float(__byte_perm(w, 0x4b000000u, 0x7540u | (unsigned)i)) - 8388608.f;
+    return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4b000000u, 0x7540u | (unsigned)i)), 8388608.f);
 }
 
 // gaio_k_sat_u8: round to nearest even and saturate (NaN gives 0).
