@@ -29,6 +29,11 @@ typedef struct gaio_backend {
     gaio_status (*wrap_check)(gaio_context *ctx, gaio_mem_kind kind, void *ptr, size_t size);
     /* Takes ownership of op on GAIO_OK; on failure the caller still owns it. */
     gaio_status (*submit)(gaio_op *op);
+    /* The backend keeps the stream and the kernel of an op given to submit alive
+     * until the op retires, so the op takes no references to them of its own
+     * (gaio__op_hold_refs): each would be an atomic on a line that the thread
+     * retiring ops writes too. Without it, the core takes them before submit. */
+    bool covers_ops;
     /* Stream capture into a replayable graph (core/graph.h); NULL where the backend
      * has none. capture_end returns the executable graph in *graph. */
     gaio_status (*capture_begin)(const char *fn, gaio_stream *stream);

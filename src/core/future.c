@@ -19,15 +19,21 @@ gaio_future *gaio__future_new(void) {
     f->cached = cached;
     gaio__ref_init(&f->ref);
     pthread_mutex_init(&f->lock, NULL);
+    atomic_init(&f->done, 0);
+    atomic_init(&f->be_recorded, false);
+    f->cbs_tail = &f->cbs;
+    return f;
+}
+
+/* Under f->lock, before a thread sleeps on f->cond (waiters > 0 means it is made). */
+static void cond_ready(gaio_future *f) {
+    if (f->cond_ready) return;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&f->cond, &attr);
     pthread_condattr_destroy(&attr);
-    atomic_init(&f->done, 0);
-    atomic_init(&f->be_recorded, false);
-    f->cbs_tail = &f->cbs;
-    return f;
+    f->cond_ready = true;
 }
 
 void gaio__future_ref(gaio_future *f) { gaio__ref_inc(&f->ref); }
@@ -38,11 +44,11 @@ void gaio__future_unref(gaio_future *f) {
      * callbacks remain; free any anyway for futures that never got an op. */
     for (gaio_callback *c = f->cbs; c;) {
         gaio_callback *next = c->next;
-        free(c);
+        if (c != &f->cb0) free(c);
         c = next;
     }
     if (f->be_event_free) f->be_event_free(f->be_event);
-    pthread_cond_destroy(&f->cond);
+    if (f->cond_ready) pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
     free(f->msg);
     if (f->cached) gaio__op_block_put(f);
@@ -75,7 +81,7 @@ void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) 
         if (!f->cbs) f->cbs_tail = &f->cbs;
         pthread_mutex_unlock(&f->lock);
         c->fn(f, status, c->user);
-        free(c);
+        if (c != &f->cb0) free(c);
         pthread_mutex_lock(&f->lock);
     }
     tl_dispatching--;
@@ -138,6 +144,7 @@ gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
         }
     }
     pthread_mutex_lock(&fut->lock);
+    cond_ready(fut);
     fut->waiters++;
     if (timeout_ns == GAIO_INFINITE) {
         while (!atomic_load_explicit(&fut->done, memory_order_relaxed)) pthread_cond_wait(&fut->cond, &fut->lock);
@@ -165,25 +172,30 @@ const char *gaio_future_message(gaio_future *fut) {
  * (it could wait on itself, or on another thread waiting for it): its callback
  * joins the list and the completing thread runs it after the earlier ones. */
 static gaio_status future_add_callback(gaio_future *f, gaio_future_fn fn, void *user) {
-    gaio_callback *c = malloc(sizeof *c);
-    if (!c) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the callback");
-    c->next = NULL;
-    c->fn = fn;
-    c->user = user;
     pthread_mutex_lock(&f->lock);
     if (f->dispatching && tl_dispatching == 0) {
+        cond_ready(f);
         f->waiters++;
         while (f->dispatching) pthread_cond_wait(&f->cond, &f->lock);
         f->waiters--;
     }
     if (!atomic_load_explicit(&f->done, memory_order_relaxed) || f->dispatching) {
+        gaio_callback *c = &f->cb0; /* used once: a node already run may still be in a loop's hands */
+        if (f->cb0_taken) c = malloc(sizeof *c);
+        if (!c) {
+            pthread_mutex_unlock(&f->lock);
+            return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the callback");
+        }
+        f->cb0_taken = true;
+        c->next = NULL;
+        c->fn = fn;
+        c->user = user;
         *f->cbs_tail = c;
         f->cbs_tail = &c->next;
         pthread_mutex_unlock(&f->lock);
         return GAIO_OK;
     }
     pthread_mutex_unlock(&f->lock);
-    free(c);
     fn(f, f->status, user);
     return GAIO_OK;
 }
@@ -208,7 +220,7 @@ gaio_status gaio_future_fence(gaio_stream *stream, gaio_future **out) {
         if (f) gaio__future_unref(f);
         return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the future");
     }
-    gaio__future_ref(f);
+    atomic_init(&f->ref.n, 2); /* the caller's and the op's; f is not shared yet: no atomic step */
     op->u.point.fut = f;
     gaio_status st = gaio__submit(op);
     if (st != GAIO_OK) {

@@ -426,8 +426,7 @@ gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *
         store += (kernel->arg_sizes[i] + 15) & ~(size_t)15;
     }
     for (size_t i = 0; i < nheld; i++) gaio__op_hold_buffer(op, b++, held[i]);
-    gaio__kernel_ref(kernel);
-    op->u.launch.kernel = kernel;
+    op->u.launch.kernel = kernel; /* referenced once submitted (core/op.h) */
     op->u.launch.argv = argv;
     op->u.launch.info = (gaio_launch_info){grid, block, shared_mem_bytes, NULL};
     return gaio__submit_from(fn, op);

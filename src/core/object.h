@@ -83,7 +83,8 @@ typedef struct gaio_callback {
 struct gaio_future {
     gaio_ref ref;
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    pthread_cond_t cond; /* made when a thread first sleeps on the future (cond_ready): most never do */
+    bool cond_ready;
     atomic_int done;
     int waiters;
     gaio_status status;
@@ -101,6 +102,10 @@ struct gaio_future {
     void (*be_event_free)(void *be_event);
     gaio_status (*be_elapsed)(gaio_future *start, gaio_future *end, float *ms);
     gaio_callback *cbs, **cbs_tail;
+    /* The first callback's node: a future mostly gets one (a then, a completion
+     * queue's), and it costs no malloc that the completing thread would free. */
+    gaio_callback cb0;
+    bool cb0_taken;
 };
 
 struct gaio_kernel {

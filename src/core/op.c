@@ -20,12 +20,18 @@ gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size
     op->cached = cached;
     op->kind = kind;
     op->stream = stream;
-    gaio__stream_ref(stream);
     op->be = be_bytes ? (char *)op + op_bytes : NULL;
     op->nbufs = nbufs;
     op->bufs = nbufs ? (gaio_buffer **)((char *)op + op_bytes + be_bytes) : NULL;
     if (extra_out) *extra_out = extra ? (char *)op + head : NULL;
     return op;
+}
+
+void gaio__op_hold_refs(gaio_op *op) {
+    if (op->owns_refs) return;
+    op->owns_refs = true;
+    gaio__stream_ref(op->stream);
+    if (op->kind == GAIO_OP_LAUNCH) gaio__kernel_ref(op->u.launch.kernel);
 }
 
 void gaio__op_hold_buffer(gaio_op *op, size_t i, gaio_buffer *buf) {
@@ -38,7 +44,8 @@ void gaio__op_hold_buffer(gaio_op *op, size_t i, gaio_buffer *buf) {
 static void op_release_refs(gaio_op *op, gaio_retire_batch *b) {
     for (size_t i = 0; i < op->nbufs; i++)
         if (op->bufs[i]) gaio__buffer_unref(op->bufs[i]);
-    gaio_kernel *k = op->kind == GAIO_OP_LAUNCH ? op->u.launch.kernel : NULL;
+    bool owns = op->owns_refs;
+    gaio_kernel *k = owns && op->kind == GAIO_OP_LAUNCH ? op->u.launch.kernel : NULL;
     if (k && !b) {
         gaio__kernel_unref(k);
     } else if (k) {
@@ -54,6 +61,7 @@ static void op_release_refs(gaio_op *op, gaio_retire_batch *b) {
     gaio_stream *s = op->stream;
     if (op->cached) gaio__op_block_put(op);
     else free(op);
+    if (!owns) return;
     if (b) b->stream_refs++;
     else gaio__stream_unref(s);
 }
@@ -79,8 +87,11 @@ gaio_status gaio__submit_from(const char *fn, gaio_op *op) {
     gaio_stream *s = op->stream;
     gaio__submitting_fn = fn;
     atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
-    gaio_status st = (s->flags & GAIO_STREAM_DEFERRED) ? gaio__submitter_push(s->ctx->device, op)
-                                                       : s->ctx->be->submit(op);
+    const gaio_backend *be = s->ctx->be;
+    bool deferred = s->flags & GAIO_STREAM_DEFERRED;
+    /* The caller's references cover the op only until this call returns. */
+    if (deferred || !be->covers_ops) gaio__op_hold_refs(op);
+    gaio_status st = deferred ? gaio__submitter_push(s->ctx->device, op) : be->submit(op);
     if (st != GAIO_OK) {
         /* Nothing was enqueued: undo the count so queries stay truthful, and complete
          * a record's future (an event may already point at it) so nothing waits forever. */

@@ -1,6 +1,7 @@
 /* Ops: the unit of work the core hands to a backend. An op owns references to
- * its stream, buffers, kernel and future; gaio__op_retire drops them once the
- * stream has passed the op. */
+ * its buffers and future, and, unless its backend keeps them alive for it
+ * (gaio_backend.covers_ops), to its stream and kernel; gaio__op_retire drops them
+ * once the stream has passed the op. */
 #ifndef GAIO_CORE_OP_H
 #define GAIO_CORE_OP_H
 
@@ -25,6 +26,7 @@ struct gaio_op {
     gaio_op_kind kind;
     gaio_stream *stream;
     bool counted; /* already counted in stream->retired (gaio__op_count_done) */
+    bool owns_refs; /* holds references to its stream and (LAUNCH) kernel: gaio__op_hold_refs */
     bool cached;  /* its memory goes back to the op cache (core/op_cache.h) */
     void *be; /* the backend's op_space bytes, zeroed, freed with the op */ /* host functions on CUDA: set by whoever calls fn (the driver's thread or a fault) */
     size_t nbufs;
@@ -63,8 +65,13 @@ struct gaio_op {
 };
 
 /* One allocation: the op, room for nbufs buffer references and `extra` bytes
- * (returned in *extra_out). Takes a reference on stream. */
+ * (returned in *extra_out). Takes no reference on stream: the caller's covers the
+ * op until it is submitted, and gaio__submit takes one where the backend needs it. */
 gaio_op *gaio__op_new(gaio_op_kind kind, gaio_stream *stream, size_t nbufs, size_t extra, void **extra_out);
+/* Makes the op hold references to its stream and (LAUNCH) kernel until it retires,
+ * once: for an op that outlives the submitting call outside its backend's cover
+ * (queued for the deferred-submission thread, held back by a blocked stream). */
+void gaio__op_hold_refs(gaio_op *op);
 /* Adds a buffer reference to slot i. */
 void gaio__op_hold_buffer(gaio_op *op, size_t i, gaio_buffer *buf);
 /* Frees an op that was never submitted. */
@@ -98,8 +105,8 @@ void gaio__op_retire(gaio_op *op);
 /* Retiring n ops of one stream together (the CUDA engine retires what one ticket
  * covers): begin counts all n as finished for gaio_stream_query at once, so do it
  * before any of them completes a future; each op then retires in the batch, whose
- * end drops the stream's and kernels' references in one step each. The caller
- * keeps the stream alive until the end. */
+ * end drops the stream's and kernels' references the ops own in one step each. The
+ * caller keeps the stream alive until the end. */
 typedef struct gaio_retire_batch {
     gaio_stream *stream;
     long stream_refs;

@@ -7,6 +7,10 @@
 
 #include "core/hot.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 /* Under AddressSanitizer every op comes from malloc, so that a use after retire
  * is reported rather than hidden by reuse. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -42,6 +46,25 @@ typedef struct local {
 } local;
 
 static GAIO_HOT_TLS local tl;
+
+/* __builtin_prefetch(p, 1, ...) is a read prefetch on x86 unless the build targets
+ * PREFETCHW: the line then arrives shared, and the first store to it waits for a second
+ * trip to the core that last wrote it (the thread that retired the block). PREFETCHW
+ * fetches it for writing; every x86-64 CPU of the last decade has it, and CPUID says. */
+#if defined(__x86_64__) || defined(__i386__)
+static bool have_prefetchw;
+static pthread_once_t prefetchw_once = PTHREAD_ONCE_INIT;
+static void detect_prefetchw(void) {
+    unsigned a, b, c, d;
+    have_prefetchw = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)); /* 3DNowPrefetch */
+}
+static inline void prefetch_for_write(const char *p) {
+    if (have_prefetchw) __asm__ volatile("prefetchw %0" : : "m"(*p));
+    else __builtin_prefetch(p, 1, 3);
+}
+#else
+static inline void prefetch_for_write(const char *p) { __builtin_prefetch(p, 1, 3); }
+#endif
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -67,6 +90,9 @@ static void make_key(void) {
 
 static void register_thread(void) {
     pthread_once(&key_once, make_key);
+#if defined(__x86_64__) || defined(__i386__)
+    pthread_once(&prefetchw_once, detect_prefetchw);
+#endif
     /* Any non-NULL value arms the destructor; failing that, blocks leak at thread exit. */
     (void)pthread_setspecific(exit_key, (void *)1);
     tl.registered = true;
@@ -119,7 +145,7 @@ void *gaio__op_block_get(size_t bytes, bool *cached) {
     /* The next block was last written by the thread that retired it: fetch its lines
      * for writing now, so that the next op does not wait for them. */
     if (tl.free)
-        for (unsigned i = 0; i < GAIO_OP_BLOCK_BYTES; i += 64) __builtin_prefetch((char *)tl.free + i, 1, 3);
+        for (unsigned i = 0; i < GAIO_OP_BLOCK_BYTES; i += 64) prefetch_for_write((char *)tl.free + i);
     return b;
 }
 

@@ -175,12 +175,19 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg,
     default:
         break;
     }
+    gaio_kernel *drop = p->kernel_drop; /* p goes with its op */
     gaio__op_retire_in(op, batch);
+    if (drop) gaio__kernel_unref(drop);
 }
 
 static inline cuda_pending *pending_of(gaio_mpsc_node *n) {
     return (cuda_pending *)((char *)n - offsetof(cuda_pending, qn));
 }
+
+/* How long the engine may leave a stream's queue unread while its slot stands still:
+ * nothing in it comes due meanwhile, and an empty stream's linger is measured in steps
+ * of this. */
+#define LOOK_NS 10000u
 
 /* The slot as far as this engine pass may trust it. */
 static uint64_t slot_seen(cuda_stream *cs) {
@@ -202,8 +209,14 @@ static uint64_t slot_seen(cuda_stream *cs) {
 static bool go_idle(cuda_stream *cs) {
     if (pthread_mutex_trylock(&cs->lock) != 0) return false;
     bool idle = gaio__mpsc_empty(&cs->pending);
-    if (idle) atomic_store_explicit(&cs->active, false, memory_order_relaxed);
+    gaio_kernel *k = NULL;
+    if (idle) {
+        atomic_store_explicit(&cs->active, false, memory_order_relaxed);
+        k = cs->kernel; /* no launch of it is in flight any more */
+        cs->kernel = NULL;
+    }
     pthread_mutex_unlock(&cs->lock);
+    if (k) gaio__kernel_unref(k);
     return idle;
 }
 
@@ -213,13 +226,24 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
     uint64_t seen = fault ? UINT64_MAX : slot_seen(cs);
     if (cs->due && seen < cs->due) return false;
+    /* Unless the slot moved since the last look at the queue, no op in it came due:
+     * leave it alone (but for a look now and then, for the linger and for quiet
+     * streams' flushes). Its newest op's line is the submitter's, which writes it
+     * when it links the next op: each look at it would cost the submitter a miss. */
+    if (seen == cs->looked_seen && !cs->look_again && now - cs->looked_at < LOOK_NS) return false;
+    cs->looked_seen = seen;
+    cs->looked_at = now;
+    cs->look_again = fault != GAIO_OK; /* after a fault, ops held back come in with no ticket */
     gaio_mpsc_node *front = gaio__mpsc_peek(&cs->pending);
     cs->due = front ? pending_of(front)->ticket : 0;
     if (!front) {
         /* Empty: keep watching a moment before giving the stream back, so that a
          * caller submitting again soon pays neither the hand-over (a reference, a
          * push to `incoming`) nor a race with go_idle for the stream's lock. */
-        if (!gaio__mpsc_empty(&cs->pending)) return false;
+        if (!gaio__mpsc_empty(&cs->pending)) {
+            cs->look_again = true; /* a producer is mid-push */
+            return false;
+        }
         if (!cs->empty_since) cs->empty_since = now;
         if (now - cs->empty_since < GAIO_CUDA_LINGER_NS) return false;
         cs->empty_since = 0;
@@ -234,15 +258,24 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
         gaio_mpsc_node *n = gaio__mpsc_peek(&cs->pending);
         if (!n) break;
         cuda_pending *p = pending_of(n);
-        if (p->ticket > seen) break;
+        if (p->ticket > seen) {
+            cs->due = p->ticket;
+            break;
+        }
         if (gaio__cuda_is_host_op(p->op) && !atomic_load_explicit(&p->host_done, memory_order_acquire)) {
             if (!p->dispatched && !fault) {
                 p->dispatched = true;
                 dispatch = p;
             }
-            if (p->dispatched) break; /* its task is running; the ops after it are held until it is done */
+            if (p->dispatched) { /* its task is running; the ops after it are held until it is done */
+                cs->look_again = true; /* for host_done */
+                break;
+            }
         }
-        if (!gaio__mpsc_pop(&cs->pending)) break; /* its successor is mid-push: next pass */
+        if (!gaio__mpsc_pop(&cs->pending)) { /* its successor is mid-push: next pass */
+            cs->look_again = true;
+            break;
+        }
         p->next = NULL;
         p->op->counted = true; /* all at once, below */
         *tail = p;
@@ -326,8 +359,8 @@ static struct timespec realtime_after(uint64_t ns) {
     return t;
 }
 
-/* How often an idle pass looks at the quiet-stream counters (gaio__cuda_flush): each
- * look reads a line the submitter writes on every op. */
+/* How often an idle pass looks for quiet streams to flush (gaio__cuda_flush, which
+ * reads a stream's counters less often). */
 #define FLUSH_LOOK_NS 2000u
 
 static void *engine_main(void *arg) {

@@ -244,6 +244,7 @@ static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
 
 static void cuda_stream_fini(gaio_stream *s) {
     cuda_stream *cs = s->be_data;
+    if (cs->kernel) gaio__kernel_unref(cs->kernel); /* normally dropped when the engine let the stream go */
     cuda_scope sc;
     if (!cs->foreign && gaio__cuda_enter("gaio_stream_release", cs->dev, &sc) == GAIO_OK) {
         gaio__cu()->cuStreamDestroy(cs->cu);
@@ -372,6 +373,7 @@ const gaio_backend gaio__cuda_backend = {
     .mem_free = cuda_mem_free,
     .wrap_check = cuda_wrap_check,
     .submit = gaio__cuda_submit,
+    .covers_ops = true, /* the engine's stream reference and cuda_stream.kernel (cuda_internal.h) */
     .capture_begin = gaio__cuda_capture_begin,
     .capture_end = gaio__cuda_capture_end,
     .graph_launch = gaio__cuda_graph_launch,

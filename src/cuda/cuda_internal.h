@@ -40,6 +40,8 @@ typedef struct cuda_pending {
     atomic_bool host_done; /* the task ran; the stream's held ops went to the driver */
     gaio_status err;      /* the driver refused the op when its held turn came: fails the stream there */
     char *err_msg;
+    struct gaio_kernel *kernel_drop; /* the stream's reference to the kernel launched before, handed over
+                                        to this op (cuda_stream.kernel): dropped when it retires */
 } cuda_pending;
 
 /* Laid out by who writes what, so that the submitting thread and the completion
@@ -57,8 +59,6 @@ typedef struct cuda_stream {
     _Alignas(64) pthread_mutex_t lock; /* submission order, tickets, held ops */
     uint64_t next_ticket;      /* the last ticket written (or being written) to the slot */
     unsigned unwritten;        /* ops issued since, waiting for the next ticket */
-    atomic_bool unflushed;     /* unwritten > 0, for the engine to read without the lock */
-    atomic_ullong issued;      /* ops issued without a ticket write, ever (one writer) */
     /* Set by the submitter that hands the stream to the engine, cleared by the engine
      * when it finds the queue empty (completion.c: track, go_idle). Read on every op. */
     atomic_bool active;
@@ -86,6 +86,19 @@ typedef struct cuda_stream {
     char capture_msg[GAIO_MSG_MAX];
     bool doomed; /* an op already issued fails the stream: later ops skip their device work */
     gaio_status doom_status; /* the failure it will record: what later native functions are told */
+    /* The kernel of the last launch issued, with one reference that covers every
+     * launch of it in flight whose op holds none of its own (the backend covers_ops):
+     * a run of launches of one kernel costs no atomic on the kernel's line, which the
+     * engine would otherwise write as it retires them. A launch of another kernel
+     * takes over the reference (cuda_pending.kernel_drop, dropped once the ops before
+     * it retired); the engine drops the last when it hands the stream back (go_idle). */
+    struct gaio_kernel *kernel;
+
+    /* What the engine's look for quiet streams reads (gaio__cuda_flush), written by
+     * submitters under the lock: on a line of their own, so that a look does not take
+     * the lock's line away, which the next op's lock would have to fetch back. */
+    _Alignas(64) atomic_bool unflushed; /* unwritten > 0, for the engine to read without the lock */
+    atomic_ullong issued;               /* ops issued without a ticket write, ever (one writer) */
 
     /* Issued ops in ticket order: submitters push (under the lock), the completion
      * engine pops without it, so neither ever waits for the other. Its ends are
@@ -97,8 +110,10 @@ typedef struct cuda_stream {
     uint64_t due; /* the ticket of the oldest pending op as last seen, 0 if unknown: the
                      engine compares the slot with it without touching the op, whose line
                      the submitter writes when it links the next op */
-    uint64_t flush_issued, flush_since; /* issued when it last changed, and when */
+    uint64_t flush_issued, flush_since; /* issued as last read by gaio__cuda_flush, and when */
     uint64_t empty_since; /* when the engine found the queue empty, 0 if it is not */
+    uint64_t looked_seen, looked_at; /* the slot at the engine's last look at the queue, and when */
+    bool look_again; /* look at the queue next pass whatever the slot says (host work, a push under way) */
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);

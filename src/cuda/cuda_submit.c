@@ -274,6 +274,12 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
         p->blocks = true;
         cs->blocked = true;
     }
+    if (op->kind == GAIO_OP_LAUNCH && !op->owns_refs && op->u.launch.kernel != cs->kernel) {
+        /* Issued, so it retires after every earlier launch: it may drop their kernel. */
+        gaio__kernel_ref(op->u.launch.kernel);
+        p->kernel_drop = cs->kernel;
+        cs->kernel = op->u.launch.kernel;
+    }
     gaio__cuda_track(cs, p, ticket); /* the engine may retire and free the op from here on */
     if (kick) {
         /* After track: a kick that ran before the op was under watch would wake the
@@ -398,17 +404,18 @@ void gaio__cuda_fallback_free(cuda_stream *cs) {
 }
 
 /* The engine's side of lazy tickets: a stream quiet for a moment with ops under an
- * unwritten ticket gets that ticket written, so that they retire. Never blocks. */
+ * unwritten ticket gets that ticket written, so that they retire. Never blocks.
+ * It reads the submitters' counters once every half GAIO_CUDA_FLUSH_NS per stream:
+ * each read costs the submitter's next op a cache miss to take the line back. Quiet
+ * means no op issued between two reads, so the ticket is written between half and
+ * all of GAIO_CUDA_FLUSH_NS after the last op. */
 void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
-    if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed)) return;
-    /* Quiet means: no op issued since the engine last looked, for GAIO_CUDA_FLUSH_NS. */
+    if (now - cs->flush_since < GAIO_CUDA_FLUSH_NS / 2) return;
     uint64_t issued = atomic_load_explicit(&cs->issued, memory_order_relaxed);
-    if (issued != cs->flush_issued) {
-        cs->flush_issued = issued;
-        cs->flush_since = now;
-        return;
-    }
-    if (now - cs->flush_since < GAIO_CUDA_FLUSH_NS) return;
+    bool quiet = issued == cs->flush_issued;
+    cs->flush_issued = issued;
+    cs->flush_since = now;
+    if (!quiet || !atomic_load_explicit(&cs->unflushed, memory_order_relaxed)) return;
     if (pthread_mutex_trylock(&cs->lock) != 0) return;
     /* A capturing stream's ticket would land in the graph: its ops retired already. */
     if (!cs->capturing && atomic_load_explicit(&cs->unflushed, memory_order_relaxed) &&
@@ -485,13 +492,16 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
     gaio_future *wait_on = NULL;
     pthread_mutex_lock(&cs->lock);
     if (cs->blocked) {
-        /* The stream waits on the host: the op reaches the driver in its turn (drain). */
+        /* The stream waits on the host: the op reaches the driver in its turn (drain).
+         * Until then nothing covers it: it holds its stream and kernel itself. */
+        gaio__op_hold_refs(op);
         if (cs->held_tail) cs->held_tail->next = p;
         else cs->held_head = p;
         cs->held_tail = p;
     } else {
         st = issue(cs, p, true, &wait_on);
         if (wait_on) {
+            gaio__op_hold_refs(op);
             cs->held_head = cs->held_tail = p;
             cs->blocked = true;
         }
