@@ -220,6 +220,17 @@ gaio_status gaio__img_mismatch(const char *fn, const char *what, const gaio_imag
 
 bool gaio__img_on_cuda(const gaio_stream *stream) { return stream->ctx->be->kind == GAIO_DEVICE_CUDA; }
 
+int64_t gaio__img_warp_grid(int64_t width, int64_t height, int64_t n, int64_t tile, int64_t warps, int64_t band_max,
+                            int64_t blocks, int64_t band_max_rows, gaio_dim3 *grid) {
+    const int64_t tiles = (width + tile - 1) / tile;
+    int64_t band = band_max;
+    while (band > warps && tiles * n * ((height + band - 1) / band) < blocks) band /= 2;
+    while ((height + band - 1) / band > 65535) band *= 2;
+    if (band > band_max_rows) return 0;
+    *grid = (gaio_dim3){(uint32_t)tiles, (uint32_t)((height + band - 1) / band), (uint32_t)n};
+    return band;
+}
+
 gaio_dim3 gaio__img_grid2d(int64_t width, int64_t height, int64_t planes, uint32_t bx, uint32_t by, uint32_t per_x,
                            uint32_t per_y) {
     int64_t tx = (int64_t)bx * per_x, ty = (int64_t)by * per_y;

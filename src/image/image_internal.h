@@ -43,6 +43,15 @@ gaio_status gaio__img_mismatch(const char *fn, const char *what, const gaio_imag
 /* True when the stream runs on a CUDA device (ops pick grids with it). */
 bool gaio__img_on_cuda(const gaio_stream *stream);
 
+/* Grid of the warp-tiled kernels (resize_direct.cu, preprocess.cu's LINEAR): x tiles
+ * of `tile` output columns, z the n images, y bands of rows. A band is the tallest of
+ * band_max, band_max / 2, ... down to `warps` rows (one a warp) that still makes
+ * `blocks` blocks, taller only where y would pass 65535; 0 when that passes
+ * band_max_rows (the kernels take at most that many rows a block). Tall bands spread
+ * a thread's setup over more rows; many blocks fill the GPU. */
+int64_t gaio__img_warp_grid(int64_t width, int64_t height, int64_t n, int64_t tile, int64_t warps, int64_t band_max,
+                            int64_t blocks, int64_t band_max_rows, gaio_dim3 *grid);
+
 /* Launches the built-in kernel `name` on stream, holding the `nheld` buffers until
  * it has run (images reach kernels as addresses inside gaio_kimg arguments). */
 gaio_status gaio__img_launch(const char *fn, gaio_stream *stream, const char *name, gaio_dim3 grid, gaio_dim3 block,

@@ -23,15 +23,14 @@
 #define BOX_WORDS 8
 #define AREA_SMEM(T) (BOX_STEP * BOX_STEPS * (BOX_WORDS * 4 * (T) + 16) + BOX_WORDS * 16 * (T))
 
-/* Blocks a CUDA launch aims at (fewer rows per block beyond that), LINEAR and AREA:
- * LINEAR gains from many small blocks (a short last wave: 8192 ran 5% faster than
- * 2048 on an H100), AREA from longer bands (its row pipeline fills once per band). */
-#define LINEAR_BLOCKS 8192
+/* Blocks a CUDA launch aims at: AREA gains from longer bands (its row pipeline fills
+ * once per band); LINEAR (linear_warps in src/kernels/image/preprocess.cu, blocks of
+ * LINEAR_WARPS warps, bands of up to LINEAR_BAND rows) from the most rows a thread
+ * that still make LINEAR_BLOCKS blocks. */
 #define AREA_BLOCKS 2048
-/* The LINEAR kernels' launch (linear_warps in src/kernels/image/preprocess.cu). */
+#define LINEAR_BLOCKS 4096
 #define LINEAR_WARPS 4
 #define LINEAR_BAND 64
-#define LINEAR_WARP_BLOCKS 4096
 
 /* What every launch of a batch shares. */
 typedef struct pre_plan {
@@ -143,38 +142,33 @@ static void kernel_name(const pre_plan *plan, char *name, size_t size) {
 static gaio_status launch(const char *fn, gaio_stream *stream, const pre_plan *plan, const gaio_ktable *table,
                           int32_t first, int32_t n, gaio_buffer *const *held, size_t nheld) {
     int32_t dw = plan->dst.width, dh = plan->dst.height;
-    int64_t widest = 0; /* bytes of the widest ROI row */
-    for (int32_t i = 0; i < n; i++)
-        if ((int64_t)table->v[i].width * plan->cn > widest) widest = (int64_t)table->v[i].width * plan->cn;
-    /* Rows per block: enough blocks to fill a large GPU several times over; AREA bands
-     * long enough that a source row shared by two bands is rarely read twice. */
-    int64_t rows = (int64_t)dh * n / (plan->interp == GAIO_INTERP_AREA ? AREA_BLOCKS : LINEAR_BLOCKS);
+    /* Rows per block (AREA, and the host kernel ignores it): enough blocks to fill a large
+     * GPU several times over, bands long enough that a source row shared by two bands
+     * is rarely read twice. */
+    int64_t rows = (int64_t)dh * n / AREA_BLOCKS;
     int32_t band = (int32_t)(rows < 1 ? 1 : rows > 8 ? 8 : rows);
     int32_t smem_arg = 0;
     gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
     size_t smem = 0;
-    if (gaio__img_on_cuda(stream)) {
-        /* LINEAR: a thread per output column. AREA: the threads own BOX_WORDS words each
-         * of a source row segment: as many as the widest ROI row needs, whole warps. */
-        int64_t t = plan->interp == GAIO_INTERP_AREA ? (widest + BOX_WORDS * 4 - 1) / (BOX_WORDS * 4) : dw;
+    if (gaio__img_on_cuda(stream) && plan->interp == GAIO_INTERP_AREA) {
+        /* the threads own BOX_WORDS words each of a source row segment: as many as the
+         * widest ROI row needs, whole warps */
+        int64_t widest = 0; /* bytes of the widest ROI row */
+        for (int32_t i = 0; i < n; i++)
+            if ((int64_t)table->v[i].width * plan->cn > widest) widest = (int64_t)table->v[i].width * plan->cn;
+        int64_t t = (widest + BOX_WORDS * 4 - 1) / (BOX_WORDS * 4);
         t = (t + 31) / 32 * 32;
         block.x = (uint32_t)(t < 64 ? 64 : t > 256 ? 256 : t);
-        grid.x = (uint32_t)((dh + band - 1) / band);
-        grid.y = (uint32_t)n;
-        if (plan->interp == GAIO_INTERP_AREA) {
-            smem = AREA_SMEM((size_t)block.x);
-        } else {
-            /* LINEAR: 32 x LINEAR_WARPS threads a block, a tile of 32 columns by the
-             * tallest band (up to LINEAR_BAND rows, a warp's share <= 32) that still
-             * makes LINEAR_WARP_BLOCKS blocks (the kernel derives it from grid y) */
-            int64_t tiles = (dw + 31) / 32, b = LINEAR_BAND;
-            while (b > LINEAR_WARPS && tiles * n * ((dh + b - 1) / b) < LINEAR_WARP_BLOCKS) b /= 2;
-            while ((dh + b - 1) / b > 65535) b *= 2;
-            block = (gaio_dim3){32, LINEAR_WARPS, 1};
-            grid = (gaio_dim3){(uint32_t)tiles, (uint32_t)((dh + b - 1) / b), (uint32_t)n};
-            band = (int32_t)b;
-        }
+        grid = (gaio_dim3){(uint32_t)((dh + band - 1) / band), (uint32_t)n, 1};
+        smem = AREA_SMEM((size_t)block.x);
         smem_arg = (int32_t)smem;
+    } else if (gaio__img_on_cuda(stream)) {
+        /* LINEAR: 32 x LINEAR_WARPS threads a block, a tile of 32 columns by a band of
+         * rows (a warp's share <= 32; the kernel derives the band from grid y) */
+        block = (gaio_dim3){32, LINEAR_WARPS, 1};
+        if (!gaio__img_warp_grid(dw, dh, n, 32, LINEAR_WARPS, LINEAR_BAND, LINEAR_BLOCKS, LINEAR_WARPS * 32, &grid))
+            return gaio__fail(GAIO_ERR_NOT_SUPPORTED, fn, "dst is %d rows high: the CUDA kernel takes at most %d",
+                              (int)dh, 65535 * LINEAR_WARPS * 32);
     }
     int32_t cn = plan->cn;
     gaio_arg args[] = {

@@ -95,14 +95,27 @@ static void cuda_shape(const gaio_kroi *views, int32_t n, const gaio_kimg *dst, 
 #define RSD_MAX_BAND (RSD_WARPS * 32)
 #define RSD_WIDE_BYTES 32 /* a row of direct1's AREA box: kWideTaps in resize_direct.cu */
 
-/* The most taps a box of src -> dst takes at any output. */
+/* The most taps a box of src -> dst takes at any output. A walk over every output
+ * (tens of microseconds for 1280 of them: ten launches' worth), so the last few
+ * answers of a thread are kept: a pipeline asks for the same sizes call after call. */
+#define BOX_MEMO 4
 static int32_t box_taps(int32_t src, int32_t dst) {
+    static _Thread_local struct {
+        int32_t src, dst, taps;
+    } memo[BOX_MEMO];
+    static _Thread_local unsigned next;
+    for (int i = 0; i < BOX_MEMO; i++)
+        if (memo[i].taps && memo[i].src == src && memo[i].dst == dst) return memo[i].taps;
     gaio_rs_axis a = gaio_rs_axis_make(src, dst, GAIO_RS_BOX);
     int32_t most = 0;
     for (int32_t d = 0; d < dst; d++) {
         int32_t n = gaio_rs_box_at(&a, d).n;
         most = n > most ? n : most;
     }
+    memo[next % BOX_MEMO].src = src;
+    memo[next % BOX_MEMO].dst = dst;
+    memo[next % BOX_MEMO].taps = most;
+    next++;
     return most;
 }
 
@@ -123,14 +136,8 @@ static bool direct_fits(const gaio_kroi *views, int32_t n, const gaio_kimg *dst,
         if (tx > 2 || ty > 2) *sparse = true;                /* direct1's wide box */
     }
     if (*sparse && interp == GAIO_INTERP_CUBIC) return false; /* no direct1 cubic: staged */
-    /* the tallest band (up to RSD_BAND rows) that still makes RSD_BLOCKS blocks */
-    const int64_t tw = *sparse ? 32 : RSD_TILE, tiles = (dst->width + tw - 1) / tw;
-    int64_t band = RSD_BAND;
-    while (band > RSD_WARPS && tiles * n * ((dst->height + band - 1) / band) < RSD_BLOCKS) band /= 2;
-    while ((dst->height + band - 1) / band > 65535) band *= 2;
-    if (band > RSD_MAX_BAND) return false;
-    *grid = (gaio_dim3){(uint32_t)tiles, (uint32_t)((dst->height + band - 1) / band), (uint32_t)n};
-    return true;
+    return gaio__img_warp_grid(dst->width, dst->height, n, *sparse ? 32 : RSD_TILE, RSD_WARPS, RSD_BAND, RSD_BLOCKS,
+                               RSD_MAX_BAND, grid) > 0;
 }
 
 /* Checks one source image against dst (dtype, layout, channels) as argument `arg`. */

@@ -30,7 +30,6 @@ namespace {
 __device__ __forceinline__ float fmul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float fadd(float a, float b) { return __fadd_rn(a, b); }
 
-
 struct Norm {
     float a0, a1, a2, b0, b1, b2;
     int32_t swap;
@@ -145,7 +144,6 @@ __device__ void linear_band(const gaio_kroi &v, const gaio_kimg &d, char *img, i
 // before, spent most of its instructions on that setup. Loading two rows before
 // their sums, as resize_direct.cu's nearest does, measured 8% slower here.)
 constexpr int kWarps = 4;
-
 
 template <int CN, bool F16, bool CHW>
 __device__ __forceinline__ void linear_warps(const gaio_ktable &t, const gaio_kimg &d, int32_t first, int32_t interp,

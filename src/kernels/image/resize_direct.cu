@@ -1,10 +1,10 @@
 // Direct CUDA kernels of gaio_resize / crop_resize / crop_resize_varshape for u8
-// interleaved images of 1, 3 or 4 channels: four adjacent output pixels a thread,
-// their source pixels read straight from L1 (no shared-memory staging, no block
-// barrier), stored as whole words. The host picks them (src/image/resize.c:
-// direct_fits) for NEAREST, LINEAR, CUBIC and for AREA whose box spans at most two
-// source pixels an axis (and AREA enlarging); resize.cu's staged kernels keep the
-// rest. Both compute the same numbers: taps and weights from image/resize_math.h,
+// interleaved images of 1, 3 or 4 channels: four adjacent output pixels a thread (one
+// where rows shrink more than twice: direct1), their source pixels read straight from
+// L1 (no shared-memory staging, no block barrier), stored as whole words. The host
+// picks them (src/image/resize.c: direct_fits) for NEAREST, LINEAR, CUBIC and for AREA
+// (enlarging, a box of at most two taps an axis, or direct1's wide box); resize.cu's
+// staged kernels keep the rest. Both compute the same numbers: taps and weights from image/resize_math.h,
 // LINEAR and CUBIC in the host's 11-bit fixed point (exact integer sums, so the
 // order of the sums does not matter), the box in float with resize.cu's order of
 // operations (vertical sums first, each a fused multiply-add from 0; then the
@@ -16,13 +16,13 @@
 // pixels it reads from a source row lie within a few cache lines, so its loads
 // cost about as many L1 wavefronts as the lines they touch; four pixels a thread
 // (where rows shrink at most twice) share the per-row work (row taps, addresses)
-// and make word stores. A pixel's bytes come in aligned
-// 32-bit words (never past the 4-byte granule of a byte the filter reads: so
-// never outside the image's allocation) and a funnel shift lines them up.
+// and make word stores. A pixel's bytes come in aligned 32-bit words (never past the
+// 4-byte granule of a byte the filter reads: so never outside the image's
+// allocation) and a funnel shift lines them up.
 //
-// Block: 32 x 4 threads, a column tile of 32 x P outputs (P pixels a thread); the four warps take the
-// rows of the block's band in turn (adjacent warps, adjacent rows: they share
-// source rows in L1). grid x: tiles, y: bands, z: images of the launch. A thread
+// Block: 32 x 4 threads, a column tile of 32 x P outputs (P pixels a thread); the
+// four warps take the rows of the block's band in turn (adjacent warps, adjacent
+// rows: they share source rows in L1). grid x: tiles, y: bands, z: images of the launch. A thread
 // makes its column's pixels of up to 32 rows: what it computes once (axes, taps,
 // addresses: double divisions among them) is then a small part of its work.
 #include "image/kimg.h"
@@ -61,10 +61,27 @@ template <int CN> __device__ __forceinline__ void load_window(const uint8_t *p, 
     for (int j = 0; j < CN; j++) f[j] = __funnelshift_r(v[j], v[j + 1], 8 * r);
 }
 
+// The aligned words holding the nb bytes from p (the first M; none past the last
+// byte's word, so inside its 4-byte granule); words past them read 0.
+template <int M> __device__ __forceinline__ void load_words(const uint8_t *p, int nb, uint32_t (&u)[M]) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    const uint32_t *w = reinterpret_cast<const uint32_t *>(a & ~(uintptr_t)3);
+    const int r = (int)(a & 3);
+#pragma unroll
+    for (int i = 0; i < M; i++) u[i] = 4 * i < r + nb ? __ldg(w + i) : 0u;
+}
+
 // Byte i (0..7) of q as float.
 __device__ __forceinline__ float byte_f(uint2 q, int i) { return gaio_u8f(i < 4 ? q.x : q.y, i & 3); }
 
 __device__ __forceinline__ int32_t fix_weight(float w) { return (int32_t)gaio_k_rint(w * 2048.f); }
+
+// Two 11-bit weights in one word, a in the low half (dp2a's operand a), and back.
+__device__ __forceinline__ uint32_t fix_pair(float a, float b) {
+    return (uint32_t)(fix_weight(a) & 0xffff) | (uint32_t)fix_weight(b) << 16;
+}
+__device__ __forceinline__ int32_t fix_lo(uint32_t w) { return (int32_t)(int16_t)(w & 0xffff); }
+__device__ __forceinline__ int32_t fix_hi(uint32_t w) { return (int32_t)w >> 16; }
 
 __device__ __forceinline__ uint32_t fix_round(int32_t v) { // 22 fractional bits -> u8, as resize.cu
     v = (v + (1 << 21)) >> 22;
@@ -85,7 +102,6 @@ __device__ __forceinline__ Band band_of(int32_t dh) {
     b.first = b.y0 + (int32_t)threadIdx.y;
     return b;
 }
-
 
 // The CN bytes of pixel k (0..3) of a thread's four, packed into CN words (4 * CN
 // bytes, pixel after pixel): px[k] holds pixel k in its low CN bytes.
@@ -112,7 +128,6 @@ template <int CN, int P> __device__ __forceinline__ void store_px(uint8_t *p, co
 #pragma unroll
             for (int c = 0; c < CN; c++) p[c] = (uint8_t)(px[0] >> (8 * c));
         }
-        return;
     } else {
         uint32_t o[CN];
         pack4<CN>(px, o);
@@ -186,12 +201,12 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
             gaio_rs_linear(&ax, min(d0 + k, dst.width - 1), &x0, &x1, &fx);
             ox[k] = x0 * CN;
             nb[k] = (x1 - x0 + 1) * CN; // x1 == x0 at the right edge: one pixel
-            wx[k] = (uint32_t)(fix_weight(1.f - fx) & 0xffff) | (uint32_t)fix_weight(fx) << 16;
+            wx[k] = fix_pair(1.f - fx, fx);
         }
         int32_t r0, r1;
         float fy;
         gaio_rs_linear(&ay, ylc, &r0, &r1, &fy);
-        const uint32_t wyl = (uint32_t)(fix_weight(1.f - fy) & 0xffff) | (uint32_t)fix_weight(fy) << 16;
+        const uint32_t wyl = fix_pair(1.f - fy, fy);
         constexpr int G = kPx == 1 ? 2 : 1; // rows loaded before their sums, as nearest
         for (int32_t y = band.first, j = 0; y < band.y1 && j < 32; y += G * kWarps, j += G) {
             uint2 qa[G][kPx], qb[G][kPx];
@@ -226,7 +241,7 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
                         s[6] = dp2a_lo(w01[g], h1, 0);
                         s[7] = dp2a_hi(w01[g], h1, 0);
                     }
-                    const int32_t w0 = (int32_t)(int16_t)(wx[k] & 0xffff), w1 = (int32_t)(wx[k] >> 16);
+                    const int32_t w0 = fix_lo(wx[k]), w1 = fix_hi(wx[k]);
                     const bool one = nb[k] == CN;
                     uint32_t out = 0;
 #pragma unroll
@@ -251,16 +266,16 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
             gaio_rs_cubic(&ax, min(d0 + k, dst.width - 1), idx, w);
             ox[k] = idx[0] * CN;
             cont[k] = idx[3] - idx[0] == 3;
-            wx[k][0] = (uint32_t)(fix_weight(w[0]) & 0xffff) | (uint32_t)fix_weight(w[1]) << 16;
-            wx[k][1] = (uint32_t)(fix_weight(w[2]) & 0xffff) | (uint32_t)fix_weight(w[3]) << 16;
+            wx[k][0] = fix_pair(w[0], w[1]);
+            wx[k][1] = fix_pair(w[2], w[3]);
         }
         int32_t ryl[4];
         uint32_t wyl[2];
         {
             float w[4];
             gaio_rs_cubic(&ay, ylc, ryl, w);
-            wyl[0] = (uint32_t)(fix_weight(w[0]) & 0xffff) | (uint32_t)fix_weight(w[1]) << 16;
-            wyl[1] = (uint32_t)(fix_weight(w[2]) & 0xffff) | (uint32_t)fix_weight(w[3]) << 16;
+            wyl[0] = fix_pair(w[0], w[1]);
+            wyl[1] = fix_pair(w[2], w[3]);
         }
         for (int32_t y = band.first, j = 0; y < band.y1 && j < 32; y += kWarps, j++) {
             const uint8_t *rows[4];
@@ -299,8 +314,8 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
                     vs[4 * wd + 2] = dp2a_lo(w23, hi2, dp2a_lo(w01, hi, 0));
                     vs[4 * wd + 3] = dp2a_hi(w23, hi2, dp2a_hi(w01, hi, 0));
                 }
-                const int32_t x0 = (int32_t)(int16_t)(wx[k][0] & 0xffff), x1 = (int32_t)wx[k][0] >> 16;
-                const int32_t x2 = (int32_t)(int16_t)(wx[k][1] & 0xffff), x3 = (int32_t)wx[k][1] >> 16;
+                const int32_t x0 = fix_lo(wx[k][0]), x1 = fix_hi(wx[k][0]);
+                const int32_t x2 = fix_lo(wx[k][1]), x3 = fix_hi(wx[k][1]);
                 uint32_t out = 0;
 #pragma unroll
                 for (int c = 0; c < CN; c++)
@@ -328,25 +343,15 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
 #pragma unroll
                 for (int c = 0; c < CN; c++) v[t][c] = 0.f;
             const uint8_t *p = reinterpret_cast<const uint8_t *>(base + (uint64_t)yf * pitch) + (int64_t)bx.first * CN;
-            const uintptr_t a0 = reinterpret_cast<uintptr_t>(p);
-            const uint32_t *wp = reinterpret_cast<const uint32_t *>(a0 & ~(uintptr_t)3);
-            const int r0 = (int)(a0 & 3);
             uint32_t u[NW + 1];
-#pragma unroll
-            for (int i = 0; i <= NW; i++) u[i] = 4 * i < r0 + nbx ? __ldg(wp + i) : 0u; // words it needs
+            load_words<NW + 1>(p, nbx, u);
             for (int32_t k = 0; k < yn; k++, p += pitch) {
                 const float w = k == 0 ? wyf : k == yn - 1 ? wyl : wym;
                 const int r = (int)(reinterpret_cast<uintptr_t>(p) & 3);
                 uint32_t q[NW];
 #pragma unroll
                 for (int i = 0; i < NW; i++) q[i] = __funnelshift_r(u[i], u[i + 1], 8 * r);
-                if (k + 1 < yn) { // the next tap row's words load while this one is summed
-                    const uintptr_t a = reinterpret_cast<uintptr_t>(p + pitch);
-                    const uint32_t *np = reinterpret_cast<const uint32_t *>(a & ~(uintptr_t)3);
-                    const int nr = (int)(a & 3);
-#pragma unroll
-                    for (int i = 0; i <= NW; i++) u[i] = 4 * i < nr + nbx ? __ldg(np + i) : 0u;
-                }
+                if (k + 1 < yn) load_words<NW + 1>(p + pitch, nbx, u); // the next tap row loads while this one sums
 #pragma unroll
                 for (int t = 0; t < NT; t++)
 #pragma unroll
@@ -377,11 +382,10 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
             wxl[k] = bx.w_last;
         }
         const gaio_rs_box byl = gaio_rs_box_at(&ay, ylc);
-        for (int32_t y = band.first, j = 0; y < band.y1; y += kWarps, j++) {
-            const int32_t src = j & 31;
-            const int32_t yf = __shfl_sync(0xffffffffu, byl.first, src), yn = __shfl_sync(0xffffffffu, byl.n, src);
-            const float wyf = __shfl_sync(0xffffffffu, byl.w_first, src);
-            const float wyl = __shfl_sync(0xffffffffu, byl.w_last, src);
+        for (int32_t y = band.first, j = 0; y < band.y1 && j < 32; y += kWarps, j++) {
+            const int32_t yf = __shfl_sync(0xffffffffu, byl.first, j), yn = __shfl_sync(0xffffffffu, byl.n, j);
+            const float wyf = __shfl_sync(0xffffffffu, byl.w_first, j);
+            const float wyl = __shfl_sync(0xffffffffu, byl.w_last, j);
             const uint8_t *ra = reinterpret_cast<const uint8_t *>(base + (uint64_t)yf * pitch);
             uint32_t px[kPx];
 #pragma unroll
@@ -406,7 +410,6 @@ __device__ __forceinline__ void direct(const gaio_ktable &tab, const gaio_kimg &
                 px[k] = out;
             }
             if (n > 0) store_px<CN, kPx>(dbase + (uint64_t)y * dst.row_pitch, px, n);
-            if (j == 31) break;
         }
     }
 }
