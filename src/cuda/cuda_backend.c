@@ -237,6 +237,7 @@ static gaio_status cuda_stream_init(gaio_stream *s, void *native) {
         free(cs);
         return st;
     }
+    cs->launch_any_ctx = cs->cu != NULL && cs->cu != CU_STREAM_LEGACY && cs->cu != CU_STREAM_PER_THREAD;
     s->native = cs->cu;
     s->be_data = cs;
     return GAIO_OK;

@@ -52,6 +52,13 @@ typedef struct cuda_stream {
     cuda_device *dev;
     CUstream cu;
     bool foreign;
+    /* cu is a stream of its own, not a default stream (NULL, CU_STREAM_LEGACY or
+     * CU_STREAM_PER_THREAD): a launch of a CUkernel on it runs in the stream's
+     * context, whichever is current (cuLaunchKernel's documentation: "the context to
+     * launch the kernel on will either be taken from the specified stream hStream or
+     * the current context in case of NULL stream"). Such launches skip making the
+     * device's context current (cuda_submit.c: needs_context). */
+    bool launch_any_ctx;
     volatile uint64_t *slot; /* pinned, mapped host memory the GPU writes tickets into */
     CUdeviceptr slot_dev;
 

@@ -49,6 +49,35 @@ static CUresult allow_dynamic_shared(CUkernel k, CUdevice dev, const char **call
     return cu->cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static_bytes, k, dev);
 }
 
+/* The device's context on this thread, made current only once a driver call needs
+ * it, and put back as the caller had it at the end of the gaio call (ctx_done). */
+typedef struct ctx_use {
+    cuda_scope sc;
+    bool entered;
+} ctx_use;
+
+static gaio_status ctx_need(const char *fn, cuda_device *d, ctx_use *u) {
+    if (u->entered) return GAIO_OK;
+    gaio_status st = gaio__cuda_enter(fn, d, &u->sc);
+    u->entered = st == GAIO_OK;
+    return st;
+}
+
+static void ctx_done(ctx_use *u) {
+    if (u->entered) gaio__cuda_exit(&u->sc);
+    u->entered = false;
+}
+
+/* Whether issuing op needs the device's context current from the start. A launch
+ * whose only driver call is cuLaunchKernel, on a stream of its own, does not
+ * (cuda_stream.launch_any_ctx): it then costs no cuCtxGetCurrent, and no switch and
+ * switch back where the caller has another context (or none) current. A ticket
+ * written behind it makes the context current then (issue). */
+static bool needs_context(const cuda_stream *cs, const gaio_op *op) {
+    return op->kind != GAIO_OP_LAUNCH || !cs->launch_any_ctx ||
+           op->u.launch.info.shared_mem_bytes > DEFAULT_DYNAMIC_SHARED_BYTES;
+}
+
 /* DEVICE memory of two different GPUs: the driver wants the two contexts named. A 2D
  * copy is one 3D peer copy of depth 1. */
 static CUresult copy_peer(const gaio_op *op, CUstream s, const char **call) {
@@ -196,9 +225,10 @@ static void issue_native(cuda_stream *cs, cuda_pending *p, gaio_status fault) {
     doom(cs, r);
 }
 
-/* Under cs->lock, with the device's context current: hands p's op to the driver (its
- * device work, unless the stream fails before it or the device faulted; then its
- * ticket) and puts it under watch. Host work blocks the
+/* Under cs->lock, with the device's context current in *ctx unless the op does not
+ * need it (needs_context: then made current here for its ticket, if one is written):
+ * hands p's op to the driver (its device work, unless the stream fails before it or
+ * the device faulted; then its ticket) and puts it under watch. Host work blocks the
  * stream: later ops are held until it has run. A WAIT on a point that no stream has
  * enqueued yet is not issued: *wait_on gets the point, and the stream blocks on it.
  * When submitting, an op the driver refuses is not issued and its error returned; a
@@ -206,7 +236,7 @@ static void issue_native(cuda_stream *cs, cuda_pending *p, gaio_status fault) {
  * function is called here either way, on every path (submit, the deferred thread,
  * drain): each enters the context first, and only a context that cannot be entered
  * (a device fault, so skip holds) leaves it to clean up without one. */
-static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio_future **wait_on) {
+static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio_future **wait_on, ctx_use *ctx) {
     const gaio_cu_table *cu = gaio__cu();
     gaio_op *op = p->op;
     const char *fn = submitting ? gaio__submitting_fn : "gaio (an op held behind host work)";
@@ -228,6 +258,11 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
     } else if (!skip) {
         const char *call = "";
         CUresult r = enqueue(cs, op, &call);
+        /* A launch refused with the caller's context current may be refused for that
+         * context's sake (a sticky error of its own): a failed launch enqueued nothing,
+         * so it is tried again with the device's context current, as every other op
+         * goes, and that answer stands. */
+        if (r != CUDA_SUCCESS && !ctx->entered && ctx_need(fn, cs->dev, ctx) == GAIO_OK) r = enqueue(cs, op, &call);
         if (r != CUDA_SUCCESS) {
             gaio_status st = gaio__cu_fail(fn, call, r);
             if (st == GAIO_ERR_DEVICE) gaio__cuda_device_fault(cs->dev, st, gaio_last_error());
@@ -261,14 +296,16 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
     bool kick = false; /* BLOCK: wake the engine by a host callback once the GPU gets here */
     if (!fault && write) {
         const char *call = "";
-        CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
-        if (r != CUDA_SUCCESS) {
-            /* The op is in the stream but its ticket is not: only a broken context does
-             * this. Fail the device so the engine retires everything, this op included. */
-            (void)gaio__cu_fail(fn, call, r);
-            gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
+        bool written = ctx_need(fn, cs->dev, ctx) == GAIO_OK; /* if not, gaio_last_error says why */
+        if (written) {
+            CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
+            written = r == CUDA_SUCCESS;
+            if (!written) (void)gaio__cu_fail(fn, call, r);
         }
-        kick = r == CUDA_SUCCESS && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK;
+        /* The op is in the stream but its ticket is not: only a broken context does
+         * this. Fail the device so the engine retires everything, this op included. */
+        if (!written) gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
+        kick = written && op->kind == GAIO_OP_RECORD && gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK;
     }
     if (host && !skip) {
         p->blocks = true;
@@ -296,9 +333,9 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
 /* Issues held ops in order until the stream blocks again; returns the point it blocked
  * on, if it did on one (the caller registers the wake-up, outside the lock). */
 static gaio_future *drain(cuda_stream *cs) {
-    cuda_scope sc;
-    bool entered = gaio__cuda_enter("gaio (ops held behind host work)", cs->dev, &sc) == GAIO_OK;
-    if (!entered) gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
+    ctx_use ctx = {0};
+    if (ctx_need("gaio (ops held behind host work)", cs->dev, &ctx) != GAIO_OK)
+        gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
     gaio_future *wait_on = NULL;
     pthread_mutex_lock(&cs->lock);
     cs->blocked = false;
@@ -307,7 +344,7 @@ static gaio_future *drain(cuda_stream *cs) {
         cs->held_head = p->next;
         if (!cs->held_head) cs->held_tail = NULL;
         p->next = NULL;
-        (void)issue(cs, p, false, &wait_on); /* not submitting: never fails */
+        (void)issue(cs, p, false, &wait_on, &ctx); /* not submitting: never fails */
         if (wait_on) {                        /* back to the head, to be issued once the point is reached */
             p->next = cs->held_head;
             cs->held_head = p;
@@ -316,7 +353,7 @@ static gaio_future *drain(cuda_stream *cs) {
         }
     }
     pthread_mutex_unlock(&cs->lock);
-    if (entered) gaio__cuda_exit(&sc);
+    ctx_done(&ctx);
     return wait_on;
 }
 
@@ -486,8 +523,8 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
     if (op->kind == GAIO_OP_WAIT) await_recorded(op->u.point.fut);
     cuda_pending *p = op->be; /* allocated with the op: freed when it retires */
     p->op = op;
-    cuda_scope sc;
-    gaio_status st = gaio__cuda_enter(gaio__submitting_fn, d, &sc);
+    ctx_use ctx = {0};
+    gaio_status st = needs_context(cs, op) ? ctx_need(gaio__submitting_fn, d, &ctx) : GAIO_OK;
     if (st != GAIO_OK) return st;
     gaio_future *wait_on = NULL;
     pthread_mutex_lock(&cs->lock);
@@ -499,7 +536,7 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
         else cs->held_head = p;
         cs->held_tail = p;
     } else {
-        st = issue(cs, p, true, &wait_on);
+        st = issue(cs, p, true, &wait_on, &ctx);
         if (wait_on) {
             gaio__op_hold_refs(op);
             cs->held_head = cs->held_tail = p;
@@ -507,7 +544,7 @@ gaio_status gaio__cuda_submit(gaio_op *op) {
         }
     }
     pthread_mutex_unlock(&cs->lock);
-    gaio__cuda_exit(&sc);
+    ctx_done(&ctx);
     if (st != GAIO_OK) return st;
     if (wait_on) wake_on(cs, wait_on);
     return GAIO_OK;

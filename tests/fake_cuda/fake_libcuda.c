@@ -1343,7 +1343,10 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int 
                                     void **params, void **extra) {
     struct CUstream_st *s = NULL;
     struct CUkern_st *k = kernel_of_function(f);
-    CUresult r = stream_work("cuLaunchKernel", hs, &s);
+    /* A CUkernel runs in hs's context, current or not, and only on a default stream
+     * in the current one (cuLaunchKernel's documentation). gaio launches CUkernels
+     * only (a CUfunction is a CUkernel here), so the rule is the CUkernel's. */
+    CUresult r = is_default_stream(hs) ? stream_work("cuLaunchKernel", hs, &s) : stream_of("cuLaunchKernel", hs, &s);
     if (r == CUDA_SUCCESS) r = kernel_of("cuLaunchKernel", k);
     if (r != CUDA_SUCCESS) return r;
     if (extra) return CUDA_ERROR_NOT_SUPPORTED; /* CU_LAUNCH_PARAM_* buffers: not modelled */

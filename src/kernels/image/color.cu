@@ -170,10 +170,6 @@ __device__ __forceinline__ void color_dispatch(const gaio_kimg &src, const gaio_
 
 // ---- NV12 / I420 -> RGB ---------------------------------------------------------
 
-__device__ __forceinline__ uint8_t yuv_sat(int32_t v) {
-    v = v < 0 ? 0 : v >> 20;
-    return (uint8_t)(v > 255 ? 255 : v);
-}
 
 struct Chroma {
     int32_t r, g, b;
@@ -184,13 +180,20 @@ __device__ __forceinline__ Chroma chroma(const gaio_kyuv &m, uint8_t u, uint8_t 
     return {half + m.r_v * vv, half + m.g_u * uu + m.g_v * vv, half + m.b_u * uu};
 }
 
+// y + c in OpenCV's 20-bit fixed point to a saturated byte: the sum clamped to
+// [0, 256 << 20) in one DPX instruction on Hopper (__viaddmin_s32_relu: max(min(y + c,
+// hi), 0)), then the shift (was: compare, shift, min: two more a channel).
+__device__ __forceinline__ uint8_t yuv_sat_add(int32_t y, int32_t c) {
+    return (uint8_t)(__viaddmin_s32_relu(y, c, (256 << 20) - 1) >> 20);
+}
+
 template <int DCN, int BIDX>
 __device__ __forceinline__ void yuv_pixel(const gaio_kyuv &m, uint8_t yb, const Chroma &c, uint8_t *o) {
     int32_t y = (int32_t)yb - m.y_off;
     y = (y < m.y_min ? m.y_min : y) * m.cy;
-    o[BIDX] = yuv_sat(y + c.r);
-    o[1] = yuv_sat(y + c.g);
-    o[BIDX ^ 2] = yuv_sat(y + c.b);
+    o[BIDX] = yuv_sat_add(y, c.r);
+    o[1] = yuv_sat_add(y, c.g);
+    o[BIDX ^ 2] = yuv_sat_add(y, c.b);
     if constexpr (DCN == 4) o[3] = 255;
 }
 
