@@ -34,6 +34,12 @@ typedef struct gaio_backend {
      * (gaio__op_hold_refs): each would be an atomic on a line that the thread
      * retiring ops writes too. Without it, the core takes them before submit. */
     bool covers_ops;
+    /* A launch with nothing to hold (value arguments only) on an inline stream: the
+     * backend may issue it with no op at all, counted with work it already has in
+     * flight (*taken true, the launch's status returned), or decline (*taken false,
+     * nothing done: the caller submits an op). NULL: always an op. */
+    gaio_status (*launch_direct)(const char *fn, gaio_stream *stream, gaio_kernel *kernel,
+                                 const gaio_launch_info *info, void **argv, bool *taken);
     /* Stream capture into a replayable graph (core/graph.h); NULL where the backend
      * has none. capture_end returns the executable graph in *graph. */
     gaio_status (*capture_begin)(const char *fn, gaio_stream *stream);

@@ -347,6 +347,10 @@ gaio_status gaio_kernel_release(gaio_kernel *kernel) {
 
 const char *gaio_kernel_name(const gaio_kernel *kernel) { return kernel ? kernel->name : ""; }
 
+/* Launches with at most this many (value) arguments may skip their op (backend.h:
+ * launch_direct); the array of their addresses lives on the stack. */
+#define DIRECT_MAX_ARGS 16
+
 static bool dim_ok(gaio_dim3 d) { return d.x > 0 && d.y > 0 && d.z > 0; }
 
 gaio_status gaio_launch(gaio_stream *stream, gaio_kernel *kernel, gaio_dim3 grid, gaio_dim3 block,
@@ -407,6 +411,21 @@ gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *
         if (!gaio__reachable(held[i], stream, 0))
             return gaio__check_reach(fn, "a buffer of the launch", held[i], stream, 0);
     }
+    gaio_launch_info info = {grid, block, shared_mem_bytes, NULL};
+    if (nbufs + nheld == 0 && nargs <= DIRECT_MAX_ARGS && stream->ctx->be->launch_direct &&
+        !(stream->flags & GAIO_STREAM_DEFERRED)) {
+        /* Nothing to hold: the backend may issue it with no op (backend.h). The driver
+         * copies the values during the call, so they are passed where they are. */
+        void *argv[DIRECT_MAX_ARGS + 1];
+        for (size_t i = 0; i < nargs; i++) argv[i] = (void *)args[i].value;
+        bool taken = false;
+        gaio__submitting_fn = fn;
+        atomic_fetch_add_explicit(&stream->submitted, 1, memory_order_relaxed);
+        gaio_status st = stream->ctx->be->launch_direct(fn, stream, kernel, &info, argv, &taken);
+        if (taken && st == GAIO_OK) return GAIO_OK;
+        atomic_fetch_sub_explicit(&stream->submitted, 1, memory_order_relaxed);
+        if (taken) return st;
+    }
     void *extra;
     gaio_op *op = gaio__op_new(GAIO_OP_LAUNCH, stream, nbufs + nheld, bytes, &extra);
     if (!op) return gaio__fail(GAIO_ERR_NO_MEMORY, fn, "out of host memory for the launch");
@@ -428,6 +447,6 @@ gaio_status gaio__launch_held(const char *fn, gaio_stream *stream, gaio_kernel *
     for (size_t i = 0; i < nheld; i++) gaio__op_hold_buffer(op, b++, held[i]);
     op->u.launch.kernel = kernel; /* referenced once submitted (core/op.h) */
     op->u.launch.argv = argv;
-    op->u.launch.info = (gaio_launch_info){grid, block, shared_mem_bytes, NULL};
+    op->u.launch.info = info;
     return gaio__submit_from(fn, op);
 }

@@ -68,6 +68,7 @@ void gaio__cuda_track(cuda_stream *cs, cuda_pending *p, uint64_t ticket) {
     p->dispatched = false;
     atomic_init(&p->host_done, false);
     p->ticket = ticket;
+    atomic_init(&p->riders, 0);
     gaio__mpsc_push(&cs->pending, &p->qn);
     engine_hint();
     /* `active` changes only under cs->lock (here, and in go_idle). */
@@ -224,6 +225,15 @@ static bool go_idle(cuda_stream *cs) {
  * Takes no lock: submitters never wait for the engine, nor it for them. */
 static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
+    if (fault && !cs->uncovered) {
+        /* Ops whose tickets were never written are about to retire: no launch may ride
+         * on them any more. Submitters that take the lock after this see the fault and
+         * set no new cover (cuda_submit.c: issue). */
+        if (pthread_mutex_trylock(&cs->lock) != 0) return false;
+        cs->cover = NULL;
+        cs->uncovered = true;
+        pthread_mutex_unlock(&cs->lock);
+    }
     uint64_t seen = fault ? UINT64_MAX : slot_seen(cs);
     if (cs->due && seen < cs->due) return false;
     /* Unless the slot moved since the last look at the queue, no op in it came due:
@@ -277,10 +287,10 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
             break;
         }
         p->next = NULL;
-        p->op->counted = true; /* all at once, below */
+        p->op->counted = true; /* all at once, below, with the launches that rode on it */
         *tail = p;
         tail = &p->next;
-        ndone++;
+        ndone += 1 + atomic_load_explicit(&p->riders, memory_order_acquire);
     }
     if (done) {
         *progress = true;

@@ -375,6 +375,7 @@ const gaio_backend gaio__cuda_backend = {
     .wrap_check = cuda_wrap_check,
     .submit = gaio__cuda_submit,
     .covers_ops = true, /* the engine's stream reference and cuda_stream.kernel (cuda_internal.h) */
+    .launch_direct = gaio__cuda_launch_direct,
     .capture_begin = gaio__cuda_capture_begin,
     .capture_end = gaio__cuda_capture_end,
     .graph_launch = gaio__cuda_graph_launch,

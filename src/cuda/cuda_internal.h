@@ -42,6 +42,11 @@ typedef struct cuda_pending {
     char *err_msg;
     struct gaio_kernel *kernel_drop; /* the stream's reference to the kernel launched before, handed over
                                         to this op (cuda_stream.kernel): dropped when it retires */
+    /* Launches issued with no op of their own while this op was the stream's cover
+     * (cuda_stream.cover): they finish before its ticket, and are counted retired
+     * with it. Written under the stream's lock, read by the engine once the ticket
+     * (written after the last of them) is seen. */
+    atomic_uint riders;
 } cuda_pending;
 
 /* Laid out by who writes what, so that the submitting thread and the completion
@@ -100,6 +105,14 @@ typedef struct cuda_stream {
      * takes over the reference (cuda_pending.kernel_drop, dropped once the ops before
      * it retired); the engine drops the last when it hands the stream back (go_idle). */
     struct gaio_kernel *kernel;
+    /* The newest op issued under the ticket not yet written (NULL once it is, or when
+     * there is none): a launch of `kernel` with nothing to hold then needs no op of
+     * its own (gaio__cuda_launch_direct). It rides on this one: the ticket that
+     * retires the cover is written after it, the cover keeps the stream busy (so
+     * `kernel` and its reference stay), and the cover counts it retired. The engine
+     * clears it, under the lock, before it retires anything of a faulted device
+     * (completion.c: poll_stream), which retires ops whose tickets were never written. */
+    cuda_pending *cover;
 
     /* What the engine's look for quiet streams reads (gaio__cuda_flush), written by
      * submitters under the lock: on a line of their own, so that a look does not take
@@ -121,6 +134,7 @@ typedef struct cuda_stream {
     uint64_t empty_since; /* when the engine found the queue empty, 0 if it is not */
     uint64_t looked_seen, looked_at; /* the slot at the engine's last look at the queue, and when */
     bool look_again; /* look at the queue next pass whatever the slot says (host work, a push under way) */
+    bool uncovered;  /* after a fault: `cover` was cleared, so no launch rides on an op about to retire */
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);
@@ -181,6 +195,8 @@ static inline gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *
 }
 
 gaio_status gaio__cuda_submit(gaio_op *op);
+gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, struct gaio_kernel *kernel,
+                                     const gaio_launch_info *li, void **argv, bool *taken);
 /* Stream capture (cuda_graph.c): the backend table's capture_begin, capture_end,
  * graph_launch and graph_free. */
 /* Stream captures and work that would break them (cuDNN's plan tuning, whose engines

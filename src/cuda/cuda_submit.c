@@ -317,6 +317,9 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
         p->kernel_drop = cs->kernel;
         cs->kernel = op->u.launch.kernel;
     }
+    /* Under a ticket still to be written, a faultless op can carry later launches
+     * (cuda_stream.cover); a written ticket (this op's) covers the last cover's. */
+    cs->cover = write || fault || skip ? NULL : p;
     gaio__cuda_track(cs, p, ticket); /* the engine may retire and free the op from here on */
     if (kick) {
         /* After track: a kick that ran before the op was under watch would wake the
@@ -463,6 +466,7 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
             const char *call = "";
             CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
             cs->unwritten = 0;
+            cs->cover = NULL;
             atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
             gaio__cuda_exit(&sc);
             if (r != CUDA_SUCCESS) {
@@ -472,6 +476,40 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
         }
     }
     pthread_mutex_unlock(&cs->lock);
+}
+
+/* A launch with nothing to hold, on one of gaio's own streams, rides on the stream's
+ * cover (cuda_stream.cover) where it has one: one cuLaunchKernel under the lock, no
+ * op, nothing for the engine to retire. Declined (*taken false, nothing done) where
+ * anything needs an op's care: no cover, another kernel than the one the stream
+ * holds, a blocked, doomed, failed or capturing stream, a faulted device, a ticket
+ * due, dynamic shared memory to opt into, or a launch the driver refuses (the op's
+ * path tries it again with the context current and reports the error). */
+gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, gaio_kernel *kernel, const gaio_launch_info *li,
+                                     void **argv, bool *taken) {
+    cuda_stream *cs = s->be_data;
+    *taken = false;
+    if (!cs->launch_any_ctx || li->shared_mem_bytes > DEFAULT_DYNAMIC_SHARED_BYTES) return GAIO_OK;
+    CUkernel k;
+    if (gaio__cuda_kernel_handle(fn, kernel, &k) != GAIO_OK) return GAIO_OK; /* the op's path reports it */
+    pthread_mutex_lock(&cs->lock);
+    cuda_pending *cover = cs->cover;
+    bool ok = cover && cs->kernel == kernel && cs->unwritten + 1 < GAIO_CUDA_TICKET_BATCH && !cs->blocked &&
+              !cs->doomed && !cs->capturing && atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK &&
+              gaio__stream_status(s) == GAIO_OK;
+    if (ok)
+        ok = gaio__cu()->cuLaunchKernel((CUfunction)k, li->grid.x, li->grid.y, li->grid.z, li->block.x, li->block.y,
+                                        li->block.z, (unsigned)li->shared_mem_bytes, cs->cu, argv, NULL) == CUDA_SUCCESS;
+    if (ok) {
+        cs->unwritten++;
+        atomic_store_explicit(&cover->riders, atomic_load_explicit(&cover->riders, memory_order_relaxed) + 1,
+                              memory_order_release);
+        atomic_store_explicit(&cs->issued, atomic_load_explicit(&cs->issued, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&cs->lock);
+    *taken = ok;
+    return GAIO_OK;
 }
 
 /* A capturing stream's op: its device work goes into the capture, and it retires at

@@ -58,6 +58,11 @@ static void run(int device) {
     unsigned long long cycles = 2000000000ull; /* ~1 s at 2 GHz */
     gaio_arg sargs[1] = {GAIO_ARG(cycles)};
     OK(gaio_launch(b, spin, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, sargs, 1));
+    /* Launches of the same kernel behind it ride on its op (no op of their own): the
+     * fault must retire them with it too. */
+    unsigned long long short_cycles = 1000;
+    gaio_arg rargs[1] = {GAIO_ARG(short_cycles)};
+    for (int i = 0; i < 3; i++) OK(gaio_launch(b, spin, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, rargs, 1));
     gaio_future *fb;
     OK(gaio_future_fence(b, &fb));
     void *invalid = (void *)(uintptr_t)0x1000;
@@ -65,6 +70,7 @@ static void run(int device) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     OK(gaio_launch(a, bad, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 1));
+    OK(gaio_launch(a, bad, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 1)); /* rides on the first */
     gaio_status seen = GAIO_OK;
     OK(gaio_launch_host_func(a, after_fault, &seen));
     gaio_future *fa;
@@ -79,8 +85,11 @@ static void run(int device) {
     CHECK(seen == GAIO_ERR_DEVICE); /* the host function still ran, once, told of the fault */
     CHECK(gaio_stream_query(a) == GAIO_ERR_DEVICE);
 
-    /* later calls on the device say so, at once */
+    /* later calls on the device say so, at once; launches that could ride too */
     FAILS(GAIO_ERR_DEVICE, gaio_memset_async(b, buf, 0, 1, 64), "gaio_memset_async");
+    FAILS(GAIO_ERR_DEVICE, gaio_launch(b, spin, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, rargs, 1),
+          "gaio_launch");
+    CHECK(gaio_stream_query(b) == GAIO_ERR_DEVICE);
 
     /* the host backend is untouched */
     gaio_context *hctx;

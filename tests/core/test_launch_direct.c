@@ -1,0 +1,245 @@
+/* Launches with nothing to hold (value arguments only), which the CUDA backend issues
+ * with no op of their own, riding on the stream's newest op under an unwritten ticket
+ * (src/cuda/cuda_internal.h: cuda_stream.cover): every such launch runs exactly once
+ * and in order among ops of every kind, counts in gaio_stream_query until it has run,
+ * and is covered by gaio_stream_synchronize; from several threads on one stream too.
+ * The same calls run on the host backend (ops throughout) as the reference. On the fake
+ * driver kernels do not run: the counts are checked, the sums are not. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "common.h"
+#include "support.h"
+
+#define ADD_A "test_ld_add_a"
+#define ADD_B "test_ld_add_b"
+#define SPIN "test_ld_spin"
+
+static const char *const ADD_A_SRC =
+    "extern \"C\" __global__ void test_ld_add_a(unsigned int *p, unsigned int v) { atomicAdd(p, v); }\n";
+static const char *const ADD_B_SRC =
+    "extern \"C\" __global__ void test_ld_add_b(unsigned int *p, unsigned int v) { atomicAdd(p, v * 3u); }\n";
+static const char *const SPIN_SRC =
+    "extern \"C\" __global__ void test_ld_spin(unsigned long long ns) {\n"
+    "    unsigned long long t0, t;\n"
+    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+    "    do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < ns);\n"
+    "}\n";
+
+static gaio_status host_add_a(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    unsigned *p;
+    memcpy(&p, args[0], sizeof p);
+    atomic_fetch_add((_Atomic unsigned *)p, *(const unsigned *)args[1]);
+    return GAIO_OK;
+}
+
+static gaio_status host_add_b(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    unsigned *p;
+    memcpy(&p, args[0], sizeof p);
+    atomic_fetch_add((_Atomic unsigned *)p, *(const unsigned *)args[1] * 3u);
+    return GAIO_OK;
+}
+
+static gaio_status host_spin(const gaio_launch_info *info, void *const *args) {
+    (void)info;
+    int64_t t0 = now_ns(), ns = (int64_t)*(const unsigned long long *)args[0];
+    while (now_ns() - t0 < ns) {
+    }
+    return GAIO_OK;
+}
+
+static gaio_kernel *k_a, *k_b, *k_spin;
+static bool kernels_run; /* false on the fake driver */
+
+/* A counter the kernels add to, passed by value as a raw pointer (no buffer argument:
+ * that is what makes a launch direct). */
+typedef struct counter {
+    gaio_buffer *buf;
+    unsigned *host; /* to read it after a synchronize */
+    void *dev;      /* what kernels get */
+} counter;
+
+static void counter_init(gaio_context *ctx, gaio_stream *s, counter *c) {
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, 64, &c->buf));
+    OK(gaio_buffer_host_ptr(c->buf, (void **)&c->host));
+    if (gaio_buffer_device_ptr(c->buf, &c->dev) != GAIO_OK) c->dev = c->host;
+    OK(gaio_memset_async(s, c->buf, 0, 0, 64));
+}
+
+static void add(gaio_stream *s, gaio_kernel *k, counter *c, unsigned v) {
+    gaio_arg args[2] = {GAIO_ARG(c->dev), GAIO_ARG(v)};
+    OK(gaio_launch(s, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 2));
+}
+
+static gaio_status count_host_fn(gaio_status st, void *user) {
+    if (st == GAIO_OK) atomic_fetch_add((atomic_int *)user, 1);
+    return GAIO_OK;
+}
+
+/* A random program: mostly launches of one kernel (the direct path), among kernel
+ * switches, fences, host functions, fills and event points, which each end or restart
+ * a run of direct launches. */
+static void test_mixed_program(gaio_context *ctx, unsigned flags, uint64_t *seed) {
+    gaio_stream *s;
+    OK(gaio_stream_create(ctx, 0, flags, &s));
+    counter c;
+    counter_init(ctx, s, &c);
+    gaio_buffer *scratch;
+    OK(gaio_buffer_alloc(ctx, GAIO_MEM_DEVICE, 4096, &scratch));
+    gaio_event *ev;
+    OK(gaio_event_create(ctx, 0, &ev));
+    enum { STEPS = 4000, MAXF = 64 };
+    gaio_future *fences[MAXF];
+    int nf = 0;
+    atomic_int host_runs = 0;
+    int host_want = 0;
+    unsigned want = 0;
+    for (int i = 0; i < STEPS; i++) {
+        uint64_t r = test_rand(seed) % 1000;
+        unsigned v = (unsigned)(test_rand(seed) % 7) + 1;
+        if (r < 900) {
+            add(s, k_a, &c, v);
+            want += v;
+        } else if (r < 940) {
+            add(s, k_b, &c, v);
+            want += 3 * v;
+        } else if (r < 960 && nf < MAXF) {
+            OK(gaio_future_fence(s, &fences[nf++]));
+        } else if (r < 975) {
+            OK(gaio_launch_host_func(s, count_host_fn, &host_runs));
+            host_want++;
+        } else if (r < 990) {
+            OK(gaio_memset_async(s, scratch, 0, (int)(r & 0xff), 4096));
+        } else {
+            OK(gaio_event_record(ev, s));
+            OK(gaio_stream_wait_event(s, ev));
+        }
+    }
+    OK(gaio_stream_synchronize(s));
+    OK(gaio_stream_query(s)); /* every launch counted as finished, none missing */
+    for (int i = 0; i < nf; i++) {
+        OK(gaio_future_wait(fences[i], 0));
+        OK(gaio_future_release(fences[i]));
+    }
+    CHECK(atomic_load(&host_runs) == host_want);
+    if (kernels_run) {
+        if (*c.host != want) printf("sum %u, want %u\n", *c.host, want);
+        CHECK(*c.host == want);
+    }
+    printf("mixed program (%s stream): %d steps, sum %u%s\n", flags ? "deferred" : "inline", STEPS, want,
+           kernels_run ? "" : " (not run: fake driver)");
+    OK(gaio_event_release(ev));
+    OK(gaio_buffer_release(scratch));
+    OK(gaio_buffer_release(c.buf));
+    OK(gaio_stream_release(s));
+}
+
+typedef struct hammer {
+    gaio_stream *s;
+    counter *c;
+    int launches;
+    unsigned sum;
+    uint64_t seed;
+} hammer;
+
+static void *hammer_main(void *arg) {
+    hammer *h = arg;
+    for (int i = 0; i < h->launches; i++) {
+        unsigned v = (unsigned)(test_rand(&h->seed) % 5) + 1;
+        add(h->s, k_a, h->c, v);
+        h->sum += v;
+        if (i % 97 == 96) {
+            gaio_future *f;
+            OK(gaio_future_fence(h->s, &f));
+            OK(gaio_future_release(f));
+        }
+    }
+    return NULL;
+}
+
+/* Several threads on one stream: direct launches and ops interleave under the
+ * stream's lock. */
+static void test_threads_one_stream(gaio_context *ctx, uint64_t *seed) {
+    gaio_stream *s;
+    OK(gaio_stream_create(ctx, 0, 0, &s));
+    counter c;
+    counter_init(ctx, s, &c);
+    enum { T = 4 };
+    hammer h[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+        h[i] = (hammer){s, &c, 3000, 0, test_rand(seed)};
+        CHECK(pthread_create(&th[i], NULL, hammer_main, &h[i]) == 0);
+    }
+    unsigned want = 0;
+    for (int i = 0; i < T; i++) {
+        CHECK(pthread_join(th[i], NULL) == 0);
+        want += h[i].sum;
+    }
+    OK(gaio_stream_synchronize(s));
+    OK(gaio_stream_query(s));
+    if (kernels_run) CHECK(*c.host == want);
+    printf("%d threads on one stream: sum %u\n", T, want);
+    OK(gaio_buffer_release(c.buf));
+    OK(gaio_stream_release(s));
+}
+
+/* A run of launches of one kernel: the stream is busy until the last has run, and
+ * they run one after another. */
+static void test_query_waits(gaio_context *ctx) {
+    if (!kernels_run) return;
+    gaio_stream *s;
+    OK(gaio_stream_create(ctx, 0, 0, &s));
+    OK(gaio_stream_synchronize(s));
+    enum { N = 6 };
+    unsigned long long ns = 2000000; /* 2 ms each */
+    gaio_arg args[1] = {GAIO_ARG(ns)};
+    int64_t t0 = now_ns();
+    for (int i = 0; i < N; i++) OK(gaio_launch(s, k_spin, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 1));
+    CHECK(gaio_stream_query(s) == GAIO_ERR_NOT_READY);
+    while (gaio_stream_query(s) == GAIO_ERR_NOT_READY) test_sleep_ms(1);
+    double ms = (double)(now_ns() - t0) / 1e6;
+    printf("%d launches of 2 ms: the stream was busy %.1f ms\n", N, ms);
+    CHECK(ms >= 0.95 * N * 2.0);
+    OK(gaio_stream_query(s));
+    OK(gaio_stream_release(s));
+}
+
+static void run(int device) {
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    kernels_run = props.kind == GAIO_DEVICE_HOST || strstr(props.name, "fake") == NULL;
+    size_t add_sizes[2] = {sizeof(void *), sizeof(unsigned)};
+    size_t spin_sizes[1] = {sizeof(unsigned long long)};
+    k_a = test_kernel(ADD_A, host_add_a, 2, add_sizes, ADD_A_SRC);
+    k_b = test_kernel(ADD_B, host_add_b, 2, add_sizes, ADD_B_SRC);
+    k_spin = test_kernel(SPIN, host_spin, 1, spin_sizes, SPIN_SRC);
+    uint64_t seed = test_seed();
+    gaio_context *ctx;
+    OK(gaio_context_create(device, NULL, &ctx));
+    test_mixed_program(ctx, 0, &seed);
+    test_mixed_program(ctx, GAIO_STREAM_DEFERRED, &seed);
+    test_threads_one_stream(ctx, &seed);
+    test_query_waits(ctx);
+    /* Unregistered and released with launches maybe in flight: the streams' hold on
+     * the kernel they launched last covers the direct launches. */
+    gaio_stream *s;
+    OK(gaio_stream_create(ctx, 0, 0, &s));
+    counter c;
+    counter_init(ctx, s, &c);
+    for (int i = 0; i < 100; i++) add(s, k_a, &c, 1);
+    const char *names[3] = {ADD_A, ADD_B, SPIN};
+    gaio_kernel *ks[3] = {k_a, k_b, k_spin};
+    for (int i = 0; i < 3; i++) {
+        OK(gaio_kernel_unregister(names[i]));
+        OK(gaio_kernel_release(ks[i]));
+    }
+    OK(gaio_stream_synchronize(s));
+    if (kernels_run) CHECK(*c.host == 100);
+    OK(gaio_buffer_release(c.buf));
+    OK(gaio_stream_release(s));
+    OK(gaio_context_release(ctx));
+}
