@@ -68,7 +68,6 @@ void gaio__cuda_track(cuda_stream *cs, cuda_pending *p, uint64_t ticket) {
     p->dispatched = false;
     atomic_init(&p->host_done, false);
     p->ticket = ticket;
-    atomic_init(&p->riders, 0);
     gaio__mpsc_push(&cs->pending, &p->qn);
     engine_hint();
     /* `active` changes only under cs->lock (here, and in go_idle). */
@@ -210,6 +209,13 @@ static uint64_t slot_seen(cuda_stream *cs) {
 static bool go_idle(cuda_stream *cs) {
     if (pthread_mutex_trylock(&cs->lock) != 0) return false;
     bool idle = gaio__mpsc_empty(&cs->pending);
+    if (idle && cs->riders && atomic_load_explicit(&cs->dev->fault, memory_order_acquire) != GAIO_OK) {
+        /* Launches no op will carry any more (a faulted device writes no tickets): as
+         * finished as everything else on the device. */
+        atomic_fetch_add_explicit(&cs->stream->retired, cs->riders, memory_order_release);
+        cs->riders = 0;
+    }
+    idle = idle && !cs->riders; /* else launches in flight still use `kernel`: the flush carries them */
     gaio_kernel *k = NULL;
     if (idle) {
         atomic_store_explicit(&cs->active, false, memory_order_relaxed);
@@ -225,15 +231,6 @@ static bool go_idle(cuda_stream *cs) {
  * Takes no lock: submitters never wait for the engine, nor it for them. */
 static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     gaio_status fault = (gaio_status)atomic_load_explicit(&cs->dev->fault, memory_order_acquire);
-    if (fault && !cs->uncovered) {
-        /* Ops whose tickets were never written are about to retire: no launch may ride
-         * on them any more. Submitters that take the lock after this see the fault and
-         * set no new cover (cuda_submit.c: issue). */
-        if (pthread_mutex_trylock(&cs->lock) != 0) return false;
-        cs->cover = NULL;
-        cs->uncovered = true;
-        pthread_mutex_unlock(&cs->lock);
-    }
     uint64_t seen = fault ? UINT64_MAX : slot_seen(cs);
     if (cs->due && seen < cs->due) return false;
     /* Unless the slot moved since the last look at the queue, no op in it came due:
@@ -290,7 +287,7 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
         p->op->counted = true; /* all at once, below, with the launches that rode on it */
         *tail = p;
         tail = &p->next;
-        ndone += 1 + atomic_load_explicit(&p->riders, memory_order_acquire);
+        ndone += 1 + p->riders;
     }
     if (done) {
         *progress = true;

@@ -42,11 +42,9 @@ typedef struct cuda_pending {
     char *err_msg;
     struct gaio_kernel *kernel_drop; /* the stream's reference to the kernel launched before, handed over
                                         to this op (cuda_stream.kernel): dropped when it retires */
-    /* Launches issued with no op of their own while this op was the stream's cover
-     * (cuda_stream.cover): they finish before its ticket, and are counted retired
-     * with it. Written under the stream's lock, read by the engine once the ticket
-     * (written after the last of them) is seen. */
-    atomic_uint riders;
+    /* Launches issued with no op of their own just before this op (cuda_stream.riders):
+     * they finish before its ticket, and are counted retired with it. */
+    unsigned riders;
 } cuda_pending;
 
 /* Laid out by who writes what, so that the submitting thread and the completion
@@ -105,19 +103,17 @@ typedef struct cuda_stream {
      * takes over the reference (cuda_pending.kernel_drop, dropped once the ops before
      * it retired); the engine drops the last when it hands the stream back (go_idle). */
     struct gaio_kernel *kernel;
-    /* The newest op issued under the ticket not yet written (NULL once it is, or when
-     * there is none): a launch of `kernel` with nothing to hold then needs no op of
-     * its own (gaio__cuda_launch_direct). It rides on this one: the ticket that
-     * retires the cover is written after it, the cover keeps the stream busy (so
-     * `kernel` and its reference stay), and the cover counts it retired. The engine
-     * clears it, under the lock, before it retires anything of a faulted device
-     * (completion.c: poll_stream), which retires ops whose tickets were never written. */
-    cuda_pending *cover;
+    /* Launches of `kernel` with nothing to hold, issued with no op of their own
+     * (gaio__cuda_launch_direct) since the last op was issued: the next op issued takes
+     * them (cuda_pending.riders), its ticket being written after them, and counts them
+     * retired with itself. Until then they keep the stream busy (go_idle), so `kernel`
+     * and its reference stay; a quiet stream gets an op to carry them (gaio__cuda_flush). */
+    unsigned riders;
 
     /* What the engine's look for quiet streams reads (gaio__cuda_flush), written by
      * submitters under the lock: on a line of their own, so that a look does not take
      * the lock's line away, which the next op's lock would have to fetch back. */
-    _Alignas(64) atomic_bool unflushed; /* unwritten > 0, for the engine to read without the lock */
+    _Alignas(64) atomic_bool unflushed; /* unwritten > 0 or riders > 0, for the engine to read without the lock */
     atomic_ullong issued;               /* ops issued without a ticket write, ever (one writer) */
 
     /* Issued ops in ticket order: submitters push (under the lock), the completion
@@ -134,7 +130,6 @@ typedef struct cuda_stream {
     uint64_t empty_since; /* when the engine found the queue empty, 0 if it is not */
     uint64_t looked_seen, looked_at; /* the slot at the engine's last look at the queue, and when */
     bool look_again; /* look at the queue next pass whatever the slot says (host work, a push under way) */
-    bool uncovered;  /* after a fault: `cover` was cleared, so no launch rides on an op about to retire */
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);

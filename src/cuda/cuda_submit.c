@@ -317,9 +317,9 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
         p->kernel_drop = cs->kernel;
         cs->kernel = op->u.launch.kernel;
     }
-    /* Under a ticket still to be written, a faultless op can carry later launches
-     * (cuda_stream.cover); a written ticket (this op's) covers the last cover's. */
-    cs->cover = write || fault || skip ? NULL : p;
+    /* The launches issued with no op just before this one finish before its ticket. */
+    p->riders = cs->riders;
+    cs->riders = 0;
     gaio__cuda_track(cs, p, ticket); /* the engine may retire and free the op from here on */
     if (kick) {
         /* After track: a kick that ran before the op was under watch would wake the
@@ -443,8 +443,24 @@ void gaio__cuda_fallback_free(cuda_stream *cs) {
     cs->ev_tail = NULL;
 }
 
+/* Under cs->lock, on the engine's thread: launches issued with no op and no op
+ * after them (the stream went quiet) get one, of no work, that counts them retired
+ * with itself once the ticket the caller writes next is seen. Without memory for it
+ * they wait for the next look. */
+static void carry_riders(cuda_stream *cs, ctx_use *ctx) {
+    gaio_stream *s = cs->stream;
+    gaio_op *op = gaio__op_new(GAIO_OP_RELEASE, s, 0, 0, NULL);
+    if (!op) return;
+    atomic_fetch_add_explicit(&s->submitted, 1, memory_order_relaxed);
+    cuda_pending *p = op->be;
+    p->op = op;
+    gaio_future *wait_on = NULL;
+    (void)issue(cs, p, false, &wait_on, ctx); /* not submitting, no point: never fails or blocks */
+}
+
 /* The engine's side of lazy tickets: a stream quiet for a moment with ops under an
- * unwritten ticket gets that ticket written, so that they retire. Never blocks.
+ * unwritten ticket, or launches that no op carries yet, gets that ticket written, so
+ * that they retire. Never blocks.
  * It reads the submitters' counters once every half GAIO_CUDA_FLUSH_NS per stream:
  * each read costs the submitter's next op a cache miss to take the line back. Quiet
  * means no op issued between two reads, so the ticket is written between half and
@@ -460,15 +476,15 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
     /* A capturing stream's ticket would land in the graph: its ops retired already. */
     if (!cs->capturing && atomic_load_explicit(&cs->unflushed, memory_order_relaxed) &&
         atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK) {
-        cuda_scope sc;
-        if (gaio__cuda_enter("gaio completion engine", cs->dev, &sc) == GAIO_OK) {
+        ctx_use ctx = {0};
+        if (ctx_need("gaio completion engine", cs->dev, &ctx) == GAIO_OK) {
+            if (cs->riders) carry_riders(cs, &ctx); /* an op of no work to count them */
             uint64_t ticket = ++cs->next_ticket;
             const char *call = "";
             CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
             cs->unwritten = 0;
-            cs->cover = NULL;
             atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
-            gaio__cuda_exit(&sc);
+            ctx_done(&ctx);
             if (r != CUDA_SUCCESS) {
                 (void)gaio__cu_fail("gaio completion engine", call, r);
                 gaio__cuda_device_fault(cs->dev, GAIO_ERR_DEVICE, gaio_last_error());
@@ -478,13 +494,14 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
     pthread_mutex_unlock(&cs->lock);
 }
 
-/* A launch with nothing to hold, on one of gaio's own streams, rides on the stream's
- * cover (cuda_stream.cover) where it has one: one cuLaunchKernel under the lock, no
- * op, nothing for the engine to retire. Declined (*taken false, nothing done) where
- * anything needs an op's care: no cover, another kernel than the one the stream
- * holds, a blocked, doomed, failed or capturing stream, a faulted device, a ticket
- * due, dynamic shared memory to opt into, or a launch the driver refuses (the op's
- * path tries it again with the context current and reports the error). */
+/* A launch with nothing to hold, on one of gaio's own streams, of the kernel the
+ * stream launched last, while the completion engine watches the stream: one
+ * cuLaunchKernel under the lock and no op; the next op issued counts it retired
+ * (cuda_stream.riders). Declined (*taken false, nothing done) where anything needs an
+ * op's care: another kernel, a stream the engine does not watch, a blocked, doomed,
+ * failed or capturing stream, a faulted device, dynamic shared memory to opt into, or
+ * a launch the driver refuses (the op's path tries it again with the context current
+ * and reports the error). */
 gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, gaio_kernel *kernel, const gaio_launch_info *li,
                                      void **argv, bool *taken) {
     cuda_stream *cs = s->be_data;
@@ -493,17 +510,18 @@ gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, gaio_kernel
     CUkernel k;
     if (gaio__cuda_kernel_handle(fn, kernel, &k) != GAIO_OK) return GAIO_OK; /* the op's path reports it */
     pthread_mutex_lock(&cs->lock);
-    cuda_pending *cover = cs->cover;
-    bool ok = cover && cs->kernel == kernel && cs->unwritten + 1 < GAIO_CUDA_TICKET_BATCH && !cs->blocked &&
+    /* `active` changes under the lock only: the engine keeps the stream while set. */
+    bool ok = cs->kernel == kernel && atomic_load_explicit(&cs->active, memory_order_relaxed) && !cs->blocked &&
               !cs->doomed && !cs->capturing && atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK &&
               gaio__stream_status(s) == GAIO_OK;
     if (ok)
         ok = gaio__cu()->cuLaunchKernel((CUfunction)k, li->grid.x, li->grid.y, li->grid.z, li->block.x, li->block.y,
                                         li->block.z, (unsigned)li->shared_mem_bytes, cs->cu, argv, NULL) == CUDA_SUCCESS;
     if (ok) {
-        cs->unwritten++;
-        atomic_store_explicit(&cover->riders, atomic_load_explicit(&cover->riders, memory_order_relaxed) + 1,
-                              memory_order_release);
+        cs->riders++;
+        /* As an op under an unwritten ticket: the engine flushes once the stream is quiet. */
+        if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
+            atomic_store_explicit(&cs->unflushed, true, memory_order_relaxed);
         atomic_store_explicit(&cs->issued, atomic_load_explicit(&cs->issued, memory_order_relaxed) + 1,
                               memory_order_relaxed);
     }

@@ -208,6 +208,28 @@ static void test_query_waits(gaio_context *ctx) {
     OK(gaio_stream_release(s));
 }
 
+/* Direct launches with no op after them: the stream goes quiet, and the completion
+ * engine gives them an op to count them by (cuda_submit.c: carry_riders). */
+static void test_quiet_stream(gaio_context *ctx) {
+    gaio_stream *s;
+    OK(gaio_stream_create(ctx, 0, 0, &s));
+    counter c;
+    counter_init(ctx, s, &c);
+    for (int round = 0; round < 20; round++) {
+        add(s, k_a, &c, 1); /* after the fill: an op (the kernel is new to the stream), then direct */
+        for (int i = 0; i < 40; i++) add(s, k_a, &c, 1);
+        int64_t t0 = now_ns();
+        while (gaio_stream_query(s) == GAIO_ERR_NOT_READY && now_ns() - t0 < 5000000000ll) test_sleep_ms(0);
+        OK(gaio_stream_query(s));
+        if (kernels_run) CHECK(*c.host == (unsigned)(41 * (round + 1)));
+        OK(gaio_memset_async(s, c.buf, 4, 0, 4)); /* another op kind between rounds */
+    }
+    printf("quiet stream: 20 rounds of 41 launches counted finished with no fence\n");
+    OK(gaio_stream_synchronize(s));
+    OK(gaio_buffer_release(c.buf));
+    OK(gaio_stream_release(s));
+}
+
 static void run(int device) {
     gaio_device_props props;
     OK(gaio_device_get_props(device, &props));
@@ -224,6 +246,7 @@ static void run(int device) {
     test_mixed_program(ctx, GAIO_STREAM_DEFERRED, &seed);
     test_threads_one_stream(ctx, &seed);
     test_query_waits(ctx);
+    test_quiet_stream(ctx);
     /* Unregistered and released with launches maybe in flight: the streams' hold on
      * the kernel they launched last covers the direct launches. */
     gaio_stream *s;
