@@ -1112,7 +1112,8 @@ int gaio_bench_cuda_run(FILE *out) {
     fprintf(out,
             "\ng/peer, g/floor = gaio / peer, gaio / floor: below 1 gaio is faster on time rows, above 1 on /s rows.\n"
             "launch: wall time per call over batches of %d on one stream, synchronized (untimed) between batches.\n"
-            "  The second row's peer issues what gaio issues per launch: the kernel and its ticket write.\n"
+            "  The second row's peer: the kernel and a ticket write each (gaio writes one for a fence,\n"
+            "  every 32 ops, or once the stream is quiet; a launch with value arguments only takes no op).\n"
             "round trip: one empty kernel until the host knows it finished. peer of future_wait and future_poll:\n"
             "  cuStreamSynchronize; of the cq fd: cuLaunchHostFunc writing an eventfd, poll() + read. floor:\n"
             "  cuStreamWriteValue64 of a counter into pinned, device-mapped host memory, the host spinning on it.\n"
@@ -1122,7 +1123,7 @@ int gaio_bench_cuda_run(FILE *out) {
             "  Each policy runs on a restarted gaio; peer and floor are measured again, interleaved, in each.\n"
             "completions/s: %d launch+fence futures in flight, each counted by a then-callback (round-robin over\n"
             "  the streams); peer: launch + cuLaunchHostFunc counting; floor: launch + cuStreamWriteValue64 per op,\n"
-            "  the host spinning on each stream's counter. Peer and floor measured once (HYBRID phase).\n"
+            "  the host spinning on each stream's counter; all three in the same rounds, in each policy's phase.\n"
             "head-of-line: stream B runs bench_spin (%.1f ms measured), then an empty kernel on stream A; time from\n"
             "  A's launch until the host knows A finished. peer: one runtime thread that learns of completions by\n"
             "  cuStreamSynchronize on each stream in submission order (the async-cuda model): it sees A only after\n"
