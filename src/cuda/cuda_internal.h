@@ -44,7 +44,7 @@ typedef struct cuda_pending {
                                         to this op (cuda_stream.kernel): dropped when it retires */
     /* Launches issued with no op of their own just before this op (cuda_stream.riders):
      * they finish before its ticket, and are counted retired with it. */
-    unsigned riders;
+    uint64_t riders;
 } cuda_pending;
 
 /* Laid out by who writes what, so that the submitting thread and the completion
@@ -107,8 +107,9 @@ typedef struct cuda_stream {
      * (gaio__cuda_launch_direct) since the last op was issued: the next op issued takes
      * them (cuda_pending.riders), its ticket being written after them, and counts them
      * retired with itself. Until then they keep the stream busy (go_idle), so `kernel`
-     * and its reference stay; a quiet stream gets an op to carry them (gaio__cuda_flush). */
-    unsigned riders;
+     * and its reference stay; a quiet stream gets an op to carry them (gaio__cuda_flush).
+     * 64 bits: a loop of launches with no op and no pause counts them for as long as it runs. */
+    uint64_t riders;
 
     /* What the engine's look for quiet streams reads (gaio__cuda_flush), written by
      * submitters under the lock: on a line of their own, so that a look does not take
