@@ -40,6 +40,11 @@ typedef struct gaio_backend {
      * nothing done: the caller submits an op). NULL: always an op. */
     gaio_status (*launch_direct)(const char *fn, gaio_stream *stream, gaio_kernel *kernel,
                                  const gaio_launch_info *info, void **argv, bool *taken);
+    /* A fence on an inline stream: the backend may track fut (one reference given to
+     * it) with no op, completing it once the work submitted before it has finished, in
+     * order with the stream's ops (true), or decline (false, nothing done, the
+     * reference still the caller's: the caller submits a RECORD op). NULL: always an op. */
+    bool (*fence_direct)(const char *fn, gaio_stream *stream, gaio_future *fut);
     /* Stream capture into a replayable graph (core/graph.h); NULL where the backend
      * has none. capture_end returns the executable graph in *graph. */
     gaio_status (*capture_begin)(const char *fn, gaio_stream *stream);

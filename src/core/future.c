@@ -1,4 +1,5 @@
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ gaio_future *gaio__future_new(void) {
     bool cached;
     gaio_future *f = gaio__op_block_get(sizeof *f, &cached);
     if (!f) return NULL;
-    memset(f, 0, sizeof *f);
+    memset(f, 0, offsetof(gaio_future, cond));
     f->cached = cached;
     gaio__ref_init(&f->ref);
     pthread_mutex_init(&f->lock, NULL);
@@ -215,12 +216,27 @@ gaio_status gaio_future_fence(gaio_stream *stream, gaio_future **out) {
     *out = NULL;
     GAIO_REQUIRE_PTR(stream);
     gaio_future *f = gaio__future_new();
-    gaio_op *op = f ? gaio__op_new(GAIO_OP_RECORD, stream, 0, 0, NULL) : NULL;
+    if (!f) return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the future");
+    /* The caller's reference and the op's (or the backend's); f is not shared yet: no atomic step. */
+    atomic_init(&f->ref.n, 2);
+    const gaio_backend *be = stream->ctx->be;
+    if (be->fence_direct && !(stream->flags & GAIO_STREAM_DEFERRED)) {
+        /* The backend may track the future itself, with no op (backend.h). Counted
+         * first: it may complete before the call returns. */
+        gaio__submitting_fn = __func__;
+        atomic_fetch_add_explicit(&stream->submitted, 1, memory_order_relaxed);
+        if (be->fence_direct(__func__, stream, f)) {
+            *out = f;
+            return GAIO_OK;
+        }
+        atomic_fetch_sub_explicit(&stream->submitted, 1, memory_order_relaxed);
+    }
+    gaio_op *op = gaio__op_new(GAIO_OP_RECORD, stream, 0, 0, NULL);
     if (!op) {
-        if (f) gaio__future_unref(f);
+        atomic_init(&f->ref.n, 1);
+        gaio__future_unref(f);
         return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the future");
     }
-    atomic_init(&f->ref.n, 2); /* the caller's and the op's; f is not shared yet: no atomic step */
     op->u.point.fut = f;
     gaio_status st = gaio__submit(op);
     if (st != GAIO_OK) {

@@ -83,7 +83,6 @@ typedef struct gaio_callback {
 struct gaio_future {
     gaio_ref ref;
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* made when a thread first sleeps on the future (cond_ready): most never do */
     bool cond_ready;
     atomic_int done;
     int waiters;
@@ -106,6 +105,9 @@ struct gaio_future {
      * queue's), and it costs no malloc that the completing thread would free. */
     gaio_callback cb0;
     bool cb0_taken;
+    /* Last, and not cleared by gaio__future_new: made when a thread first sleeps on the
+     * future (cond_ready), which most never do, so a new future writes a line less. */
+    pthread_cond_t cond;
 };
 
 struct gaio_kernel {

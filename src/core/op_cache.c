@@ -139,7 +139,7 @@ void *gaio__op_block_get(size_t bytes, bool *cached) {
     if (!tl.registered) register_thread();
     if (!tl.free) refill();
     block *b = tl.free;
-    if (!b) return malloc(GAIO_OP_BLOCK_BYTES);
+    if (!b) return aligned_alloc(64, GAIO_OP_BLOCK_BYTES); /* on lines of its own: an op touches fewer */
     tl.free = b->next;
     tl.nfree--;
     /* The next block was last written by the thread that retired it: fetch its lines

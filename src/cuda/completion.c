@@ -61,6 +61,11 @@ static void engine_poke(void) {
     pthread_mutex_unlock(&eng.lock);
 }
 
+void gaio__cuda_fence_tracked(void) {
+    engine_hint();
+    engine_poke();
+}
+
 void gaio__cuda_track(cuda_stream *cs, cuda_pending *p, uint64_t ticket) {
     /* Under cs->lock (the caller holds it): pushes are in ticket order. */
     p->next = NULL;
@@ -180,8 +185,48 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg,
     if (drop) gaio__kernel_unref(drop);
 }
 
+/* What the stream's passing a fence with no op means: the fence and the launches it
+ * carries count as retired, and its future completes (with the stream's failure, if
+ * it failed), as a fence's op would (finish_op). */
+static void finish_fence(cuda_stream *cs, const cuda_fence *e, gaio_status fault, const char *fault_msg) {
+    gaio_stream *s = cs->stream;
+    if (fault) gaio__stream_fail(s, fault, "%s", fault_msg);
+    atomic_fetch_add_explicit(&s->retired, 1 + e->riders, memory_order_release);
+    gaio_status st = gaio__stream_status(s);
+    if (st == GAIO_OK) {
+        gaio__future_complete(e->fut, GAIO_OK, NULL);
+    } else {
+        char msg[GAIO_MSG_MAX];
+        gaio__stream_fail_msg(s, msg);
+        gaio__future_complete(e->fut, st, msg);
+    }
+    gaio__future_unref(e->fut);
+}
+
+/* Finishes the ops the engine took off the queue (a list by `next`, in order), ndone
+ * counted retired with the launches they carry. */
+static void finish_ops(cuda_stream *cs, cuda_pending *done, size_t ndone, gaio_status fault) {
+    gaio_retire_batch batch;
+    gaio__retire_batch_begin(&batch, cs->stream, ndone); /* the engine's reference keeps the stream */
+    while (done) {
+        cuda_pending *next = done->next;
+        char *err_msg = done->err_msg;
+        finish_op(done, fault, fault ? cs->dev->fault_msg : NULL, &batch); /* frees done with its op */
+        free(err_msg);
+        done = next;
+    }
+    gaio__retire_batch_end(&batch);
+}
+
 static inline cuda_pending *pending_of(gaio_mpsc_node *n) {
     return (cuda_pending *)((char *)n - offsetof(cuda_pending, qn));
+}
+
+/* The oldest fence the engine has not passed, or NULL. Acquire: the ops issued before
+ * it (under the stream's lock, which orders them before it) are in the queue by then. */
+static inline cuda_fence *next_fence(cuda_stream *cs) {
+    cuda_fence *e = &cs->fences[atomic_load_explicit(&cs->fence_tail, memory_order_relaxed) % GAIO_CUDA_FENCE_RING];
+    return atomic_load_explicit(&e->ticket, memory_order_acquire) > cs->fence_last ? e : NULL;
 }
 
 /* How long the engine may leave a stream's queue unread while its slot stands still:
@@ -208,7 +253,7 @@ static uint64_t slot_seen(cuda_stream *cs) {
  * outlive its unlock (the engine's reference may be the last). */
 static bool go_idle(cuda_stream *cs) {
     if (pthread_mutex_trylock(&cs->lock) != 0) return false;
-    bool idle = gaio__mpsc_empty(&cs->pending);
+    bool idle = gaio__mpsc_empty(&cs->pending) && cs->fence_head == atomic_load(&cs->fence_tail);
     if (idle && cs->riders && atomic_load_explicit(&cs->dev->fault, memory_order_acquire) != GAIO_OK) {
         /* Launches no op will carry any more (a faulted device writes no tickets): as
          * finished as everything else on the device. */
@@ -241,9 +286,13 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     cs->looked_seen = seen;
     cs->looked_at = now;
     cs->look_again = fault != GAIO_OK; /* after a fault, ops held back come in with no ticket */
+    /* The fence first: every op issued before it is linked by now, so none is passed over. */
+    cuda_fence *fence = next_fence(cs);
     gaio_mpsc_node *front = gaio__mpsc_peek(&cs->pending);
     cs->due = front ? pending_of(front)->ticket : 0;
-    if (!front) {
+    if (fence && (!front || atomic_load_explicit(&fence->ticket, memory_order_relaxed) < cs->due))
+        cs->due = atomic_load_explicit(&fence->ticket, memory_order_relaxed);
+    if (!front && !fence) {
         /* Empty: keep watching a moment before giving the stream back, so that a
          * caller submitting again soon pays neither the hand-over (a reference, a
          * push to `incoming`) nor a race with go_idle for the stream's lock. */
@@ -262,9 +311,30 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     cuda_pending *done = NULL, **tail = &done, *dispatch = NULL;
     size_t ndone = 0;
     for (;;) {
+        fence = next_fence(cs); /* before the queue's front: see next_fence */
         gaio_mpsc_node *n = gaio__mpsc_peek(&cs->pending);
-        if (!n) break;
-        cuda_pending *p = pending_of(n);
+        cuda_pending *p = n ? pending_of(n) : NULL;
+        uint64_t fticket = fence ? atomic_load_explicit(&fence->ticket, memory_order_relaxed) : 0;
+        if (fence && (!p || fticket < p->ticket)) { /* the fence is next (an op of its ticket is before it) */
+            if (fticket > seen) {
+                cs->due = fticket;
+                break;
+            }
+            if (done) { /* the ops before it finish first */
+                finish_ops(cs, done, ndone, fault);
+                done = NULL;
+                tail = &done;
+                ndone = 0;
+            }
+            cuda_fence e = {.fut = fence->fut, .riders = fence->riders};
+            cs->fence_last = fticket;
+            atomic_store_explicit(&cs->fence_tail, atomic_load_explicit(&cs->fence_tail, memory_order_relaxed) + 1,
+                                  memory_order_release); /* its entry is free (the engine alone writes this) */
+            finish_fence(cs, &e, fault, fault ? cs->dev->fault_msg : NULL);
+            *progress = true;
+            continue;
+        }
+        if (!p) break;
         if (p->ticket > seen) {
             cs->due = p->ticket;
             break;
@@ -291,16 +361,7 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     }
     if (done) {
         *progress = true;
-        gaio_retire_batch batch;
-        gaio__retire_batch_begin(&batch, cs->stream, ndone); /* the engine's reference keeps the stream */
-        while (done) {
-            cuda_pending *next = done->next;
-            char *err_msg = done->err_msg;
-            finish_op(done, fault, fault ? cs->dev->fault_msg : NULL, &batch); /* frees done with its op */
-            free(err_msg);
-            done = next;
-        }
-        gaio__retire_batch_end(&batch);
+        finish_ops(cs, done, ndone, fault);
     }
     /* After the ops before it have retired: a host function sees the failure of a wait
      * or of a refused op just ahead of it. */

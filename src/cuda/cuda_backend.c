@@ -376,6 +376,7 @@ const gaio_backend gaio__cuda_backend = {
     .submit = gaio__cuda_submit,
     .covers_ops = true, /* the engine's stream reference and cuda_stream.kernel (cuda_internal.h) */
     .launch_direct = gaio__cuda_launch_direct,
+    .fence_direct = gaio__cuda_fence_direct,
     .capture_begin = gaio__cuda_capture_begin,
     .capture_end = gaio__cuda_capture_end,
     .graph_launch = gaio__cuda_graph_launch,

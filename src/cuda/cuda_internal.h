@@ -47,6 +47,22 @@ typedef struct cuda_pending {
     uint64_t riders;
 } cuda_pending;
 
+/* A fence issued with no op (gaio__cuda_fence_direct): the ticket written for it,
+ * its future (one reference, the fence's), and the launches with no op it carries as
+ * an op would (cuda_pending.riders). The ticket, stored last (release), publishes the
+ * entry: a stream's tickets only grow, so an entry is new to the engine while its
+ * ticket is above the last fence the engine passed (cuda_stream.fence_last), and the
+ * engine reads no count of the submitters' to find it. Two to a line. */
+typedef struct cuda_fence {
+    atomic_ullong ticket;
+    gaio_future *fut;
+    uint64_t riders;
+    uint64_t pad;
+} cuda_fence;
+
+/* Fences in flight with no op, per stream; more go the op's way. */
+#define GAIO_CUDA_FENCE_RING 32u
+
 /* Laid out by who writes what, so that the submitting thread and the completion
  * engine do not take cache lines from each other on every op. */
 typedef struct cuda_stream {
@@ -104,18 +120,27 @@ typedef struct cuda_stream {
      * it retired); the engine drops the last when it hands the stream back (go_idle). */
     struct gaio_kernel *kernel;
     /* Launches of `kernel` with nothing to hold, issued with no op of their own
-     * (gaio__cuda_launch_direct) since the last op was issued: the next op issued takes
-     * them (cuda_pending.riders), its ticket being written after them, and counts them
-     * retired with itself. Until then they keep the stream busy (go_idle), so `kernel`
-     * and its reference stay; a quiet stream gets an op to carry them (gaio__cuda_flush).
-     * 64 bits: a loop of launches with no op and no pause counts them for as long as it runs. */
+     * (gaio__cuda_launch_direct) since the last op was issued: the next op or fence
+     * issued takes them (cuda_pending.riders, cuda_fence.riders), its ticket being
+     * written after them, and counts them retired with itself. Until then they keep
+     * the stream busy (go_idle), so `kernel` and its reference stay; a quiet stream
+     * gets an op to carry them (gaio__cuda_flush). 64 bits: a loop of launches with no
+     * op and no pause counts them for as long as it runs. */
     uint64_t riders;
+    /* Fences issued with no op, ever: each sits in fences[n % GAIO_CUDA_FENCE_RING]
+     * until the engine has passed it (fence_tail). Ops and these fences form one
+     * sequence in ticket order; an op and a fence of one ticket were issued op first
+     * (a fence writes its ticket, so the ops after it take the next). */
+    uint64_t fence_head;
+    uint64_t fence_room; /* fence_tail as last read: the ring has room below fence_room + its size */
 
     /* What the engine's look for quiet streams reads (gaio__cuda_flush), written by
      * submitters under the lock: on a line of their own, so that a look does not take
      * the lock's line away, which the next op's lock would have to fetch back. */
     _Alignas(64) atomic_bool unflushed; /* unwritten > 0 or riders > 0, for the engine to read without the lock */
     atomic_ullong issued;               /* ops issued without a ticket write, ever (one writer) */
+    /* Written by submitters under the lock, read by the engine. */
+    _Alignas(64) cuda_fence fences[GAIO_CUDA_FENCE_RING];
 
     /* Issued ops in ticket order: submitters push (under the lock), the completion
      * engine pops without it, so neither ever waits for the other. Its ends are
@@ -131,6 +156,8 @@ typedef struct cuda_stream {
     uint64_t empty_since; /* when the engine found the queue empty, 0 if it is not */
     uint64_t looked_seen, looked_at; /* the slot at the engine's last look at the queue, and when */
     bool look_again; /* look at the queue next pass whatever the slot says (host work, a push under way) */
+    atomic_ullong fence_tail; /* fences passed, ever: their ring entries may be reused */
+    uint64_t fence_last;      /* the ticket of the last fence passed */
 } cuda_stream;
 
 cuda_device *gaio__cuda_device(int ordinal);
@@ -193,6 +220,9 @@ static inline gaio_status gaio__cuda_kernel_handle(const char *fn, gaio_kernel *
 gaio_status gaio__cuda_submit(gaio_op *op);
 gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, struct gaio_kernel *kernel,
                                      const gaio_launch_info *li, void **argv, bool *taken);
+bool gaio__cuda_fence_direct(const char *fn, gaio_stream *s, gaio_future *fut);
+/* A fence went into cs->fences (under cs->lock, the stream active): keeps the engine alert. */
+void gaio__cuda_fence_tracked(void);
 /* Stream capture (cuda_graph.c): the backend table's capture_begin, capture_end,
  * graph_launch and graph_free. */
 /* Stream captures and work that would break them (cuDNN's plan tuning, whose engines

@@ -530,6 +530,50 @@ gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, gaio_kernel
     return GAIO_OK;
 }
 
+/* A fence on a stream the completion engine watches, with room in its ring: under
+ * the lock, the ticket written and (ticket, future) put in the ring, which the engine
+ * passes in ticket order with the stream's ops. No op to make, queue, retire and free,
+ * and no count of the submitters' for the engine to read: each was a line the engine
+ * read or wrote moments after the op was queued, which the submitter then fetched back.
+ * Declined (false, nothing done) where anything needs an op's care: a stream that is
+ * blocked, doomed, failed, capturing or not watched, a faulted device, the BLOCK
+ * policy (its fences wake the engine through the driver), a full ring, a ticket the
+ * driver refuses (the op's path writes it again, and fails the device if it must). */
+bool gaio__cuda_fence_direct(const char *fn, gaio_stream *s, gaio_future *fut) {
+    cuda_stream *cs = s->be_data;
+    if (gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK) return false;
+    ctx_use ctx = {0};
+    if (ctx_need(fn, cs->dev, &ctx) != GAIO_OK) return false; /* the op's path reports it */
+    pthread_mutex_lock(&cs->lock);
+    uint64_t head = cs->fence_head;
+    if (head - cs->fence_room >= GAIO_CUDA_FENCE_RING)
+        cs->fence_room = atomic_load_explicit(&cs->fence_tail, memory_order_acquire); /* the entries it passed are free */
+    bool ok = head - cs->fence_room < GAIO_CUDA_FENCE_RING && atomic_load_explicit(&cs->active, memory_order_relaxed) &&
+              !cs->blocked && !cs->doomed && !cs->capturing &&
+              atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK && gaio__stream_status(s) == GAIO_OK;
+    if (ok) {
+        const char *call = "";
+        uint64_t ticket = cs->next_ticket + 1;
+        ok = gaio__cuda_write_ticket(cs, ticket, &call) == CUDA_SUCCESS; /* refused: nothing enqueued */
+        if (ok) {
+            cs->next_ticket = ticket;
+            cs->unwritten = 0;
+            if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
+                atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
+            cuda_fence *e = &cs->fences[head % GAIO_CUDA_FENCE_RING];
+            e->fut = fut;
+            e->riders = cs->riders; /* the launches with no op before it finish before its ticket */
+            cs->riders = 0;
+            atomic_store_explicit(&e->ticket, ticket, memory_order_release); /* the engine may take it now */
+            cs->fence_head = head + 1;
+            gaio__cuda_fence_tracked();
+        }
+    }
+    pthread_mutex_unlock(&cs->lock);
+    ctx_done(&ctx);
+    return ok;
+}
+
 /* A capturing stream's op: its device work goes into the capture, and it retires at
  * once (nothing will run until the graph is launched, so there is no ticket to wait
  * for). Points and host work cannot be captured: refused, which ends the capture in

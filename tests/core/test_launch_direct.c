@@ -1,6 +1,6 @@
 /* Launches with nothing to hold (value arguments only), which the CUDA backend issues
- * with no op of their own, riding on the stream's newest op under an unwritten ticket
- * (src/cuda/cuda_internal.h: cuda_stream.cover): every such launch runs exactly once
+ * with no op of their own, counted finished by the next op or fence issued on the stream
+ * (src/cuda/cuda_internal.h: cuda_stream.riders): every such launch runs exactly once
  * and in order among ops of every kind, counts in gaio_stream_query until it has run,
  * and is covered by gaio_stream_synchronize; from several threads on one stream too.
  * The same calls run on the host backend (ops throughout) as the reference. On the fake
