@@ -14,7 +14,9 @@
 extern "C" {
 #endif
 
-/* Completes when `stream` reaches this point: every op submitted before has run. */
+/* Completes when `stream` reaches this point: every op submitted before has run.
+ * On a CUDA stream already busy with work of the caller's it costs one driver call
+ * (the stream's ticket, written behind that work) and no op. */
 gaio_status gaio_future_fence(gaio_stream *stream, gaio_future **out);
 
 /* Completes when the event's current point is reached (at once if never recorded). */
