@@ -1,0 +1,215 @@
+/* gaio_bench_completions: where the completions row's time goes, beside its floor.
+ *
+ * `gaio bench` compares gaio's completions per second (launch + fence + then-callback
+ * per op) with a floor that tracks nothing: a raw launch and a ticket write into pinned
+ * memory per op, and one look at the last ticket. This probe puts two trackers between
+ * them, in the same rounds: the least a completion tracker does (the submitter writes
+ * each op's ticket into a ring that a second thread reads while it polls the slot, and
+ * counts), and a second thread that only counts the slot's advance (no ring). What a
+ * tracker costs beside the floor is the share of the gap no tracker avoids.
+ *
+ * Rounds of 1000 ops each, every variant once a round in turn; medians per op over the
+ * rounds, and each median over the floor's. Only ratios from one run compare (the
+ * host's speed drifts between runs by more than the gaps measured).
+ *   usage: gaio_bench_completions [spin|hybrid] [rounds] */
+#ifndef GAIO_BENCH_HAVE_CUDA
+#include <stdio.h>
+int main(void) {
+    printf("gaio_bench_completions: this build has no CUDA backend\n");
+    return 0;
+}
+#else
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_cu.h"
+#include "bench_util.h"
+
+#define PROG "gaio bench completions"
+#define OPS 1000
+#define RING 1024 /* > OPS: the submitter never waits for room */
+
+static const char ptx[] = ".version 8.0\n.target sm_75\n.address_size 64\n\n.visible .entry bench_empty()\n{\n\tret;\n}\n";
+
+enum { FLOOR, GAIO, TRACKER, COUNTER, FLOOR_AGAIN, NV };
+static const char *const names[NV] = {
+    "floor: raw launch + ticket write",
+    "gaio: launch + fence + then + release",
+    "tracker: floor + ticket ring + polling thread",
+    "counter: floor + thread counting the slot",
+    "floor again (drift within the run)",
+};
+
+static volatile uint64_t *slot_host;
+static atomic_bool stop;
+static uint64_t start_ticket; /* the slot when a tracker starts */
+static _Alignas(64) atomic_ulong ring_head;
+static _Alignas(64) atomic_ulong ring_tail;
+static _Alignas(64) uint64_t ring[RING];
+static _Alignas(64) atomic_ulong counted; /* completions the tracker or gaio's callbacks counted */
+
+static void *tracker_main(void *arg) {
+    bool ring_too = arg != NULL;
+    uint64_t tail = 0, base = start_ticket;
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        uint64_t seen = __atomic_load_n(slot_host, __ATOMIC_ACQUIRE);
+        if (!ring_too) {
+            if (seen != base) atomic_fetch_add_explicit(&counted, seen - base, memory_order_release);
+            base = seen;
+        } else {
+            uint64_t head = atomic_load_explicit(&ring_head, memory_order_acquire), t0 = tail;
+            while (tail != head && ring[tail % RING] <= seen) tail++;
+            if (tail != t0) {
+                atomic_fetch_add_explicit(&counted, tail - t0, memory_order_release);
+                atomic_store_explicit(&ring_tail, tail, memory_order_release);
+            }
+        }
+        bench_cpu_relax();
+    }
+    return NULL;
+}
+
+static void count_then(gaio_future *f, gaio_status st, void *user) {
+    (void)f;
+    (void)user;
+    if (st == GAIO_OK) atomic_fetch_add_explicit(&counted, 1, memory_order_release);
+}
+
+#define CK(x)                                                                 \
+    do {                                                                      \
+        gaio_status st_ = (x);                                                \
+        if (st_ != GAIO_OK) return bench_fail(PROG, st_, #x);                 \
+    } while (0)
+#define CU(x)                                                                 \
+    do {                                                                      \
+        CUresult r_ = (x);                                                    \
+        if (r_ != CUDA_SUCCESS) return bench_cu_fail(PROG, r_, #x);           \
+    } while (0)
+
+static int spin_until(atomic_ulong *v, uint64_t want) {
+    uint64_t t0 = bench_now_ns();
+    while (atomic_load_explicit(v, memory_order_acquire) < want)
+        if (bench_now_ns() - t0 > BENCH_TIMEOUT_NS) return fprintf(stderr, PROG ": completions did not arrive\n"), -1;
+    return 0;
+}
+
+static int run(gaio_wait_policy policy, int rounds) {
+    gaio_config cfg = {0, policy};
+    CK(gaio_configure(&cfg));
+    gaio_device_props props;
+    int gdev = bench_find_cuda_device(PROG, stdout, "completions probe", &props);
+    if (gdev == -1) return 0; /* no GPU: said so */
+    if (gdev < 0) return -1;
+    if (bench_cu_load(PROG) != 0) return -1;
+    gaio_context *ctx;
+    gaio_stream *s;
+    gaio_library *lib;
+    gaio_kernel *k;
+    CK(gaio_context_create(gdev, NULL, &ctx));
+    CK(gaio_stream_create(ctx, 0, 0, &s));
+    CK(gaio_library_load_data(ptx, &lib));
+    CK(gaio_library_get_kernel(lib, "bench_empty", &k));
+    CUdevice dev;
+    CUcontext pc;
+    CU(bench_cu.cuDeviceGet(&dev, props.ordinal));
+    CU(bench_cu.cuDevicePrimaryCtxRetain(&pc, dev));
+    CU(bench_cu.cuCtxSetCurrent(pc));
+    CUlibrary rl;
+    CUkernel rk;
+    CU(bench_cu.cuLibraryLoadData(&rl, ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CU(bench_cu.cuLibraryGetKernel(&rk, rl, "bench_empty"));
+    CUstream rs;
+    CU(bench_cu.cuStreamCreate(&rs, CU_STREAM_NON_BLOCKING));
+    void *hs;
+    CU(bench_cu.cuMemHostAlloc(&hs, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    slot_host = hs;
+    *slot_host = 0;
+    CUdeviceptr slot_dev;
+    CU(bench_cu.cuMemHostGetDevicePointer(&slot_dev, hs, 0));
+    double *m[NV];
+    for (int v = 0; v < NV; v++) m[v] = calloc((size_t)rounds, sizeof(double));
+    uint64_t ticket = 0;
+    const gaio_dim3 one = {1, 1, 1};
+    for (int r = -3; r < rounds; r++) { /* three rounds to warm up */
+        for (int v = 0; v < NV; v++) {
+            pthread_t th;
+            bool thread = v == TRACKER || v == COUNTER;
+            atomic_store(&counted, 0);
+            if (thread) {
+                atomic_store(&stop, false);
+                atomic_store(&ring_head, 0);
+                atomic_store(&ring_tail, 0);
+                start_ticket = ticket;
+                if (pthread_create(&th, NULL, tracker_main, v == TRACKER ? (void *)1 : NULL) != 0)
+                    return fprintf(stderr, PROG ": pthread_create failed\n"), -1;
+            }
+            uint64_t t0 = bench_now_ns();
+            for (int i = 0; i < OPS; i++) {
+                if (v == GAIO) {
+                    gaio_future *f;
+                    CK(gaio_launch(s, k, one, one, 0, NULL, 0));
+                    CK(gaio_future_fence(s, &f));
+                    gaio_status st = gaio_future_then(f, count_then, NULL);
+                    gaio_future_release(f);
+                    CK(st);
+                    continue;
+                }
+                CU(bench_cu.cuLaunchKernel((CUfunction)rk, 1, 1, 1, 1, 1, 1, 0, rs, NULL, NULL));
+                CU(bench_cu.cuStreamWriteValue64(rs, slot_dev, ++ticket, CU_STREAM_WRITE_VALUE_DEFAULT));
+                if (v == TRACKER) {
+                    uint64_t h = atomic_load_explicit(&ring_head, memory_order_relaxed);
+                    ring[h % RING] = ticket;
+                    atomic_store_explicit(&ring_head, h + 1, memory_order_release);
+                }
+            }
+            int rc = 0;
+            if (v == GAIO || thread) {
+                rc = spin_until(&counted, OPS);
+            } else {
+                uint64_t w0 = bench_now_ns();
+                while (__atomic_load_n(slot_host, __ATOMIC_ACQUIRE) < ticket && rc == 0)
+                    if (bench_now_ns() - w0 > BENCH_TIMEOUT_NS) rc = -1;
+            }
+            double per_op = (double)(bench_now_ns() - t0) / OPS;
+            if (thread) {
+                atomic_store(&stop, true);
+                pthread_join(th, NULL);
+            }
+            if (rc != 0) return -1;
+            if (r >= 0) m[v][r] = per_op;
+        }
+    }
+    printf("%s completion thread, %d rounds of %d ops on %s; median per op, and the floor's median over it\n",
+           policy == GAIO_WAIT_SPIN ? "SPIN" : "HYBRID", rounds, OPS, props.name);
+    double floor_ns = 0;
+    for (int v = 0; v < NV; v++) {
+        double med = bench_median(m[v], (size_t)rounds);
+        if (v == FLOOR) floor_ns = med;
+        printf("  %-48s %7.0f ns   %.3f\n", names[v], med, floor_ns / med);
+        free(m[v]);
+    }
+    CU(bench_cu.cuStreamDestroy(rs));
+    CU(bench_cu.cuMemFreeHost(hs));
+    CU(bench_cu.cuLibraryUnload(rl));
+    CU(bench_cu.cuDevicePrimaryCtxRelease(dev));
+    gaio_kernel_release(k);
+    gaio_library_release(lib);
+    gaio_stream_release(s);
+    gaio_context_release(ctx);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    gaio_wait_policy policy = GAIO_WAIT_SPIN;
+    if (argc > 1 && strcmp(argv[1], "hybrid") == 0) policy = GAIO_WAIT_HYBRID;
+    else if (argc > 1 && strcmp(argv[1], "spin") != 0) return fprintf(stderr, "usage: %s [spin|hybrid] [rounds]\n", argv[0]), 2;
+    int rounds = argc > 2 ? atoi(argv[2]) : 40;
+    if (rounds < 1 || rounds > 100000) return fprintf(stderr, PROG ": rounds must be 1..100000\n"), 2;
+    int rc = run(policy, rounds);
+    gaio_shutdown();
+    return rc == 0 ? 0 : 1;
+}
+#endif
