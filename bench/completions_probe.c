@@ -5,7 +5,8 @@
  * memory per op, and one look at the last ticket. This probe puts two trackers between
  * them, in the same rounds: the least a completion tracker does (the submitter writes
  * each op's ticket into a ring that a second thread reads while it polls the slot, and
- * counts), and a second thread that only counts the slot's advance (no ring). What a
+ * counts), the same with a block of a future's size made per op and handed back by the
+ * thread, and a second thread that only counts the slot's advance (no ring). What a
  * tracker costs beside the floor is the share of the gap no tracker avoids.
  *
  * Rounds of 1000 ops each, every variant once a round in turn; medians per op over the
@@ -34,14 +35,28 @@ int main(void) {
 
 static const char ptx[] = ".version 8.0\n.target sm_75\n.address_size 64\n\n.visible .entry bench_empty()\n{\n\tret;\n}\n";
 
-enum { FLOOR, GAIO, TRACKER, COUNTER, FLOOR_AGAIN, NV };
+enum { FLOOR, GAIO, TRACKER, RECYCLER, COUNTER, FLOOR_AGAIN, NV };
 static const char *const names[NV] = {
     "floor: raw launch + ticket write",
     "gaio: launch + fence + then + release",
     "tracker: floor + ticket ring + polling thread",
+    "recycler: tracker + a 3-line block per op",
     "counter: floor + thread counting the slot",
     "floor again (drift within the run)",
 };
+
+/* The recycler's blocks: as big as gaio's future (three lines), written by the
+ * submitter when it takes one, written again by the tracker as it completes it and
+ * handed back through a second ring, as gaio's op cache hands futures back. */
+#define BLOCK_LINES 3
+typedef struct block {
+    _Alignas(64) uint64_t w[BLOCK_LINES * 8];
+} block;
+static block blocks[2 * RING];
+static block *ring_block[RING];
+static _Alignas(64) atomic_ulong back_head; /* the tracker's: blocks handed back */
+static _Alignas(64) block *back[2 * RING];
+static uint64_t back_tail; /* the submitter's */
 
 static volatile uint64_t *slot_host;
 static atomic_bool stop;
@@ -52,7 +67,8 @@ static _Alignas(64) uint64_t ring[RING];
 static _Alignas(64) atomic_ulong counted; /* completions the tracker or gaio's callbacks counted */
 
 static void *tracker_main(void *arg) {
-    bool ring_too = arg != NULL;
+    int kind = (int)(intptr_t)arg; /* COUNTER, TRACKER or RECYCLER */
+    bool ring_too = kind != COUNTER;
     uint64_t tail = 0, base = start_ticket;
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
         uint64_t seen = __atomic_load_n(slot_host, __ATOMIC_ACQUIRE);
@@ -61,7 +77,17 @@ static void *tracker_main(void *arg) {
             base = seen;
         } else {
             uint64_t head = atomic_load_explicit(&ring_head, memory_order_acquire), t0 = tail;
-            while (tail != head && ring[tail % RING] <= seen) tail++;
+            while (tail != head && ring[tail % RING] <= seen) {
+                if (kind == RECYCLER) { /* complete it (a line or two written) and hand it back */
+                    block *b = ring_block[tail % RING];
+                    b->w[0] = seen;
+                    b->w[8] = tail;
+                    uint64_t bh = atomic_load_explicit(&back_head, memory_order_relaxed);
+                    back[bh % (2 * RING)] = b;
+                    atomic_store_explicit(&back_head, bh + 1, memory_order_release);
+                }
+                tail++;
+            }
             if (tail != t0) {
                 atomic_fetch_add_explicit(&counted, tail - t0, memory_order_release);
                 atomic_store_explicit(&ring_tail, tail, memory_order_release);
@@ -136,14 +162,18 @@ static int run(gaio_wait_policy policy, int rounds) {
     for (int r = -3; r < rounds; r++) { /* three rounds to warm up */
         for (int v = 0; v < NV; v++) {
             pthread_t th;
-            bool thread = v == TRACKER || v == COUNTER;
+            bool thread = v == TRACKER || v == RECYCLER || v == COUNTER;
             atomic_store(&counted, 0);
             if (thread) {
                 atomic_store(&stop, false);
                 atomic_store(&ring_head, 0);
                 atomic_store(&ring_tail, 0);
                 start_ticket = ticket;
-                if (pthread_create(&th, NULL, tracker_main, v == TRACKER ? (void *)1 : NULL) != 0)
+                /* Every block starts handed back, as a warm op cache's do. */
+                for (int i = 0; i < 2 * RING; i++) back[i] = &blocks[i];
+                atomic_store(&back_head, 2 * RING);
+                back_tail = 0;
+                if (pthread_create(&th, NULL, tracker_main, (void *)(intptr_t)v) != 0)
                     return fprintf(stderr, PROG ": pthread_create failed\n"), -1;
             }
             uint64_t t0 = bench_now_ns();
@@ -159,8 +189,15 @@ static int run(gaio_wait_policy policy, int rounds) {
                 }
                 CU(bench_cu.cuLaunchKernel((CUfunction)rk, 1, 1, 1, 1, 1, 1, 0, rs, NULL, NULL));
                 CU(bench_cu.cuStreamWriteValue64(rs, slot_dev, ++ticket, CU_STREAM_WRITE_VALUE_DEFAULT));
-                if (v == TRACKER) {
+                if (v == TRACKER || v == RECYCLER) {
                     uint64_t h = atomic_load_explicit(&ring_head, memory_order_relaxed);
+                    if (v == RECYCLER) { /* take a block back and fill it, as a future is made */
+                        while (back_tail == atomic_load_explicit(&back_head, memory_order_acquire)) bench_cpu_relax();
+                        block *b = back[back_tail++ % (2 * RING)];
+                        memset(b, 0, sizeof *b);
+                        b->w[1] = ticket;
+                        ring_block[h % RING] = b;
+                    }
                     ring[h % RING] = ticket;
                     atomic_store_explicit(&ring_head, h + 1, memory_order_release);
                 }
