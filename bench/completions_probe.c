@@ -35,19 +35,20 @@ int main(void) {
 
 static const char ptx[] = ".version 8.0\n.target sm_75\n.address_size 64\n\n.visible .entry bench_empty()\n{\n\tret;\n}\n";
 
-enum { FLOOR, GAIO, TRACKER, RECYCLER, COUNTER, FLOOR_AGAIN, NV };
+enum { FLOOR, GAIO, TRACKER, RECYCLER, RECYCLER1, COUNTER, FLOOR_AGAIN, NV };
 static const char *const names[NV] = {
     "floor: raw launch + ticket write",
     "gaio: launch + fence + then + release",
     "tracker: floor + ticket ring + polling thread",
     "recycler: tracker + a 3-line block per op",
+    "recycler: tracker + a 1-line block per op",
     "counter: floor + thread counting the slot",
     "floor again (drift within the run)",
 };
 
-/* The recycler's blocks: as big as gaio's future (three lines), written by the
- * submitter when it takes one, written again by the tracker as it completes it and
- * handed back through a second ring, as gaio's op cache hands futures back. */
+/* The recyclers' blocks: as big as gaio's future (three lines), or one line, written
+ * by the submitter when it takes one, written again by the tracker as it completes it
+ * and handed back through a second ring, as gaio's op cache hands futures back. */
 #define BLOCK_LINES 3
 typedef struct block {
     _Alignas(64) uint64_t w[BLOCK_LINES * 8];
@@ -67,7 +68,7 @@ static _Alignas(64) uint64_t ring[RING];
 static _Alignas(64) atomic_ulong counted; /* completions the tracker or gaio's callbacks counted */
 
 static void *tracker_main(void *arg) {
-    int kind = (int)(intptr_t)arg; /* COUNTER, TRACKER or RECYCLER */
+    int kind = (int)(intptr_t)arg; /* COUNTER, TRACKER, RECYCLER or RECYCLER1 */
     bool ring_too = kind != COUNTER;
     uint64_t tail = 0, base = start_ticket;
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
@@ -78,10 +79,10 @@ static void *tracker_main(void *arg) {
         } else {
             uint64_t head = atomic_load_explicit(&ring_head, memory_order_acquire), t0 = tail;
             while (tail != head && ring[tail % RING] <= seen) {
-                if (kind == RECYCLER) { /* complete it (a line or two written) and hand it back */
+                if (kind == RECYCLER || kind == RECYCLER1) { /* complete it and hand it back */
                     block *b = ring_block[tail % RING];
                     b->w[0] = seen;
-                    b->w[8] = tail;
+                    if (kind == RECYCLER) b->w[8] = tail;
                     uint64_t bh = atomic_load_explicit(&back_head, memory_order_relaxed);
                     back[bh % (2 * RING)] = b;
                     atomic_store_explicit(&back_head, bh + 1, memory_order_release);
@@ -162,7 +163,8 @@ static int run(gaio_wait_policy policy, int rounds) {
     for (int r = -3; r < rounds; r++) { /* three rounds to warm up */
         for (int v = 0; v < NV; v++) {
             pthread_t th;
-            bool thread = v == TRACKER || v == RECYCLER || v == COUNTER;
+            bool recycles = v == RECYCLER || v == RECYCLER1;
+            bool thread = v == TRACKER || recycles || v == COUNTER;
             atomic_store(&counted, 0);
             if (thread) {
                 atomic_store(&stop, false);
@@ -189,12 +191,12 @@ static int run(gaio_wait_policy policy, int rounds) {
                 }
                 CU(bench_cu.cuLaunchKernel((CUfunction)rk, 1, 1, 1, 1, 1, 1, 0, rs, NULL, NULL));
                 CU(bench_cu.cuStreamWriteValue64(rs, slot_dev, ++ticket, CU_STREAM_WRITE_VALUE_DEFAULT));
-                if (v == TRACKER || v == RECYCLER) {
+                if (v == TRACKER || recycles) {
                     uint64_t h = atomic_load_explicit(&ring_head, memory_order_relaxed);
-                    if (v == RECYCLER) { /* take a block back and fill it, as a future is made */
+                    if (recycles) { /* take a block back and fill it, as a future is made */
                         while (back_tail == atomic_load_explicit(&back_head, memory_order_acquire)) bench_cpu_relax();
                         block *b = back[back_tail++ % (2 * RING)];
-                        memset(b, 0, sizeof *b);
+                        memset(b, 0, v == RECYCLER ? sizeof *b : 64);
                         b->w[1] = ticket;
                         ring_block[h % RING] = b;
                     }
