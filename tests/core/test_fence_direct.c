@@ -11,61 +11,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "common.h"
-#include "support.h"
-
-#define ADD "test_fd_add"
-#define SPIN "test_fd_spin"
-
-static const char *const ADD_SRC =
-    "extern \"C\" __global__ void test_fd_add(unsigned int *p, unsigned int v) { atomicAdd(p, v); }\n";
-static const char *const SPIN_SRC =
-    "extern \"C\" __global__ void test_fd_spin(unsigned long long ns) {\n"
-    "    unsigned long long t0, t;\n"
-    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
-    "    do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < ns);\n"
-    "}\n";
-
-static gaio_status host_add(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    unsigned *p;
-    memcpy(&p, args[0], sizeof p);
-    atomic_fetch_add((_Atomic unsigned *)p, *(const unsigned *)args[1]);
-    return GAIO_OK;
-}
-
-static gaio_status host_spin(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    int64_t t0 = now_ns(), ns = (int64_t)*(const unsigned long long *)args[0];
-    while (now_ns() - t0 < ns) {
-    }
-    return GAIO_OK;
-}
+#include "direct_kernels.h"
 
 static gaio_kernel *k_add, *k_spin;
 static bool kernels_run; /* false on the fake driver */
 
-/* A counter in pinned memory that kernels add to, passed as a raw pointer (a value:
- * the launches are direct). */
-typedef struct counter {
-    gaio_buffer *buf;
-    _Atomic unsigned *host;
-    void *dev;
-} counter;
-
-static void counter_init(gaio_context *ctx, gaio_stream *s, counter *c) {
-    OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, 64, &c->buf));
-    void *h;
-    OK(gaio_buffer_host_ptr(c->buf, &h));
-    c->host = h;
-    if (gaio_buffer_device_ptr(c->buf, &c->dev) != GAIO_OK) c->dev = h;
-    OK(gaio_memset_async(s, c->buf, 0, 0, 64));
-}
-
-static void add(gaio_stream *s, counter *c, unsigned v) {
-    gaio_arg args[2] = {GAIO_ARG(c->dev), GAIO_ARG(v)};
-    OK(gaio_launch(s, k_add, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 2));
-}
+static void add(gaio_stream *s, counter *c, unsigned v) { counter_add(s, k_add, c, v); }
 
 /* What completed, in the order it completed: each point's sequence number, and the
  * counter as its completion found it. */
@@ -315,10 +266,9 @@ static void run(int device) {
     gaio_device_props props;
     OK(gaio_device_get_props(device, &props));
     kernels_run = props.kind == GAIO_DEVICE_HOST || strstr(props.name, "fake") == NULL;
-    size_t add_sizes[2] = {sizeof(void *), sizeof(unsigned)};
-    size_t spin_sizes[1] = {sizeof(unsigned long long)};
-    k_add = test_kernel(ADD, host_add, 2, add_sizes, ADD_SRC);
-    k_spin = test_kernel(SPIN, host_spin, 1, spin_sizes, SPIN_SRC);
+    direct_kernels dk = direct_kernels_register();
+    k_add = dk.add1;
+    k_spin = dk.spin;
     uint64_t seed = test_seed();
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
@@ -327,8 +277,5 @@ static void run(int device) {
     test_counts(ctx, &seed);
     test_threads(ctx, &seed);
     OK(gaio_context_release(ctx));
-    OK(gaio_kernel_unregister(ADD));
-    OK(gaio_kernel_unregister(SPIN));
-    OK(gaio_kernel_release(k_add));
-    OK(gaio_kernel_release(k_spin));
+    direct_kernels_release(&dk);
 }

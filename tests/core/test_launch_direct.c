@@ -9,70 +9,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "common.h"
-#include "support.h"
-
-#define ADD_A "test_ld_add_a"
-#define ADD_B "test_ld_add_b"
-#define SPIN "test_ld_spin"
-
-static const char *const ADD_A_SRC =
-    "extern \"C\" __global__ void test_ld_add_a(unsigned int *p, unsigned int v) { atomicAdd(p, v); }\n";
-static const char *const ADD_B_SRC =
-    "extern \"C\" __global__ void test_ld_add_b(unsigned int *p, unsigned int v) { atomicAdd(p, v * 3u); }\n";
-static const char *const SPIN_SRC =
-    "extern \"C\" __global__ void test_ld_spin(unsigned long long ns) {\n"
-    "    unsigned long long t0, t;\n"
-    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
-    "    do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t)); } while (t - t0 < ns);\n"
-    "}\n";
-
-static gaio_status host_add_a(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    unsigned *p;
-    memcpy(&p, args[0], sizeof p);
-    atomic_fetch_add((_Atomic unsigned *)p, *(const unsigned *)args[1]);
-    return GAIO_OK;
-}
-
-static gaio_status host_add_b(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    unsigned *p;
-    memcpy(&p, args[0], sizeof p);
-    atomic_fetch_add((_Atomic unsigned *)p, *(const unsigned *)args[1] * 3u);
-    return GAIO_OK;
-}
-
-static gaio_status host_spin(const gaio_launch_info *info, void *const *args) {
-    (void)info;
-    int64_t t0 = now_ns(), ns = (int64_t)*(const unsigned long long *)args[0];
-    while (now_ns() - t0 < ns) {
-    }
-    return GAIO_OK;
-}
+#include "direct_kernels.h"
 
 static gaio_kernel *k_a, *k_b, *k_spin;
 static bool kernels_run; /* false on the fake driver */
 
-/* A counter the kernels add to, passed by value as a raw pointer (no buffer argument:
- * that is what makes a launch direct). */
-typedef struct counter {
-    gaio_buffer *buf;
-    unsigned *host; /* to read it after a synchronize */
-    void *dev;      /* what kernels get */
-} counter;
-
-static void counter_init(gaio_context *ctx, gaio_stream *s, counter *c) {
-    OK(gaio_buffer_alloc(ctx, GAIO_MEM_PINNED, 64, &c->buf));
-    OK(gaio_buffer_host_ptr(c->buf, (void **)&c->host));
-    if (gaio_buffer_device_ptr(c->buf, &c->dev) != GAIO_OK) c->dev = c->host;
-    OK(gaio_memset_async(s, c->buf, 0, 0, 64));
-}
-
-static void add(gaio_stream *s, gaio_kernel *k, counter *c, unsigned v) {
-    gaio_arg args[2] = {GAIO_ARG(c->dev), GAIO_ARG(v)};
-    OK(gaio_launch(s, k, (gaio_dim3){1, 1, 1}, (gaio_dim3){1, 1, 1}, 0, args, 2));
-}
+static void add(gaio_stream *s, gaio_kernel *k, counter *c, unsigned v) { counter_add(s, k, c, v); }
 
 static gaio_status count_host_fn(gaio_status st, void *user) {
     if (st == GAIO_OK) atomic_fetch_add((atomic_int *)user, 1);
@@ -126,8 +68,8 @@ static void test_mixed_program(gaio_context *ctx, unsigned flags, uint64_t *seed
     }
     CHECK(atomic_load(&host_runs) == host_want);
     if (kernels_run) {
-        if (*c.host != want) printf("sum %u, want %u\n", *c.host, want);
-        CHECK(*c.host == want);
+        if (atomic_load(c.host) != want) printf("sum %u, want %u\n", atomic_load(c.host), want);
+        CHECK(atomic_load(c.host) == want);
     }
     printf("mixed program (%s stream): %d steps, sum %u%s\n", flags ? "deferred" : "inline", STEPS, want,
            kernels_run ? "" : " (not run: fake driver)");
@@ -181,7 +123,7 @@ static void test_threads_one_stream(gaio_context *ctx, uint64_t *seed) {
     }
     OK(gaio_stream_synchronize(s));
     OK(gaio_stream_query(s));
-    if (kernels_run) CHECK(*c.host == want);
+    if (kernels_run) CHECK(atomic_load(c.host) == want);
     printf("%d threads on one stream: sum %u\n", T, want);
     OK(gaio_buffer_release(c.buf));
     OK(gaio_stream_release(s));
@@ -221,7 +163,7 @@ static void test_quiet_stream(gaio_context *ctx) {
         int64_t t0 = now_ns();
         while (gaio_stream_query(s) == GAIO_ERR_NOT_READY && now_ns() - t0 < 5000000000ll) test_sleep_ms(0);
         OK(gaio_stream_query(s));
-        if (kernels_run) CHECK(*c.host == (unsigned)(41 * (round + 1)));
+        if (kernels_run) CHECK(atomic_load(c.host) == (unsigned)(41 * (round + 1)));
         OK(gaio_memset_async(s, c.buf, 4, 0, 4)); /* another op kind between rounds */
     }
     printf("quiet stream: 20 rounds of 41 launches counted finished with no fence\n");
@@ -234,11 +176,10 @@ static void run(int device) {
     gaio_device_props props;
     OK(gaio_device_get_props(device, &props));
     kernels_run = props.kind == GAIO_DEVICE_HOST || strstr(props.name, "fake") == NULL;
-    size_t add_sizes[2] = {sizeof(void *), sizeof(unsigned)};
-    size_t spin_sizes[1] = {sizeof(unsigned long long)};
-    k_a = test_kernel(ADD_A, host_add_a, 2, add_sizes, ADD_A_SRC);
-    k_b = test_kernel(ADD_B, host_add_b, 2, add_sizes, ADD_B_SRC);
-    k_spin = test_kernel(SPIN, host_spin, 1, spin_sizes, SPIN_SRC);
+    direct_kernels dk = direct_kernels_register();
+    k_a = dk.add1;
+    k_b = dk.add3;
+    k_spin = dk.spin;
     uint64_t seed = test_seed();
     gaio_context *ctx;
     OK(gaio_context_create(device, NULL, &ctx));
@@ -254,14 +195,9 @@ static void run(int device) {
     counter c;
     counter_init(ctx, s, &c);
     for (int i = 0; i < 100; i++) add(s, k_a, &c, 1);
-    const char *names[3] = {ADD_A, ADD_B, SPIN};
-    gaio_kernel *ks[3] = {k_a, k_b, k_spin};
-    for (int i = 0; i < 3; i++) {
-        OK(gaio_kernel_unregister(names[i]));
-        OK(gaio_kernel_release(ks[i]));
-    }
+    direct_kernels_release(&dk);
     OK(gaio_stream_synchronize(s));
-    if (kernels_run) CHECK(*c.host == 100);
+    if (kernels_run) CHECK(atomic_load(c.host) == 100);
     OK(gaio_buffer_release(c.buf));
     OK(gaio_stream_release(s));
     OK(gaio_context_release(ctx));
