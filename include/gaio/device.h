@@ -42,7 +42,8 @@ typedef enum gaio_wait_policy {
 typedef struct gaio_config {
     int cpu_workers; /* threads of the CPU backend's worker pool; 0: the number of online
                         cores, or the GAIO_CPU_WORKERS environment variable when set */
-    gaio_wait_policy wait_policy;
+    gaio_wait_policy wait_policy; /* GAIO_WAIT_HYBRID (the default) yields to the environment
+                                     variable GAIO_WAIT_POLICY=spin|block|hybrid when set */
 } gaio_config;
 
 /* Sets the configuration. Call before the first context is created; afterwards it

@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +36,17 @@ static int default_workers(void) {
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+/* GAIO_WAIT_POLICY=hybrid|spin|block: the completion thread's policy where the program
+ * leaves it at the default; -1 when unset or not one of those. */
+static int env_wait_policy(void) {
+    const char *env = getenv("GAIO_WAIT_POLICY");
+    if (!env) return -1;
+    if (strcmp(env, "hybrid") == 0) return GAIO_WAIT_HYBRID;
+    if (strcmp(env, "spin") == 0) return GAIO_WAIT_SPIN;
+    if (strcmp(env, "block") == 0) return GAIO_WAIT_BLOCK;
+    return -1;
 }
 
 bool gaio__runtime_few_cores(void) {
@@ -81,6 +93,8 @@ gaio_status gaio__runtime_enter(gaio_context *ctx) {
         }
         rt_workers = n;
         rt_running = true;
+        int env_policy = env_wait_policy();
+        if (rt_config.wait_policy == GAIO_WAIT_HYBRID && env_policy >= 0) atomic_store(&rt_policy, env_policy);
     }
     rt_contexts++;
     ctx->rt_next = rt_live;
