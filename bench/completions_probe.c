@@ -6,7 +6,8 @@
  * them, in the same rounds: the least a completion tracker does (the submitter writes
  * each op's ticket into a ring that a second thread reads while it polls the slot, and
  * counts), the same with a block of a future's size made per op and handed back by the
- * thread, and a second thread that only counts the slot's advance (no ring). What a
+ * thread (plain, one line, or used as gaio uses a future: a lock, then a callback), and a
+ * second thread that only counts the slot's advance (no ring). What a
  * tracker costs beside the floor is the share of the gap no tracker avoids.
  *
  * Rounds of 1000 ops each, every variant once a round in turn; medians per op over the
@@ -35,16 +36,19 @@ int main(void) {
 
 static const char ptx[] = ".version 8.0\n.target sm_75\n.address_size 64\n\n.visible .entry bench_empty()\n{\n\tret;\n}\n";
 
-enum { FLOOR, GAIO, TRACKER, RECYCLER, RECYCLER1, COUNTER, FLOOR_AGAIN, NV };
+enum { FLOOR, GAIO, TRACKER, RECYCLER, RECYCLER1, EMULATOR, COUNTER, FLOOR_AGAIN, NV };
 static const char *const names[NV] = {
     "floor: raw launch + ticket write",
     "gaio: launch + fence + then + release",
     "tracker: floor + ticket ring + polling thread",
     "recycler: tracker + a 3-line block per op",
     "recycler: tracker + a 1-line block per op",
+    "emulator: 3-line recycler locked, callback run",
     "counter: floor + thread counting the slot",
     "floor again (drift within the run)",
 };
+
+static _Alignas(64) atomic_ulong counted; /* completions the tracker or gaio's callbacks counted */
 
 /* The recyclers' blocks: as big as gaio's future (three lines), or one line, written
  * by the submitter when it takes one, written again by the tracker as it completes it
@@ -53,6 +57,24 @@ static const char *const names[NV] = {
 typedef struct block {
     _Alignas(64) uint64_t w[BLOCK_LINES * 8];
 } block;
+
+/* The emulator's view of a block: a future's parts where gaio's has them (a mutex and
+ * the done flag in the first line, the callback in the second), used as gaio uses them:
+ * the submitter makes it and adds the callback under the lock (then), the tracker
+ * completes it under the lock and runs the callback outside it. */
+typedef struct emu_future {
+    pthread_mutex_t lock;
+    int done;
+    char pad[64 - sizeof(pthread_mutex_t) - sizeof(int)];
+    void (*fn)(void *);
+    void *user;
+} emu_future;
+_Static_assert(sizeof(emu_future) <= sizeof(block), "an emulated future fits a block");
+
+static void emu_count(void *user) {
+    (void)user;
+    atomic_fetch_add_explicit(&counted, 1, memory_order_release);
+}
 static block blocks[2 * RING];
 static block *ring_block[RING];
 static _Alignas(64) atomic_ulong back_head; /* the tracker's: blocks handed back */
@@ -65,10 +87,9 @@ static uint64_t start_ticket; /* the slot when a tracker starts */
 static _Alignas(64) atomic_ulong ring_head;
 static _Alignas(64) atomic_ulong ring_tail;
 static _Alignas(64) uint64_t ring[RING];
-static _Alignas(64) atomic_ulong counted; /* completions the tracker or gaio's callbacks counted */
 
 static void *tracker_main(void *arg) {
-    int kind = (int)(intptr_t)arg; /* COUNTER, TRACKER, RECYCLER or RECYCLER1 */
+    int kind = (int)(intptr_t)arg; /* COUNTER, TRACKER, RECYCLER, RECYCLER1 or EMULATOR */
     bool ring_too = kind != COUNTER;
     uint64_t tail = 0, base = start_ticket;
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
@@ -79,10 +100,23 @@ static void *tracker_main(void *arg) {
         } else {
             uint64_t head = atomic_load_explicit(&ring_head, memory_order_acquire), t0 = tail;
             while (tail != head && ring[tail % RING] <= seen) {
-                if (kind == RECYCLER || kind == RECYCLER1) { /* complete it and hand it back */
+                if (kind == RECYCLER || kind == RECYCLER1 || kind == EMULATOR) { /* complete it, hand it back */
                     block *b = ring_block[tail % RING];
-                    b->w[0] = seen;
-                    if (kind == RECYCLER) b->w[8] = tail;
+                    if (kind == EMULATOR) {
+                        emu_future *f = (emu_future *)b;
+                        pthread_mutex_lock(&f->lock);
+                        f->done = 1;
+                        void (*fn)(void *) = f->fn;
+                        void *user = f->user;
+                        pthread_mutex_unlock(&f->lock);
+                        fn(user);
+                        pthread_mutex_lock(&f->lock); /* as gaio's dispatch loop looks again */
+                        pthread_mutex_unlock(&f->lock);
+                        pthread_mutex_destroy(&f->lock);
+                    } else {
+                        b->w[0] = seen;
+                        if (kind == RECYCLER) b->w[8] = tail;
+                    }
                     uint64_t bh = atomic_load_explicit(&back_head, memory_order_relaxed);
                     back[bh % (2 * RING)] = b;
                     atomic_store_explicit(&back_head, bh + 1, memory_order_release);
@@ -90,7 +124,7 @@ static void *tracker_main(void *arg) {
                 tail++;
             }
             if (tail != t0) {
-                atomic_fetch_add_explicit(&counted, tail - t0, memory_order_release);
+                if (kind != EMULATOR) atomic_fetch_add_explicit(&counted, tail - t0, memory_order_release);
                 atomic_store_explicit(&ring_tail, tail, memory_order_release);
             }
         }
@@ -163,7 +197,7 @@ static int run(gaio_wait_policy policy, int rounds) {
     for (int r = -3; r < rounds; r++) { /* three rounds to warm up */
         for (int v = 0; v < NV; v++) {
             pthread_t th;
-            bool recycles = v == RECYCLER || v == RECYCLER1;
+            bool recycles = v == RECYCLER || v == RECYCLER1 || v == EMULATOR;
             bool thread = v == TRACKER || recycles || v == COUNTER;
             atomic_store(&counted, 0);
             if (thread) {
@@ -196,8 +230,17 @@ static int run(gaio_wait_policy policy, int rounds) {
                     if (recycles) { /* take a block back and fill it, as a future is made */
                         while (back_tail == atomic_load_explicit(&back_head, memory_order_acquire)) bench_cpu_relax();
                         block *b = back[back_tail++ % (2 * RING)];
-                        memset(b, 0, v == RECYCLER ? sizeof *b : 64);
-                        b->w[1] = ticket;
+                        memset(b, 0, v == RECYCLER1 ? 64 : sizeof *b);
+                        if (v == EMULATOR) {
+                            emu_future *f = (emu_future *)b;
+                            pthread_mutex_init(&f->lock, NULL);
+                            pthread_mutex_lock(&f->lock); /* then */
+                            f->fn = emu_count;
+                            f->user = NULL;
+                            pthread_mutex_unlock(&f->lock);
+                        } else {
+                            b->w[1] = ticket;
+                        }
                         ring_block[h % RING] = b;
                     }
                     ring[h % RING] = ticket;
