@@ -149,26 +149,30 @@ static void host_task(gaio_work *t) {
     engine_poke();
 }
 
+/* A point the stream passed completes: with the stream's failure, if it failed. */
+static void complete_point(gaio_stream *s, gaio_future *f) {
+    gaio_status st = gaio__stream_status(s);
+    if (st == GAIO_OK) {
+        gaio__future_complete(f, GAIO_OK, NULL);
+        return;
+    }
+    char msg[GAIO_MSG_MAX];
+    gaio__stream_fail_msg(s, msg);
+    gaio__future_complete(f, st, msg);
+}
+
 /* What the stream's passing an op means on the host. */
 static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg, gaio_retire_batch *batch) {
     gaio_op *op = p->op;
     gaio_stream *s = op->stream;
     if (fault) gaio__stream_fail(s, fault, "%s", fault_msg);
     if (p->err) gaio__stream_fail(s, p->err, "%s", p->err_msg ? p->err_msg : gaio_status_string(p->err));
-    gaio_status st = gaio__stream_status(s);
     if (gaio__cuda_is_host_op(op) && !atomic_load_explicit(&p->host_done, memory_order_acquire))
         run_host_op(p); /* after a fault, never dispatched: run it here, once, with the failure */
     switch (op->kind) {
-    case GAIO_OP_RECORD: { /* counted as done already, with its batch */
-        if (st == GAIO_OK) {
-            gaio__future_complete(op->u.point.fut, GAIO_OK, NULL);
-        } else {
-            char msg[GAIO_MSG_MAX];
-            gaio__stream_fail_msg(s, msg);
-            gaio__future_complete(op->u.point.fut, st, msg);
-        }
+    case GAIO_OP_RECORD: /* counted as done already, with its batch */
+        complete_point(s, op->u.point.fut);
         break;
-    }
     case GAIO_OP_WAIT: {
         gaio_future *f = op->u.point.fut;
         if (gaio__future_is_done(f) && f->status != GAIO_OK) {
@@ -186,21 +190,13 @@ static void finish_op(cuda_pending *p, gaio_status fault, const char *fault_msg,
 }
 
 /* What the stream's passing a fence with no op means: the fence and the launches it
- * carries count as retired, and its future completes (with the stream's failure, if
- * it failed), as a fence's op would (finish_op). */
-static void finish_fence(cuda_stream *cs, const cuda_fence *e, gaio_status fault, const char *fault_msg) {
+ * carries count as retired and its future completes, as a fence's op would (finish_op). */
+static void finish_fence(cuda_stream *cs, gaio_future *fut, uint64_t riders, gaio_status fault) {
     gaio_stream *s = cs->stream;
-    if (fault) gaio__stream_fail(s, fault, "%s", fault_msg);
-    atomic_fetch_add_explicit(&s->retired, 1 + e->riders, memory_order_release);
-    gaio_status st = gaio__stream_status(s);
-    if (st == GAIO_OK) {
-        gaio__future_complete(e->fut, GAIO_OK, NULL);
-    } else {
-        char msg[GAIO_MSG_MAX];
-        gaio__stream_fail_msg(s, msg);
-        gaio__future_complete(e->fut, st, msg);
-    }
-    gaio__future_unref(e->fut);
+    if (fault) gaio__stream_fail(s, fault, "%s", cs->dev->fault_msg);
+    atomic_fetch_add_explicit(&s->retired, 1 + riders, memory_order_release);
+    complete_point(s, fut);
+    gaio__future_unref(fut);
 }
 
 /* Finishes the ops the engine took off the queue (a list by `next`, in order), ndone
@@ -326,11 +322,12 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
                 tail = &done;
                 ndone = 0;
             }
-            cuda_fence e = {.fut = fence->fut, .riders = fence->riders};
+            gaio_future *fut = fence->fut;
+            uint64_t riders = fence->riders;
             cs->fence_last = fticket;
             atomic_store_explicit(&cs->fence_tail, atomic_load_explicit(&cs->fence_tail, memory_order_relaxed) + 1,
                                   memory_order_release); /* its entry is free (the engine alone writes this) */
-            finish_fence(cs, &e, fault, fault ? cs->dev->fault_msg : NULL);
+            finish_fence(cs, fut, riders, fault);
             *progress = true;
             continue;
         }

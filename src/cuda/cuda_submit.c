@@ -200,6 +200,35 @@ static CUresult enqueue(cuda_stream *cs, gaio_op *op, const char **call) {
     return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Under cs->lock: work issued under the stream's next, unwritten ticket (an op, or a
+ * launch with no op). The engine reads these two in its spin: store only on change,
+ * to keep the cache line from bouncing between the cores on every op; no clock read
+ * here: the engine notices the count stand still (gaio__cuda_flush). */
+static void issued_unwritten(cuda_stream *cs) {
+    if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
+        atomic_store_explicit(&cs->unflushed, true, memory_order_relaxed);
+    atomic_store_explicit(&cs->issued, atomic_load_explicit(&cs->issued, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* Under cs->lock: `ticket` is (being) written, after everything issued so far. */
+static void ticket_written(cuda_stream *cs, uint64_t ticket) {
+    cs->next_ticket = ticket;
+    cs->unwritten = 0;
+    if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
+        atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
+}
+
+/* Under cs->lock: whether work may go to the stream with no op (direct launches and
+ * fences): the engine watches it (`active` changes under the lock only, and the engine
+ * keeps the stream while set), and nothing needs an op's care: no host work or point
+ * holds it back, no issued op will fail it, it is not being captured, it has not
+ * failed, the device has not faulted. */
+static bool direct_ok(cuda_stream *cs, gaio_stream *s) {
+    return atomic_load_explicit(&cs->active, memory_order_relaxed) && !cs->blocked && !cs->doomed && !cs->capturing &&
+           atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK && gaio__stream_status(s) == GAIO_OK;
+}
+
 /* An op already issued will fail the stream when it retires (the first one's failure
  * sticks): later ops skip their device work. */
 static void doom(cuda_stream *cs, gaio_status st) {
@@ -279,20 +308,8 @@ static gaio_status issue(cuda_stream *cs, cuda_pending *p, bool submitting, gaio
     bool host = gaio__cuda_is_host_op(op);
     uint64_t ticket = cs->next_ticket + 1;
     bool write = op->kind == GAIO_OP_RECORD || host || ++cs->unwritten >= GAIO_CUDA_TICKET_BATCH;
-    /* The engine reads these two in its spin: store only on change, to keep the cache
-     * line from bouncing between the cores on every op. */
-    if (!write) {
-        if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
-            atomic_store_explicit(&cs->unflushed, true, memory_order_relaxed);
-        /* No clock read here: the engine notices the count stand still (gaio__cuda_flush). */
-        atomic_store_explicit(&cs->issued, atomic_load_explicit(&cs->issued, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
-    } else {
-        cs->next_ticket = ticket;
-        cs->unwritten = 0;
-        if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
-            atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
-    }
+    if (write) ticket_written(cs, ticket);
+    else issued_unwritten(cs);
     bool kick = false; /* BLOCK: wake the engine by a host callback once the GPU gets here */
     if (!fault && write) {
         const char *call = "";
@@ -479,11 +496,10 @@ void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
         ctx_use ctx = {0};
         if (ctx_need("gaio completion engine", cs->dev, &ctx) == GAIO_OK) {
             if (cs->riders) carry_riders(cs, &ctx); /* an op of no work to count them */
-            uint64_t ticket = ++cs->next_ticket;
+            uint64_t ticket = cs->next_ticket + 1;
             const char *call = "";
             CUresult r = gaio__cuda_write_ticket(cs, ticket, &call);
-            cs->unwritten = 0;
-            atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
+            ticket_written(cs, ticket);
             ctx_done(&ctx);
             if (r != CUDA_SUCCESS) {
                 (void)gaio__cu_fail("gaio completion engine", call, r);
@@ -510,20 +526,12 @@ gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, gaio_kernel
     CUkernel k;
     if (gaio__cuda_kernel_handle(fn, kernel, &k) != GAIO_OK) return GAIO_OK; /* the op's path reports it */
     pthread_mutex_lock(&cs->lock);
-    /* `active` changes under the lock only: the engine keeps the stream while set. */
-    bool ok = cs->kernel == kernel && atomic_load_explicit(&cs->active, memory_order_relaxed) && !cs->blocked &&
-              !cs->doomed && !cs->capturing && atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK &&
-              gaio__stream_status(s) == GAIO_OK;
-    if (ok)
-        ok = gaio__cu()->cuLaunchKernel((CUfunction)k, li->grid.x, li->grid.y, li->grid.z, li->block.x, li->block.y,
-                                        li->block.z, (unsigned)li->shared_mem_bytes, cs->cu, argv, NULL) == CUDA_SUCCESS;
+    bool ok = cs->kernel == kernel && direct_ok(cs, s) &&
+              gaio__cu()->cuLaunchKernel((CUfunction)k, li->grid.x, li->grid.y, li->grid.z, li->block.x, li->block.y,
+                                         li->block.z, (unsigned)li->shared_mem_bytes, cs->cu, argv, NULL) == CUDA_SUCCESS;
     if (ok) {
         cs->riders++;
-        /* As an op under an unwritten ticket: the engine flushes once the stream is quiet. */
-        if (!atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
-            atomic_store_explicit(&cs->unflushed, true, memory_order_relaxed);
-        atomic_store_explicit(&cs->issued, atomic_load_explicit(&cs->issued, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+        issued_unwritten(cs); /* as an op's: the engine flushes once the stream is quiet */
     }
     pthread_mutex_unlock(&cs->lock);
     *taken = ok;
@@ -543,23 +551,19 @@ bool gaio__cuda_fence_direct(const char *fn, gaio_stream *s, gaio_future *fut) {
     cuda_stream *cs = s->be_data;
     if (gaio__cuda_engine_policy() == GAIO_WAIT_BLOCK) return false;
     ctx_use ctx = {0};
-    if (ctx_need(fn, cs->dev, &ctx) != GAIO_OK) return false; /* the op's path reports it */
     pthread_mutex_lock(&cs->lock);
     uint64_t head = cs->fence_head;
     if (head - cs->fence_room >= GAIO_CUDA_FENCE_RING)
         cs->fence_room = atomic_load_explicit(&cs->fence_tail, memory_order_acquire); /* the entries it passed are free */
-    bool ok = head - cs->fence_room < GAIO_CUDA_FENCE_RING && atomic_load_explicit(&cs->active, memory_order_relaxed) &&
-              !cs->blocked && !cs->doomed && !cs->capturing &&
-              atomic_load_explicit(&cs->dev->fault, memory_order_acquire) == GAIO_OK && gaio__stream_status(s) == GAIO_OK;
+    /* The context last, as issue() makes it current for a ticket: a declined fence
+     * costs no context work (a context that cannot be entered: the op's path reports it). */
+    bool ok = head - cs->fence_room < GAIO_CUDA_FENCE_RING && direct_ok(cs, s) && ctx_need(fn, cs->dev, &ctx) == GAIO_OK;
     if (ok) {
         const char *call = "";
         uint64_t ticket = cs->next_ticket + 1;
         ok = gaio__cuda_write_ticket(cs, ticket, &call) == CUDA_SUCCESS; /* refused: nothing enqueued */
         if (ok) {
-            cs->next_ticket = ticket;
-            cs->unwritten = 0;
-            if (atomic_load_explicit(&cs->unflushed, memory_order_relaxed))
-                atomic_store_explicit(&cs->unflushed, false, memory_order_relaxed);
+            ticket_written(cs, ticket);
             cuda_fence *e = &cs->fences[head % GAIO_CUDA_FENCE_RING];
             e->fut = fut;
             e->riders = cs->riders; /* the launches with no op before it finish before its ticket */
