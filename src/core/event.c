@@ -66,7 +66,11 @@ gaio_status gaio_event_record(gaio_event *event, gaio_stream *stream) {
         return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the event record");
     }
     f->timed = !(event->flags & GAIO_EVENT_DISABLE_TIMING);
-    f->marker = true;
+    f->marker = true; /* the point fields are valid from here (core/object.h) */
+    f->t_ns = 0;
+    f->be_event = NULL;
+    f->be_event_free = NULL;
+    f->be_elapsed = NULL;
     gaio__future_ref(f);
     op->u.point.fut = f;
     /* Publish the new point before submitting, so that waits made after this call

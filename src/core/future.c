@@ -1,40 +1,73 @@
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/hot.h"
 #include "core/op.h"
 #include "core/op_cache.h"
 
-/* HYBRID: how long a waiter spins before it sleeps on the condition variable. */
+/* HYBRID: how long a waiter spins before it sleeps. */
 #define SPIN_WAIT_NS 50000u
+/* How many times the lock is tried before its taker sleeps: it is held for a few
+ * stores (callbacks run outside it). */
+#define LOCK_SPINS 100
+
+/* A future's lock and its sleepers use Linux futexes on words inside the future's
+ * first line, so that a future is one line to make and to complete (object.h); a
+ * pthread mutex and condition variable took 88 bytes. The lock is the three-state
+ * mutex of Drepper's "Futexes Are Tricky". */
+static void futex_wait(atomic_int *word, int expect, const struct timespec *rel) {
+    (void)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expect, rel, NULL, 0); /* EINTR, EAGAIN: the caller looks again */
+}
+
+static void futex_wake(atomic_int *word, int n) { (void)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0); }
+
+static inline void cpu_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void f_lock(gaio_future *f) {
+    int c = 0;
+    if (atomic_compare_exchange_strong_explicit(&f->lock, &c, 1, memory_order_acquire, memory_order_relaxed)) return;
+    for (int i = 0; i < LOCK_SPINS; i++) {
+        cpu_pause();
+        c = 0;
+        if (atomic_load_explicit(&f->lock, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&f->lock, &c, 1, memory_order_acquire, memory_order_relaxed))
+            return;
+    }
+    while (atomic_exchange_explicit(&f->lock, 2, memory_order_acquire) != 0) futex_wait(&f->lock, 2, NULL);
+}
+
+static void f_unlock(gaio_future *f) {
+    if (atomic_exchange_explicit(&f->lock, 0, memory_order_release) == 2) futex_wake(&f->lock, 1);
+}
 
 gaio_future *gaio__future_new(void) {
     /* From the op cache: a fence or event point costs no malloc either. */
     bool cached;
     gaio_future *f = gaio__op_block_get(sizeof *f, &cached);
     if (!f) return NULL;
-    memset(f, 0, offsetof(gaio_future, cond));
+    memset(f, 0, offsetof(gaio_future, msg)); /* the rest is written where used (object.h) */
     f->cached = cached;
     gaio__ref_init(&f->ref);
-    pthread_mutex_init(&f->lock, NULL);
     atomic_init(&f->done, 0);
+    atomic_init(&f->lock, 0);
+    atomic_init(&f->waiters, 0);
+    atomic_init(&f->dispatching, 0);
     atomic_init(&f->be_recorded, false);
-    f->cbs_tail = &f->cbs;
     return f;
-}
-
-/* Under f->lock, before a thread sleeps on f->cond (waiters > 0 means it is made). */
-static void cond_ready(gaio_future *f) {
-    if (f->cond_ready) return;
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->cond, &attr);
-    pthread_condattr_destroy(&attr);
-    f->cond_ready = true;
 }
 
 void gaio__future_ref(gaio_future *f) { gaio__ref_inc(&f->ref); }
@@ -45,13 +78,11 @@ void gaio__future_unref(gaio_future *f) {
      * callbacks remain; free any anyway for futures that never got an op. */
     for (gaio_callback *c = f->cbs; c;) {
         gaio_callback *next = c->next;
-        if (c != &f->cb0) free(c);
+        free(c);
         c = next;
     }
-    if (f->be_event_free) f->be_event_free(f->be_event);
-    if (f->cond_ready) pthread_cond_destroy(&f->cond);
-    pthread_mutex_destroy(&f->lock);
-    free(f->msg);
+    if (f->marker && f->be_event_free) f->be_event_free(f->be_event);
+    if (f->status != GAIO_OK) free(f->msg);
     if (f->cached) gaio__op_block_put(f);
     else free(f);
 }
@@ -59,36 +90,52 @@ void gaio__future_unref(gaio_future *f) {
 /* How many futures this thread is running the callbacks of (nested completions). */
 static GAIO_HOT_TLS int tl_dispatching;
 
+/* Wakes the threads asleep on `word` (done or dispatching) after the caller changed it. */
+static void wake_sleepers(gaio_future *f, atomic_int *word) {
+    if (atomic_load_explicit(&f->waiters, memory_order_seq_cst)) futex_wake(word, INT_MAX);
+}
+
 void gaio__future_complete(gaio_future *f, gaio_status status, const char *msg) {
     /* The caller's reference (an op's, a join's) keeps f alive while callbacks drop
      * theirs: no reference of our own, whose count the waiter's release would share. */
-    pthread_mutex_lock(&f->lock);
+    f_lock(f);
     if (atomic_load_explicit(&f->done, memory_order_relaxed)) {
-        pthread_mutex_unlock(&f->lock);
+        f_unlock(f);
         return;
     }
     f->status = status;
     if (status != GAIO_OK) f->msg = strdup(msg && *msg ? msg : gaio_status_string(status));
     /* Callbacks are added in order while these run (see future_add_callback), so
      * every callback runs after those added before it. */
-    f->dispatching = true;
-    atomic_store_explicit(&f->done, 1, memory_order_release);
-    if (f->waiters) pthread_cond_broadcast(&f->cond);
+    atomic_store_explicit(&f->dispatching, 1, memory_order_relaxed);
+    atomic_store_explicit(&f->done, 1, memory_order_seq_cst); /* then the sleepers: see wake_sleepers */
+    wake_sleepers(f, &f->done);
     tl_dispatching++;
     for (;;) {
-        gaio_callback *c = f->cbs;
-        if (!c) break;
-        f->cbs = c->next;
-        if (!f->cbs) f->cbs_tail = &f->cbs;
-        pthread_mutex_unlock(&f->lock);
-        c->fn(f, status, c->user);
-        if (c != &f->cb0) free(c);
-        pthread_mutex_lock(&f->lock);
+        gaio_future_fn fn;
+        void *user;
+        gaio_callback *node = NULL;
+        if (f->cb0_fn) {
+            fn = f->cb0_fn;
+            user = f->cb0_user;
+            f->cb0_fn = NULL;
+        } else if (f->cbs) {
+            node = f->cbs;
+            f->cbs = node->next;
+            fn = node->fn;
+            user = node->user;
+        } else {
+            break;
+        }
+        f_unlock(f);
+        fn(f, status, user);
+        free(node);
+        f_lock(f);
     }
     tl_dispatching--;
-    f->dispatching = false;
-    if (f->waiters) pthread_cond_broadcast(&f->cond); /* callers of then waiting for us */
-    pthread_mutex_unlock(&f->lock);
+    atomic_store_explicit(&f->dispatching, 0, memory_order_seq_cst);
+    wake_sleepers(f, &f->dispatching); /* callers of then waiting for us */
+    f_unlock(f);
 }
 
 gaio_status gaio_future_retain(gaio_future *fut) {
@@ -113,14 +160,35 @@ gaio_status gaio_future_poll(gaio_future *fut) {
     return future_result(fut, __func__);
 }
 
+/* Sleeps until f is done or timeout_ns (GAIO_INFINITE: none) has passed; whether it is done. */
+static bool sleep_until_done(gaio_future *f, int64_t timeout_ns) {
+    uint64_t deadline = timeout_ns == GAIO_INFINITE ? 0 : gaio__now_ns() + (uint64_t)timeout_ns;
+    /* seq_cst: the completing thread stores done, then reads waiters; we count
+     * ourselves, then the futex reads done: one of us sees the other. */
+    atomic_fetch_add_explicit(&f->waiters, 1, memory_order_seq_cst);
+    while (!atomic_load_explicit(&f->done, memory_order_acquire)) {
+        if (timeout_ns == GAIO_INFINITE) {
+            futex_wait(&f->done, 0, NULL);
+            continue;
+        }
+        uint64_t now = gaio__now_ns();
+        if (now >= deadline) break;
+        uint64_t left = deadline - now;
+        struct timespec rel = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+        futex_wait(&f->done, 0, &rel);
+    }
+    atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
+    return atomic_load_explicit(&f->done, memory_order_acquire);
+}
+
 gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
     GAIO_REQUIRE_PTR(fut);
     GAIO_REQUIRE(timeout_ns >= 0, "timeout_ns is %lld; it must be >= 0 (0 polls, GAIO_INFINITE waits)",
                  (long long)timeout_ns);
     if (gaio__future_is_done(fut)) return future_result(fut, __func__);
     if (timeout_ns == 0) return GAIO_FAIL(GAIO_ERR_TIMEOUT, "the future is not complete");
-    /* Spin first, as the wait policy says: a condition-variable wake-up costs
-     * microseconds, often more than the work waited for. */
+    /* Spin first, as the wait policy says: a wake-up from sleep costs microseconds,
+     * often more than the work waited for. */
     gaio_wait_policy policy = gaio__runtime_wait_policy();
     if (policy != GAIO_WAIT_BLOCK) {
         uint64_t start = gaio__now_ns();
@@ -132,9 +200,7 @@ gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
             /* After a short pure spin, yield between looks where cores are few: the
              * thread that completes the future may be waiting for this one's core. */
             if (few && i >= 256) sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-            else __builtin_ia32_pause();
-#endif
+            else cpu_pause();
         }
         if (gaio__future_is_done(fut)) return future_result(fut, __func__);
         uint64_t spent = gaio__now_ns() - start;
@@ -144,25 +210,13 @@ gaio_status gaio_future_wait(gaio_future *fut, int64_t timeout_ns) {
             timeout_ns -= (int64_t)spent;
         }
     }
-    pthread_mutex_lock(&fut->lock);
-    cond_ready(fut);
-    fut->waiters++;
-    if (timeout_ns == GAIO_INFINITE) {
-        while (!atomic_load_explicit(&fut->done, memory_order_relaxed)) pthread_cond_wait(&fut->cond, &fut->lock);
-    } else {
-        struct timespec deadline = gaio__deadline(timeout_ns);
-        while (!atomic_load_explicit(&fut->done, memory_order_relaxed))
-            if (pthread_cond_timedwait(&fut->cond, &fut->lock, &deadline) != 0) break;
-    }
-    fut->waiters--;
-    bool done = atomic_load_explicit(&fut->done, memory_order_relaxed);
-    pthread_mutex_unlock(&fut->lock);
-    if (!done) return GAIO_FAIL(GAIO_ERR_TIMEOUT, "the future did not complete within %lld ns", (long long)timeout_ns);
+    if (!sleep_until_done(fut, timeout_ns))
+        return GAIO_FAIL(GAIO_ERR_TIMEOUT, "the future did not complete within %lld ns", (long long)timeout_ns);
     return future_result(fut, __func__);
 }
 
 const char *gaio_future_message(gaio_future *fut) {
-    if (!fut || !gaio__future_is_done(fut) || !fut->msg) return "";
+    if (!fut || !gaio__future_is_done(fut) || fut->status == GAIO_OK || !fut->msg) return "";
     return fut->msg;
 }
 
@@ -173,30 +227,38 @@ const char *gaio_future_message(gaio_future *fut) {
  * (it could wait on itself, or on another thread waiting for it): its callback
  * joins the list and the completing thread runs it after the earlier ones. */
 static gaio_status future_add_callback(gaio_future *f, gaio_future_fn fn, void *user) {
-    pthread_mutex_lock(&f->lock);
-    if (f->dispatching && tl_dispatching == 0) {
-        cond_ready(f);
-        f->waiters++;
-        while (f->dispatching) pthread_cond_wait(&f->cond, &f->lock);
-        f->waiters--;
+    f_lock(f);
+    while (atomic_load_explicit(&f->dispatching, memory_order_relaxed) && tl_dispatching == 0) {
+        /* As sleep_until_done: count ourselves, then the futex reads the word. */
+        atomic_fetch_add_explicit(&f->waiters, 1, memory_order_seq_cst);
+        f_unlock(f);
+        futex_wait(&f->dispatching, 1, NULL);
+        atomic_fetch_sub_explicit(&f->waiters, 1, memory_order_relaxed);
+        f_lock(f);
     }
-    if (!atomic_load_explicit(&f->done, memory_order_relaxed) || f->dispatching) {
-        gaio_callback *c = &f->cb0; /* used once: a node already run may still be in a loop's hands */
-        if (f->cb0_taken) c = malloc(sizeof *c);
-        if (!c) {
-            pthread_mutex_unlock(&f->lock);
-            return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the callback");
+    if (!atomic_load_explicit(&f->done, memory_order_relaxed) ||
+        atomic_load_explicit(&f->dispatching, memory_order_relaxed)) {
+        if (!f->cb0_taken) { /* in place, once: a later callback must not run before an earlier node */
+            f->cb0_taken = true;
+            f->cb0_fn = fn;
+            f->cb0_user = user;
+        } else {
+            gaio_callback *c = malloc(sizeof *c);
+            if (!c) {
+                f_unlock(f);
+                return GAIO_FAIL(GAIO_ERR_NO_MEMORY, "out of host memory for the callback");
+            }
+            c->next = NULL;
+            c->fn = fn;
+            c->user = user;
+            gaio_callback **tail = &f->cbs; /* more than one callback is rare: walk to the end */
+            while (*tail) tail = &(*tail)->next;
+            *tail = c;
         }
-        f->cb0_taken = true;
-        c->next = NULL;
-        c->fn = fn;
-        c->user = user;
-        *f->cbs_tail = c;
-        f->cbs_tail = &c->next;
-        pthread_mutex_unlock(&f->lock);
+        f_unlock(f);
         return GAIO_OK;
     }
-    pthread_mutex_unlock(&f->lock);
+    f_unlock(f);
     fn(f, f->status, user);
     return GAIO_OK;
 }

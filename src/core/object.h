@@ -80,34 +80,38 @@ typedef struct gaio_callback {
     void *user;
 } gaio_callback;
 
+/* A future's first 64 bytes are all that a fence's future touches: the submitter
+ * writes them when it makes one and the completion thread when it completes it, so
+ * each line more is a line the two pass back and forth on every fence. The rest is
+ * written only where used: the message on failure, the point fields for events. */
 struct gaio_future {
     gaio_ref ref;
-    pthread_mutex_t lock;
-    bool cond_ready;
     atomic_int done;
-    int waiters;
+    atomic_int lock;        /* 0 free, 1 held, 2 held with sleepers (future.c: a futex word) */
+    atomic_int waiters;     /* threads asleep on `done` or `dispatching` */
+    atomic_int dispatching; /* the completing thread still runs callbacks: later ones queue behind */
     gaio_status status;
-    char *msg;     /* set once on failure */
-    uint64_t t_ns; /* when the point was reached (record ops) */
     bool timed;
     bool marker; /* an event's point: other streams may wait on it, so devices mark it (CUevent);
                     a fence is only watched by the host and needs none */
-    bool dispatching; /* the completing thread still runs callbacks: later ones queue behind */
-    bool cached;      /* its memory goes back to the op cache */
-    /* A point recorded on a device stream carries the backend's own marker (CUDA: a
-     * CUevent), set before the record op is submitted and freed with the future. */
-    void *be_event;
+    bool cached; /* its memory goes back to the op cache */
+    bool cb0_taken;
     atomic_bool be_recorded; /* the marker was enqueued: streams may wait on it */
+    /* The first callback, in place: a future mostly gets one (a then, a completion
+     * queue's), and it costs no malloc that the completing thread would free. Later
+     * ones are nodes in `cbs`, in the order added. */
+    gaio_future_fn cb0_fn;
+    void *cb0_user;
+    gaio_callback *cbs;
+    /* Not cleared by gaio__future_new: */
+    char *msg;     /* set once on failure (status != GAIO_OK) */
+    uint64_t t_ns; /* when the point was reached (record ops; set by event points) */
+    /* A point recorded on a device stream carries the backend's own marker (CUDA: a
+     * CUevent), set before the record op is submitted and freed with the future; valid
+     * where `marker` is set (gaio_event_record clears them). */
+    void *be_event;
     void (*be_event_free)(void *be_event);
     gaio_status (*be_elapsed)(gaio_future *start, gaio_future *end, float *ms);
-    gaio_callback *cbs, **cbs_tail;
-    /* The first callback's node: a future mostly gets one (a then, a completion
-     * queue's), and it costs no malloc that the completing thread would free. */
-    gaio_callback cb0;
-    bool cb0_taken;
-    /* Last, and not cleared by gaio__future_new: made when a thread first sleeps on the
-     * future (cond_ready), which most never do, so a new future writes a line less. */
-    pthread_cond_t cond;
 };
 
 struct gaio_kernel {
