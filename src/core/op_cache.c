@@ -6,10 +6,8 @@
 #include <stdlib.h>
 
 #include "core/hot.h"
+#include "core/prefetch.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 /* Under AddressSanitizer every op comes from malloc, so that a use after retire
  * is reported rather than hidden by reuse. */
@@ -42,29 +40,12 @@ typedef struct local {
     unsigned nfree;
     block *out, *out_tail; /* blocks this thread retired, beyond LOCAL_MAX: the next chain */
     unsigned nout;
+    unsigned lines; /* cache lines the last request used */
     bool registered;
 } local;
 
 static GAIO_HOT_TLS local tl;
 
-/* __builtin_prefetch(p, 1, ...) is a read prefetch on x86 unless the build targets
- * PREFETCHW: the line then arrives shared, and the first store to it waits for a second
- * trip to the core that last wrote it (the thread that retired the block). PREFETCHW
- * fetches it for writing; every x86-64 CPU of the last decade has it, and CPUID says. */
-#if defined(__x86_64__) || defined(__i386__)
-static bool have_prefetchw;
-static pthread_once_t prefetchw_once = PTHREAD_ONCE_INIT;
-static void detect_prefetchw(void) {
-    unsigned a, b, c, d;
-    have_prefetchw = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)); /* 3DNowPrefetch */
-}
-static inline void prefetch_for_write(const char *p) {
-    if (have_prefetchw) __asm__ volatile("prefetchw %0" : : "m"(*p));
-    else __builtin_prefetch(p, 1, 3);
-}
-#else
-static inline void prefetch_for_write(const char *p) { __builtin_prefetch(p, 1, 3); }
-#endif
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -90,9 +71,6 @@ static void make_key(void) {
 
 static void register_thread(void) {
     pthread_once(&key_once, make_key);
-#if defined(__x86_64__) || defined(__i386__)
-    pthread_once(&prefetchw_once, detect_prefetchw);
-#endif
     /* Any non-NULL value arms the destructor; failing that, blocks leak at thread exit. */
     (void)pthread_setspecific(exit_key, (void *)1);
     tl.registered = true;
@@ -143,9 +121,13 @@ void *gaio__op_block_get(size_t bytes, bool *cached) {
     tl.free = b->next;
     tl.nfree--;
     /* The next block was last written by the thread that retired it: fetch its lines
-     * for writing now, so that the next op does not wait for them. */
+     * for writing now, so that the next op does not wait for them: as many as the
+     * larger of the last two requests used (a future uses one line of eight; a thread
+     * may alternate launches and fences). */
+    unsigned lines = (unsigned)((bytes + 63) / 64), n = lines > tl.lines ? lines : tl.lines;
+    tl.lines = lines;
     if (tl.free)
-        for (unsigned i = 0; i < GAIO_OP_BLOCK_BYTES; i += 64) prefetch_for_write((char *)tl.free + i);
+        for (unsigned i = 0; i < n; i++) gaio__prefetch_for_write((char *)tl.free + 64 * i);
     return b;
 }
 

@@ -329,6 +329,10 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
                                   memory_order_release); /* its entry is free (the engine alone writes this) */
             finish_fence(cs, fut, riders, fault);
             *progress = true;
+            /* Everything after it has a later ticket, so nothing more is due: the next
+             * entry is left unread until the slot moves (reading it now would take its
+             * line from the submitter that is about to write it). */
+            if (fticket == seen) break;
             continue;
         }
         if (!p) break;

@@ -52,12 +52,13 @@ typedef struct cuda_pending {
  * an op would (cuda_pending.riders). The ticket, stored last (release), publishes the
  * entry: a stream's tickets only grow, so an entry is new to the engine while its
  * ticket is above the last fence the engine passed (cuda_stream.fence_last), and the
- * engine reads no count of the submitters' to find it. Two to a line. */
+ * engine reads no count of the submitters' to find it. One to a line: the engine
+ * reads an entry once its ticket is reached, and the submitter, writing the next,
+ * does not find that line taken from it. */
 typedef struct cuda_fence {
-    atomic_ullong ticket;
+    _Alignas(64) atomic_ullong ticket;
     gaio_future *fut;
     uint64_t riders;
-    uint64_t pad;
 } cuda_fence;
 
 /* Fences in flight with no op, per stream; more go the op's way. */

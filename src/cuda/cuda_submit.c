@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/prefetch.h"
 #include "cuda/cuda_internal.h"
 
 static void event_free(void *ev) {
@@ -526,6 +527,7 @@ gaio_status gaio__cuda_launch_direct(const char *fn, gaio_stream *s, gaio_kernel
     CUkernel k;
     if (gaio__cuda_kernel_handle(fn, kernel, &k) != GAIO_OK) return GAIO_OK; /* the op's path reports it */
     pthread_mutex_lock(&cs->lock);
+    gaio__prefetch_for_write(&cs->unflushed); /* for issued_unwritten, while the driver runs */
     bool ok = cs->kernel == kernel && direct_ok(cs, s) &&
               gaio__cu()->cuLaunchKernel((CUfunction)k, li->grid.x, li->grid.y, li->grid.z, li->block.x, li->block.y,
                                          li->block.z, (unsigned)li->shared_mem_bytes, cs->cu, argv, NULL) == CUDA_SUCCESS;
@@ -561,10 +563,14 @@ bool gaio__cuda_fence_direct(const char *fn, gaio_stream *s, gaio_future *fut) {
     if (ok) {
         const char *call = "";
         uint64_t ticket = cs->next_ticket + 1;
+        cuda_fence *e = &cs->fences[head % GAIO_CUDA_FENCE_RING];
+        /* The engine read both lines last (the entry a ring ago): they arrive while the
+         * driver writes the ticket, not at the unlock. */
+        gaio__prefetch_for_write(e);
+        gaio__prefetch_for_write(&cs->unflushed);
         ok = gaio__cuda_write_ticket(cs, ticket, &call) == CUDA_SUCCESS; /* refused: nothing enqueued */
         if (ok) {
             ticket_written(cs, ticket);
-            cuda_fence *e = &cs->fences[head % GAIO_CUDA_FENCE_RING];
             e->fut = fut;
             e->riders = cs->riders; /* the launches with no op before it finish before its ticket */
             cs->riders = 0;
