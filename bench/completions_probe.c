@@ -13,7 +13,10 @@
  * Rounds of 1000 ops each, every variant once a round in turn; medians per op over the
  * rounds, and each median over the floor's. Only ratios from one run compare (the
  * host's speed drifts between runs by more than the gaps measured).
- *   usage: gaio_bench_completions [spin|hybrid] [rounds] */
+ * With `segments`, the submitting thread also reads the time stamp counter between the
+ * calls of gaio's and the floor's ops, and prints what each call took (mean per op,
+ * the counter's ticks turned into ns over the run): where the submitter's time goes.
+ *   usage: gaio_bench_completions [spin|hybrid] [rounds] [segments] */
 #ifndef GAIO_BENCH_HAVE_CUDA
 #include <stdio.h>
 int main(void) {
@@ -29,6 +32,21 @@ int main(void) {
 
 #include "bench_cu.h"
 #include "bench_util.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static inline uint64_t ticks(void) { return __rdtsc(); }
+#else
+static inline uint64_t ticks(void) { return bench_now_ns(); }
+#endif
+
+/* Segment timing (`segments`): ticks spent in each call, summed over the timed rounds. */
+enum { SEG_G_LAUNCH, SEG_G_FENCE, SEG_G_THEN, SEG_G_RELEASE, SEG_F_LAUNCH, SEG_F_WRITE, NSEG };
+static const char *const seg_names[NSEG] = {"gaio_launch", "gaio_future_fence", "gaio_future_then",
+                                             "gaio_future_release", "floor: cuLaunchKernel",
+                                             "floor: cuStreamWriteValue64"};
+static uint64_t seg_ticks[NSEG];
+static bool segments;
 
 #define PROG "gaio bench completions"
 #define OPS 1000
@@ -194,7 +212,12 @@ static int run(gaio_wait_policy policy, int rounds) {
     for (int v = 0; v < NV; v++) m[v] = calloc((size_t)rounds, sizeof(double));
     uint64_t ticket = 0;
     const gaio_dim3 one = {1, 1, 1};
+    uint64_t run_ns0 = 0, run_ticks0 = 0;
     for (int r = -3; r < rounds; r++) { /* three rounds to warm up */
+        if (r == 0) {
+            run_ns0 = bench_now_ns();
+            run_ticks0 = ticks();
+        }
         for (int v = 0; v < NV; v++) {
             pthread_t th;
             bool recycles = v == RECYCLER || v == RECYCLER1 || v == EMULATOR;
@@ -214,17 +237,35 @@ static int run(gaio_wait_policy policy, int rounds) {
             }
             uint64_t t0 = bench_now_ns();
             for (int i = 0; i < OPS; i++) {
+                bool timed = segments && r >= 0;
                 if (v == GAIO) {
                     gaio_future *f;
+                    uint64_t c0 = timed ? ticks() : 0;
                     CK(gaio_launch(s, k, one, one, 0, NULL, 0));
+                    uint64_t c1 = timed ? ticks() : 0;
                     CK(gaio_future_fence(s, &f));
+                    uint64_t c2 = timed ? ticks() : 0;
                     gaio_status st = gaio_future_then(f, count_then, NULL);
+                    uint64_t c3 = timed ? ticks() : 0;
                     gaio_future_release(f);
+                    if (timed) {
+                        uint64_t c4 = ticks();
+                        seg_ticks[SEG_G_LAUNCH] += c1 - c0;
+                        seg_ticks[SEG_G_FENCE] += c2 - c1;
+                        seg_ticks[SEG_G_THEN] += c3 - c2;
+                        seg_ticks[SEG_G_RELEASE] += c4 - c3;
+                    }
                     CK(st);
                     continue;
                 }
+                uint64_t c0 = timed && v == FLOOR ? ticks() : 0;
                 CU(bench_cu.cuLaunchKernel((CUfunction)rk, 1, 1, 1, 1, 1, 1, 0, rs, NULL, NULL));
+                uint64_t c1 = timed && v == FLOOR ? ticks() : 0;
                 CU(bench_cu.cuStreamWriteValue64(rs, slot_dev, ++ticket, CU_STREAM_WRITE_VALUE_DEFAULT));
+                if (timed && v == FLOOR) {
+                    seg_ticks[SEG_F_LAUNCH] += c1 - c0;
+                    seg_ticks[SEG_F_WRITE] += ticks() - c1;
+                }
                 if (v == TRACKER || recycles) {
                     uint64_t h = atomic_load_explicit(&ring_head, memory_order_relaxed);
                     if (recycles) { /* take a block back and fill it, as a future is made */
@@ -264,6 +305,7 @@ static int run(gaio_wait_policy policy, int rounds) {
             if (r >= 0) m[v][r] = per_op;
         }
     }
+    double ns_per_tick = (double)(bench_now_ns() - run_ns0) / (double)(ticks() - run_ticks0);
     printf("%s completion thread, %d rounds of %d ops on %s; median per op, and the floor's median over it\n",
            policy == GAIO_WAIT_SPIN ? "SPIN" : "HYBRID", rounds, OPS, props.name);
     double floor_ns = 0;
@@ -272,6 +314,11 @@ static int run(gaio_wait_policy policy, int rounds) {
         if (v == FLOOR) floor_ns = med;
         printf("  %-48s %7.0f ns   %.3f\n", names[v], med, floor_ns / med);
         free(m[v]);
+    }
+    if (segments) {
+        printf("where the submitting thread's time goes (mean per op):\n");
+        for (int g = 0; g < NSEG; g++)
+            printf("  %-48s %7.0f ns\n", seg_names[g], (double)seg_ticks[g] * ns_per_tick / ((double)rounds * OPS));
     }
     CU(bench_cu.cuStreamDestroy(rs));
     CU(bench_cu.cuMemFreeHost(hs));
@@ -287,8 +334,12 @@ static int run(gaio_wait_policy policy, int rounds) {
 int main(int argc, char **argv) {
     gaio_wait_policy policy = GAIO_WAIT_SPIN;
     if (argc > 1 && strcmp(argv[1], "hybrid") == 0) policy = GAIO_WAIT_HYBRID;
-    else if (argc > 1 && strcmp(argv[1], "spin") != 0) return fprintf(stderr, "usage: %s [spin|hybrid] [rounds]\n", argv[0]), 2;
+    else if (argc > 1 && strcmp(argv[1], "spin") != 0)
+        return fprintf(stderr, "usage: %s [spin|hybrid] [rounds] [segments]\n", argv[0]), 2;
     int rounds = argc > 2 ? atoi(argv[2]) : 40;
+    if (argc > 3 && strcmp(argv[3], "segments") != 0)
+        return fprintf(stderr, "usage: %s [spin|hybrid] [rounds] [segments]\n", argv[0]), 2;
+    segments = argc > 3;
     if (rounds < 1 || rounds > 100000) return fprintf(stderr, PROG ": rounds must be 1..100000\n"), 2;
     int rc = run(policy, rounds);
     gaio_shutdown();

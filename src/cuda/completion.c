@@ -329,6 +329,7 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
                                   memory_order_release); /* its entry is free (the engine alone writes this) */
             finish_fence(cs, fut, riders, fault);
             *progress = true;
+            cs->passed++;
             /* Everything after it has a later ticket, so nothing more is due: the next
              * entry is left unread until the slot moves (reading it now would take its
              * line from the submitter that is about to write it). */
@@ -362,6 +363,7 @@ static bool poll_stream(cuda_stream *cs, uint64_t now, bool *progress) {
     }
     if (done) {
         *progress = true;
+        cs->passed++;
         finish_ops(cs, done, ndone, fault);
     }
     /* After the ops before it have retired: a host function sees the failure of a wait

@@ -154,6 +154,7 @@ typedef struct cuda_stream {
                      engine compares the slot with it without touching the op, whose line
                      the submitter writes when it links the next op */
     uint64_t flush_issued, flush_since; /* issued as last read by gaio__cuda_flush, and when */
+    uint64_t passed, flush_passed; /* engine passes that retired work here; its value at the last flush look */
     uint64_t empty_since; /* when the engine found the queue empty, 0 if it is not */
     uint64_t looked_seen, looked_at; /* the slot at the engine's last look at the queue, and when */
     bool look_again; /* look at the queue next pass whatever the slot says (host work, a push under way) */

@@ -479,16 +479,25 @@ static void carry_riders(cuda_stream *cs, ctx_use *ctx) {
 /* The engine's side of lazy tickets: a stream quiet for a moment with ops under an
  * unwritten ticket, or launches that no op carries yet, gets that ticket written, so
  * that they retire. Never blocks.
- * It reads the submitters' counters once every half GAIO_CUDA_FLUSH_NS per stream:
- * each read costs the submitter's next op a cache miss to take the line back. Quiet
- * means no op issued between two reads, so the ticket is written between half and
- * all of GAIO_CUDA_FLUSH_NS after the last op. */
+ * It reads the submitters' counters at most once every half GAIO_CUDA_FLUSH_NS per
+ * stream: each read costs the submitter's next op a cache miss to take the line back.
+ * Quiet means no op issued between two reads. A stream on which the engine retired
+ * work since its last look is not quiet, and is not read at all: a stream busy with
+ * fences (a launch then a fence, again and again) never has its line taken. Retiring
+ * stops once no more tickets are written, so this delays the flush by one look at
+ * most: the ticket is written between half and one and a half GAIO_CUDA_FLUSH_NS
+ * after the last op. */
 void gaio__cuda_flush(cuda_stream *cs, uint64_t now) {
     if (now - cs->flush_since < GAIO_CUDA_FLUSH_NS / 2) return;
+    cs->flush_since = now;
+    if (cs->passed != cs->flush_passed) {
+        cs->flush_passed = cs->passed;
+        cs->flush_issued = UINT64_MAX; /* not read: the next read cannot call it quiet */
+        return;
+    }
     uint64_t issued = atomic_load_explicit(&cs->issued, memory_order_relaxed);
     bool quiet = issued == cs->flush_issued;
     cs->flush_issued = issued;
-    cs->flush_since = now;
     if (!quiet || !atomic_load_explicit(&cs->unflushed, memory_order_relaxed)) return;
     if (pthread_mutex_trylock(&cs->lock) != 0) return;
     /* A capturing stream's ticket would land in the graph: its ops retired already. */
