@@ -85,6 +85,11 @@ gaio_status gaio_attention(gaio_stream *stream, const gaio_tensor *q, const gaio
     gaio_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
     if (stream->ctx->be->kind == GAIO_DEVICE_CUDA) {
         /* The tensor-core kernel's shapes (kernels/dnn/attention.cu). */
+        gaio_device_props props;
+        if ((st = gaio_device_get_props(stream->ctx->device, &props)) != GAIO_OK) return st;
+        if (props.compute_major < 8)
+            return UNSUPPORTED("attention on a GPU needs compute capability 8.0 or newer (cp.async, f16 mma); "
+                               "device %d is %d.%d", stream->ctx->device, props.compute_major, props.compute_minor);
         if (ky.dtype != GAIO_KT_F16 || (D != 32 && D != 64))
             return UNSUPPORTED("attention on a GPU takes f16 with a head size of 32 or 64 (got %s, %lld)",
                                gaio_dtype_name((gaio_dtype)ky.dtype), (long long)D);

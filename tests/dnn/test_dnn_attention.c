@@ -195,6 +195,20 @@ static void test_bad(env *e) {
     drop(&q), drop(&k), drop(&y);
 }
 
+/* A GPU older than sm_80 (the fake driver's GAIO_FAKE_CUDA_CC=7.5): refused by name,
+ * with nothing enqueued (the kernel's SASS for it is an empty body). */
+static void test_old_gpu(env *e) {
+    ht q, y;
+    make(e, &q, GAIO_DTYPE_F16, 3, (int64_t[]){2, 5, 64}, 1.0, NULL);
+    make(e, &y, GAIO_DTYPE_F16, 3, (int64_t[]){2, 5, 64}, 1.0, NULL);
+    const gaio_attention_params one = {1.0f};
+    CHECK(gaio_attention(e->s, &q.t, &q.t, &q.t, NULL, &y.t, &one) == GAIO_ERR_NOT_SUPPORTED);
+    CHECK(strstr(gaio_last_error(), "compute capability 8.0 or newer") != NULL);
+    printf("  refused on an sm_7x GPU: %s\n", gaio_last_error());
+    OK(gaio_stream_synchronize(e->s));
+    drop(&q), drop(&y);
+}
+
 static void run(int device) {
     env e = {0};
     gaio_device_props props;
@@ -203,6 +217,12 @@ static void run(int device) {
     e.rng = test_seed();
     OK(gaio_context_create(device, NULL, &e.ctx));
     OK(gaio_stream_create(e.ctx, 0, 0, &e.s));
+    if (e.cuda && props.compute_major < 8) {
+        test_old_gpu(&e);
+        OK(gaio_stream_release(e.s));
+        OK(gaio_context_release(e.ctx));
+        return;
+    }
     const gaio_dtype F16 = GAIO_DTYPE_F16, F32 = GAIO_DTYPE_F32;
     attn_case(&e, "vit: 197 tokens, head 64", F16, 1, 1, 5, 197, 197, 64, 0, NULL, F16, false);
     attn_case(&e, "swin: 49 tokens, head 32, bias", F16, 2, 3, 4, 49, 49, 32, 3, (int64_t[]){4, 49, 49}, F16, false);

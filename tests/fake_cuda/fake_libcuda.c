@@ -184,15 +184,24 @@ static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
     return r;
 }
 
-/* An sm_90 GPU. Attributes not named read as 1: the feature flags among them
- * (64-bit stream memory operations, unified addressing, ...) say "supported". */
+/* An sm_90 GPU, or the compute capability GAIO_FAKE_CUDA_CC names ("7.5": for code
+ * that refuses older GPUs). Attributes not named read as 1: the feature flags among
+ * them (64-bit stream memory operations, unified addressing, ...) say "supported". */
+static void fake_cc(int *major, int *minor) {
+    *major = 9, *minor = 0;
+    const char *v = getenv("GAIO_FAKE_CUDA_CC");
+    if (v && sscanf(v, "%d.%d", major, minor) != 2) *major = 9, *minor = 0;
+}
+
 static CUresult fake_cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev) {
     if (!value) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = check_device(dev);
     if (r != CUDA_SUCCESS) return r;
+    int major, minor;
+    fake_cc(&major, &minor);
     switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = major; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = minor; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: *value = 32; break;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;

@@ -24,6 +24,13 @@
 
 #include "dnn/attention_math.h"
 
+// cp.async and the f16 mma need sm_80: older GPUs are refused on the host
+// (dnn/attention.c), and their SASS of this kernel is an empty body.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define GAIO_ATTENTION_BODY 1
+#endif
+
+#if GAIO_ATTENTION_BODY
 namespace {
 
 constexpr int BQ = 64, BK = 64, WARPS = 4, MAXD = 64;
@@ -295,14 +302,17 @@ __device__ void attention(const gaio_ktensor &q, const gaio_ktensor &k, const ga
 }
 
 } // namespace
+#endif
 
 // grid (ceil(L / 64), B1, B0), 128 threads; four blocks an SM: 128 registers a thread, no
 // spills (the compiler took 168 otherwise: three blocks, Swin-T's attentions 13% slower).
 extern "C" __global__ void __launch_bounds__(128, 4) gaio_dnn_attention(gaio_ktensor q, gaio_ktensor k, gaio_ktensor v,
                                                                      gaio_ktensor bias, gaio_ktensor y, gaio_kattn p) {
+#if GAIO_ATTENTION_BODY
     __shared__ smem_t sm;
     if (q.shape[3] == 64)
         attention<64>(q, k, v, bias, y, p, sm);
     else
         attention<32>(q, k, v, bias, y, p, sm);
+#endif
 }
