@@ -8,7 +8,6 @@
 #include "core/hot.h"
 #include "core/prefetch.h"
 
-
 /* Under AddressSanitizer every op comes from malloc, so that a use after retire
  * is reported rather than hidden by reuse. */
 #if defined(__SANITIZE_ADDRESS__)

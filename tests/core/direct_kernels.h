@@ -52,6 +52,14 @@ static inline gaio_status direct_host_spin(const gaio_launch_info *info, void *c
     return GAIO_OK;
 }
 
+/* Whether launches on `device` run their kernels: on the host and on a real GPU, not on
+ * the fake driver (tests/fake_cuda), whose launches do nothing. */
+static inline bool direct_kernels_run(int device) {
+    gaio_device_props props;
+    OK(gaio_device_get_props(device, &props));
+    return props.kind == GAIO_DEVICE_HOST || strstr(props.name, "fake") == NULL;
+}
+
 typedef struct direct_kernels {
     gaio_kernel *add1, *add3, *spin;
 } direct_kernels;
