@@ -8,10 +8,11 @@ noise, quality 95, seeded) and ResNet-50 (torchvision, random weights, seeded)
 exported with torch.onnx.export (TorchScript exporter, opset 17, symbolic batch), then
 times images/s over all the files, best of --reps:
 
-* gaio: `gaio classify resnet50.onnx IMAGES... --batch B -q` (its own summary line:
-  reading, nvJPEG decode, preprocess, fp16 inference, top 5; setup excluded), and again
-  with `--host-share 0.1` (a tenth of each batch decoded by the host threads beside
-  nvJPEG);
+* gaio: `gaio classify resnet50.onnx IMAGES... --batch B -q --decode gpu` (its own
+  summary line: reading, nvJPEG decode, preprocess, fp16 inference, top 5; setup,
+  which waits for nvJPEG's decoders, excluded), again with `--host-share 0.1` (a tenth
+  of each batch decoded by the host threads beside nvJPEG), and with the default
+  `--decode auto` (the host threads decode until nvJPEG is up: its start counted);
 * peer: torchvision.io.read_file + decode_jpeg(device="cuda") on each batch,
   resize (shorter side 256, bilinear, antialias) + center crop 224 + normalize, and
   torch.compile(mode="reduce-overhead") of the fp16 channels-last model, top 5 copied
@@ -171,8 +172,10 @@ def main():
     tool = a.jpeg_rate or os.path.join(os.path.dirname(os.path.abspath(a.gaio)), "gaio_jpeg_rate")
     hw, host, lines = decoders_alone(tool, paths, a.batch, a.reps)
     print("  " + lines.replace("\n", "\n  "), flush=True)
-    g, line = time_gaio(a.gaio, model, paths, a.batch, a.reps)
-    print(f"  gaio: {line}", flush=True)
+    g, line = time_gaio(a.gaio, model, paths, a.batch, a.reps, ["--decode", "gpu"])
+    print(f"  gaio --decode gpu: {line}", flush=True)
+    ga, linea = time_gaio(a.gaio, model, paths, a.batch, a.reps)
+    print(f"  gaio (--decode auto): {linea}", flush=True)
     g1, line1 = time_gaio(a.gaio, model, paths, a.batch, a.reps, ["--host-share", "0.1"])
     print(f"  gaio --host-share 0.1: {line1}", flush=True)
     dec = peer(net, paths, a.batch, a.reps, model_too=False)
@@ -183,6 +186,8 @@ def main():
     print(f"| gaio classify (nvJPEG, preprocess, fp16 ResNet-50, top 5) | {g:,.0f} | {g / p:.2f}x | {g / floor:.2f} |")
     print(f"| gaio classify --host-share 0.1 (a tenth on the host threads) | {g1:,.0f} | {g1 / p:.2f}x "
           f"| {g1 / floor:.2f} |")
+    print(f"| gaio classify --decode auto (host threads until nvJPEG is up) | {ga:,.0f} | {ga / p:.2f}x "
+          f"| {ga / floor:.2f} |")
     print(f"| peer: torchvision decode_jpeg + resize + normalize + torch.compile | {p:,.0f} | 1.00x "
           f"| {p / floor:.2f} |")
     print(f"| peer's read + decode alone | {dec:,.0f} | {dec / p:.2f}x | {dec / floor:.2f} |")

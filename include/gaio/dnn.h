@@ -79,8 +79,11 @@ typedef enum gaio_dnn_library {
 
 /* Whether a library loads in this process, in words ("cuDNN 9.14.0 from
  * libcudnn.so.9"), or GAIO_ERR_DRIVER with the reason; GAIO_ERR_NOT_SUPPORTED for a
- * GPU library in a build without the CUDA backend. Opens the library when needed.
- * The text stays valid until the next call on the same thread. */
+ * GPU library in a build without the CUDA backend. Opens the library when needed
+ * (cuDNN with its engine libraries, which it would otherwise open at the first
+ * convolution: 0.1-0.2 s), needing no device: a program that minds its start may call
+ * it on a thread of its own while the device starts. The text stays valid until the
+ * next call on the same thread. */
 gaio_status gaio_dnn_library_status(gaio_dnn_library lib, const char **description);
 
 /* The stream's own handle (cudnnHandle_t, cublasHandle_t), made on first use and bound

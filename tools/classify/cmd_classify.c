@@ -1,26 +1,34 @@
 /* `gaio classify MODEL.onnx IMAGES...`: image classification end to end.
  *
  * The pipeline, per batch of --batch images, on one of SLOTS streams in turn:
- *   host threads (decode_pool.c) read the files ahead, and decode on the CPU those the
- *     GPU decoder cannot take (PNG, progressive JPEG, gray...) into pinned memory;
- *   on the stream: nvJPEG decodes the batch's JPEGs on the GPU (the hardware decoder
- *     on an H100), host-decoded images are copied up, gaio_preprocess_varshape crops,
- *     resizes and normalizes them all into the model's input in one launch, the model
- *     runs (gaio_model_run) and its scores are copied back to pinned memory;
+ *   host threads (decode_pool.c) read the files ahead, and decode on the CPU into pinned
+ *     memory (uploaded by the pool on a GPU) those nvJPEG does not take;
+ *   on the stream: nvJPEG decodes the batch's JPEGs it takes on the GPU (the hardware
+ *     decoder on an H100), gaio_preprocess_varshape crops, resizes and normalizes them
+ *     all into the model's input in one launch, the model runs (gaio_model_run) and its
+ *     scores are copied back to pinned memory;
  *   the host prints each image's top K once its batch's future completes.
  * While batch b runs on the GPU, batch b+1 is decoded and enqueued on another stream:
  * the exec orders its runs, everything else overlaps. On the host device (--device 0)
  * the same pipeline runs on gaio's CPU backend with libjpeg-turbo / libpng decoding.
  *
+ * nvJPEG takes 0.6 s or more to start. --decode auto (the default) never waits for it:
+ * the host threads decode from setup on, and nvJPEG, started after setup for long runs
+ * only, takes the JPEGs of batches read once a slot's decoder is up. --decode gpu makes
+ * the decoders during setup and gives nvJPEG every JPEG it takes.
+ *
  * The engine (gaio_engine_build: the plan, tuned cuDNN plans, the weights in their final
  * form; seconds on a GPU) is cached on disk by engine_cache.c, keyed by the model file's
  * bytes, the options, the device and the library versions: later runs load it
- * (gaio_engine_load) and make their execution context at once. */
+ * (gaio_engine_load_memory) and make their execution context at once. Setup overlaps
+ * what it can with the driver's start (0.2-0.3 s): a thread hashes the model file and
+ * opens cuDNN and cuBLASLt, another makes the context while this one reads the entry. */
 #include "cmd_classify.h"
 #include "cli_util.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,6 +47,16 @@
 #define SLOTS 3
 #define MAX_BATCH 1024
 #define CROP 0.875 /* torchvision's Resize(256) + CenterCrop(224) for a 224 input */
+/* --decode auto starts nvJPEG only for runs of more images than this per host thread:
+ * its decoders take about 0.6 s to make (perf-notes, "The 0.5 s setup target"), in
+ * which the threads decode about 30 1080p JPEGs each. */
+#define AUTO_NVJPEG_PER_THREAD 32
+
+typedef enum decode_mode {
+    DECODE_AUTO, /* host threads from the start, nvJPEG's batches once its decoders are up */
+    DECODE_GPU,  /* setup waits for nvJPEG: it takes every JPEG it can */
+    DECODE_HOST  /* no nvJPEG */
+} decode_mode;
 
 static const float IMAGENET_MEAN[3] = {0.485f, 0.456f, 0.406f}, IMAGENET_STD[3] = {0.229f, 0.224f, 0.225f};
 
@@ -69,7 +87,9 @@ typedef struct job {
     int top, batch, device, threads;
     double host_share; /* --host-share */
     bool host_share_given;
-    bool quiet, no_gpu_decode, no_cache;
+    bool quiet, no_cache;
+    decode_mode decode;
+    bool decode_given;
     const char **images;
     long nimages;
     gaio_context *ctx;
@@ -83,11 +103,24 @@ typedef struct job {
     int64_t out_shape[GAIO_TENSOR_MAX_NDIM]; /* the batch resolved */
     labels names;
     dp_item *items;
+    dp_pool *pool;
+    long submitted;        /* items handed to the pool */
+    long first_gpu_batch;  /* the first batch any of whose items went to nvJPEG, or -1 */
     slot slots[SLOTS];
+    /* Slots 0..nv_ready-1 have a decoder: set once before the run (--decode gpu), or
+     * raised by the background thread that makes them one after another (auto). */
+    atomic_int nv_ready;
+    pthread_t nv_thread;
+    bool nv_started;
+    gaio_stream *nv_stream; /* the background thread's: the slots' streams carry batches */
+    char nv_err[256];
+    engine_cache_model hashed; /* the model file's part of the engine cache's key */
     int hardware; /* nvJPEG's backend: 1 hardware, 0 default, -1 none */
     int host_quota; /* of a full batch's JPEGs nvJPEG could take, those the host threads decode */
     char nvjpeg_note[320];
     double t_device, t_model, t_engine, t_exec, t_nvjpeg; /* setup's parts, seconds */
+    double t_read; /* the cache's key and file, beside the context's making */
+    engine_cache_entry entry; /* read_cached_engine's */
     int guessed_batch; /* of an engine found in the cache before the model was parsed */
     long done_images, failed_images;
     progress bar;
@@ -117,23 +150,30 @@ void gaio_cmd_classify_usage(FILE *out) { gaio_cmd_classify_usage_lead(out, "  "
 void gaio_cmd_classify_usage_lead(FILE *out, const char *lead) {
     fprintf(out,
             "%sclassify   MODEL.onnx IMAGE... [--labels FILE] [--top K] [--batch N] [--device N]\n"
-            "             [--threads N] [--host-decode | --host-share F] [--cache DIR | --no-cache] [-q]\n"
+            "             [--threads N] [--decode auto|gpu|host | --host-share F] [--cache DIR | --no-cache]\n"
+            "             [-q]\n"
             "             classify PNG / JPEG images with an ONNX classifier (input [N,3,H,W],\n"
             "             ImageNet normalization, center crop 0.875): JPEGs decoded on the GPU\n"
-            "             by nvJPEG (the hardware decoder where there is one), the rest by host\n"
-            "             threads; prints each image's top K (default 5) and images/s.\n"
+            "             by nvJPEG (the hardware decoder where there is one) or by host threads\n"
+            "             (libjpeg-turbo, libpng); prints each image's top K (default 5) and\n"
+            "             images/s.\n"
             "             --batch: images per inference (default 32, or the model's fixed\n"
             "             batch); --device: 0 = host, 1.. = GPUs (default: the first GPU);\n"
             "             --threads: host decode threads (default: online cores);\n"
-            "             --host-decode: no nvJPEG; --host-share: the fraction (0..1) of each\n"
-            "             batch's JPEGs the host threads decode beside nvJPEG (default 0);\n"
+            "             --decode auto (default): the host threads decode from the start, and\n"
+            "             for runs of more than %d images a thread nvJPEG starts beside them\n"
+            "             and takes the JPEGs of batches read once it is up (it takes about\n"
+            "             0.6 s to start); gpu: setup waits for nvJPEG, which takes every JPEG\n"
+            "             it can; host: no nvJPEG (also --host-decode);\n"
+            "             --host-share: the fraction (0..1) of each batch's JPEGs the host\n"
+            "             threads decode beside nvJPEG (default 0; implies --decode gpu);\n"
             "             -q: only the summary line.\n"
             "             The model's engine (plan, tuned convolutions, weights) is cached in\n"
             "             --cache DIR (default $XDG_CACHE_HOME/gaio or ~/.cache/gaio), keyed by\n"
             "             the model file's bytes, batch, device and versions: later runs load it\n"
             "             instead of building it (stderr says which); --no-cache: build, keep\n"
             "             nothing\n",
-            lead);
+            lead, AUTO_NVJPEG_PER_THREAD);
 }
 
 static bool parse_int(const char *s, int lo, int hi, int *out) {
@@ -162,12 +202,21 @@ static int parse(job *j, int argc, char **argv) {
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             j->quiet = true;
         } else if (!strcmp(a, "--host-decode")) {
-            j->no_gpu_decode = true;
+            if (j->decode_given && j->decode != DECODE_HOST) return usage_error("--host-decode and --decode: give one");
+            j->decode = DECODE_HOST, j->decode_given = true;
         } else if (!strcmp(a, "--labels") || !strcmp(a, "--top") || !strcmp(a, "--batch") || !strcmp(a, "--device") ||
-                   !strcmp(a, "--threads") || !strcmp(a, "--cache") || !strcmp(a, "--host-share")) {
+                   !strcmp(a, "--threads") || !strcmp(a, "--cache") || !strcmp(a, "--host-share") ||
+                   !strcmp(a, "--decode")) {
             if (!v || (v[0] == '-' && v[1] == '-')) return usage_error("%s needs a value", a);
             i++;
             if (!strcmp(a, "--host-share")) j->host_share_given = true;
+            if (!strcmp(a, "--decode")) {
+                decode_mode m = !strcmp(v, "auto") ? DECODE_AUTO : !strcmp(v, "gpu") ? DECODE_GPU : DECODE_HOST;
+                if (m == DECODE_HOST && strcmp(v, "host"))
+                    return usage_error("--decode '%s' is not auto, gpu or host", v);
+                if (j->decode_given && j->decode != m) return usage_error("--host-decode and --decode: give one");
+                j->decode = m, j->decode_given = true;
+            }
             if (!strcmp(a, "--labels")) j->labels_path = v;
             else if (!strcmp(a, "--cache")) j->cache_dir = v;
             else if (!strcmp(a, "--top") && !parse_int(v, 1, 1000, &j->top))
@@ -194,7 +243,10 @@ static int parse(job *j, int argc, char **argv) {
         }
     }
     if (j->cache_dir && j->no_cache) return usage_error("--cache and --no-cache: give one");
-    if (j->no_gpu_decode && j->host_share_given) return usage_error("--host-decode and --host-share: give one");
+    if (j->host_share_given && j->decode_given && j->decode != DECODE_GPU)
+        return usage_error("--host-share needs nvJPEG: --%s and --host-share: give one",
+                           j->decode == DECODE_HOST ? "decode host" : "decode auto");
+    if (j->host_share_given) j->decode = DECODE_GPU; /* a share of nvJPEG's batches: it must be up */
     if (j->cache_dir && !*j->cache_dir) return usage_error("--cache needs a directory");
     if (!j->model_path) return usage_error("no model given");
     if (!j->nimages) return usage_error("no images given");
@@ -203,6 +255,41 @@ static int parse(job *j, int argc, char **argv) {
         j->threads = n < 1 ? 1 : n > 64 ? 64 : (int)n;
     }
     return 0;
+}
+
+/* ---- setup's host work, beside the device's start ---- */
+
+/* cuInit and the context take 0.2-0.3 s; meanwhile this thread hashes the model file
+ * for the engine cache's key (a tenth of a second for ResNet-50) and opens cuDNN,
+ * which loading the engine's plans needs. */
+typedef struct prelude {
+    job *j;
+    pthread_t th;
+    bool started;
+    double hashed_at, opened_at; /* seconds since setup began (GAIO_CLASSIFY_TRACE) */
+} prelude;
+
+static void *prelude_fn(void *arg) {
+    prelude *p = arg;
+    job *j = p->j;
+    double t0 = cli_now_s();
+    if (!j->no_cache) engine_cache_hash_model(j->model_path, &j->hashed);
+    p->hashed_at = cli_now_s() - t0;
+    const char *d; /* a failure is the engine load's to report */
+    if (j->device != 0) (void)gaio_dnn_library_status(GAIO_DNN_CUDNN, &d), (void)gaio_dnn_library_status(GAIO_DNN_CUBLASLT, &d);
+    p->opened_at = cli_now_s() - t0;
+    return NULL;
+}
+
+static void prelude_start(job *j, prelude *p) {
+    p->j = j;
+    p->started = pthread_create(&p->th, NULL, prelude_fn, p) == 0;
+}
+
+static void prelude_join(prelude *p) {
+    if (p->started) pthread_join(p->th, NULL);
+    else prelude_fn(p);
+    p->started = false;
 }
 
 static int pick_device(job *j) {
@@ -221,6 +308,10 @@ static int pick_device(job *j) {
     }
     if ((st = gaio_device_get_props(j->device, &p)) != GAIO_OK) return failed(j, st, "gaio_device_get_props");
     j->gpu = p.kind == GAIO_DEVICE_CUDA;
+    return 0;
+}
+
+static int make_context(job *j) {
     /* Each image in flight has a device buffer of its own (its nvJPEG output, or the
      * decode pool's upload of its host decode): a few batches of 1080p frames are
      * hundreds of MB. The pools keep that much cached, so that the steady state
@@ -228,8 +319,24 @@ static int pick_device(job *j) {
     gaio_context_options o;
     memset(&o, 0, sizeof o);
     o.pool_release_threshold = (size_t)2 << 30;
-    if ((st = gaio_context_create(j->device, &o, &j->ctx)) != GAIO_OK) return failed(j, st, "gaio_context_create");
+    gaio_status st = gaio_context_create(j->device, &o, &j->ctx);
+    if (st != GAIO_OK) return failed(j, st, "gaio_context_create");
     return 0;
+}
+
+/* The context is made on a thread of its own (0.1-0.2 s of the driver's on a GPU),
+ * while this one reads the cached engine's file. */
+typedef struct context_job {
+    job *j;
+    int rc;
+    pthread_t th;
+    bool started;
+} context_job;
+
+static void *context_thread(void *arg) {
+    context_job *c = arg;
+    c->rc = make_context(c->j);
+    return NULL;
 }
 
 /* The engine of the model for the batch, from the cache or built (and cached), and an
@@ -249,9 +356,9 @@ static const char *cache_dir(job *j, char *dir, size_t size) {
  * batch has its own (open_model sets it). */
 static int default_batch(const job *j) { return j->batch ? j->batch : j->nimages < 32 ? (int)j->nimages : 32; }
 
-/* Before the ONNX file is parsed: the engine of the default batch from the cache, and
- * the model it holds. A hit parses no ONNX file (a fifth of a second for ResNet-50). */
-static void find_cached_engine(job *j) {
+/* Before there is a context: the cache's entry of the engine of the default batch,
+ * read into memory. */
+static void read_cached_engine(job *j) {
     char dir[1024];
     const char *cache = cache_dir(j, dir, sizeof dir);
     if (!cache) return;
@@ -259,9 +366,24 @@ static void find_cached_engine(job *j) {
     memset(&eo, 0, sizeof eo);
     eo.batch = j->guessed_batch = default_batch(j);
     double t0 = cli_now_s();
+    engine_cache_lookup(cache, j->model_path, &j->hashed, j->device, &eo, &j->entry);
+    j->t_read = cli_now_s() - t0;
+}
+
+/* Before the ONNX file is parsed: the engine read_cached_engine found, loaded, and the
+ * model it holds. A hit parses no ONNX file (a fifth of a second for ResNet-50). */
+static void find_cached_engine(job *j) {
+    char dir[1024];
+    const char *cache = cache_dir(j, dir, sizeof dir);
+    if (!cache || !j->entry.found) return;
+    gaio_engine_options eo;
+    memset(&eo, 0, sizeof eo);
+    eo.batch = j->guessed_batch;
+    double t0 = cli_now_s();
     engine_cache_result res;
     gaio_model *m = NULL;
-    if (engine_cache_find(cache, j->model_path, j->ctx, j->device, &eo, &j->engine, &res) != GAIO_OK) return;
+    if (engine_cache_find(cache, j->model_path, &j->entry, j->ctx, j->device, &eo, &j->engine, &res) != GAIO_OK)
+        return;
     if (gaio_engine_model(j->engine, &m) != GAIO_OK || gaio_model_retain(m) != GAIO_OK) {
         gaio_engine_release(j->engine);
         j->engine = NULL;
@@ -286,7 +408,8 @@ static int open_engine(job *j) {
         eo.batch = j->batch; /* AUTO precision and layout */
         engine_cache_result res;
         double t0 = cli_now_s();
-        st = engine_cache_get(cache, j->model_path, j->model, j->ctx, j->device, &eo, &j->engine, &res);
+        engine_cache_entry_free(&j->entry); /* another batch's key, or a stale entry: looked up again */
+        st = engine_cache_get(cache, j->model_path, NULL, j->model, j->ctx, j->device, &eo, &j->engine, &res);
         if (st != GAIO_OK) return failed(j, st, "gaio_engine_build");
         fprintf(stderr, "gaio classify: %s%s\n", res.note, j->no_cache ? " (--no-cache)" : "");
         j->t_engine += cli_now_s() - t0;
@@ -401,8 +524,11 @@ static void *create_thread(void *arg) {
 
 static create_job creating[SLOTS];
 
+/* Slots with a decoder: batches run there may hand nvJPEG their JPEGs. */
+static int nv_ready(job *j) { return atomic_load_explicit(&j->nv_ready, memory_order_acquire); }
+
 static void start_nvjpeg(job *j) {
-    if (!j->gpu || j->no_gpu_decode) return;
+    if (!j->gpu || j->decode != DECODE_GPU) return;
     for (int k = 0; k < SLOTS; k++) {
         create_job *c = &creating[k];
         memset(c, 0, sizeof *c);
@@ -413,10 +539,7 @@ static void start_nvjpeg(job *j) {
 }
 
 static int open_nvjpeg(job *j) {
-    if (!j->gpu || j->no_gpu_decode) {
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "%s", j->gpu ? "host (--host-decode)" : "host");
-        return 0;
-    }
+    if (!j->gpu || j->decode != DECODE_GPU) return 0;
     gaio_status st = GAIO_OK;
     const char *err = NULL;
     for (int k = 0; k < SLOTS; k++) {
@@ -432,11 +555,76 @@ static int open_nvjpeg(job *j) {
     }
     if (st != GAIO_OK) return failed(j, st, "gaio_enqueue_native (nvJPEG)");
     if (err) {
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (no nvJPEG: %s)", err);
+        snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: %.200s", err);
         return 0;
     }
-    snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "nvJPEG %s + host", j->hardware ? "hardware" : "CUDA");
+    atomic_store_explicit(&j->nv_ready, SLOTS, memory_order_release);
     return 0;
+}
+
+/* --decode auto: the decoders made one after another on a thread of their own while
+ * the batches run (the first costs about 0.6 s, each later one about 0.15 s), each
+ * slot's published as soon as it is made; slot 0's first, as njd_probe uses it. Made
+ * through a stream of their own, on this thread (a plain stream runs native work on
+ * the caller's thread): the slots' streams carry batches meanwhile. */
+static void *nv_background(void *arg) {
+    job *j = arg;
+    for (int k = 0; k < SLOTS; k++) {
+        create_args a = {&j->slots[k], j->batch, 0, NJD_FAILED, ""};
+        gaio_status st = gaio_enqueue_native(j->nv_stream, create_fn, &a);
+        if (st == GAIO_OK) st = gaio_stream_synchronize(j->nv_stream);
+        if (st != GAIO_OK || a.st != NJD_OK) {
+            if (!k) /* a later slot's failure only leaves its batches to the host */
+                snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: %.200s", st != GAIO_OK ? gaio_last_error() : a.err);
+            return NULL;
+        }
+        j->hardware = a.hardware;
+        atomic_store_explicit(&j->nv_ready, k + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void start_nvjpeg_background(job *j) {
+    if (!j->gpu || j->decode != DECODE_AUTO) return;
+    if (j->nimages <= (long)j->threads * AUTO_NVJPEG_PER_THREAD) {
+        snprintf(j->nv_err, sizeof j->nv_err, "%ld images for %d threads: nvJPEG not started", j->nimages,
+                 j->threads);
+        return;
+    }
+    gaio_status st = gaio_stream_create(j->ctx, 0, 0, &j->nv_stream);
+    if (st != GAIO_OK) {
+        snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: gaio_stream_create: %.200s", gaio_last_error());
+        return;
+    }
+    j->nv_started = pthread_create(&j->nv_thread, NULL, nv_background, j) == 0;
+    if (!j->nv_started) snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: no thread to start it on");
+}
+
+/* The background thread done (its decoders are the slots' to destroy), and the
+ * summary's words for the decoders. */
+static void join_nvjpeg(job *j) {
+    if (j->nv_started) pthread_join(j->nv_thread, NULL);
+    j->nv_started = false;
+    if (j->nv_stream) gaio_stream_release(j->nv_stream), j->nv_stream = NULL;
+    const char *hw = j->hardware ? "hardware" : "CUDA";
+    if (!j->gpu)
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host");
+    else if (j->decode == DECODE_HOST)
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (--decode host)");
+    else if (j->nv_err[0])
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (%.250s)", j->nv_err);
+    else if (j->decode == DECODE_GPU)
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "nvJPEG %s + host", hw);
+    else if (j->first_gpu_batch < 0)
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (nvJPEG %s was up only after the last batch was read)",
+                 hw);
+    else
+        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host, then nvJPEG %s + host from batch %ld", hw,
+                 j->first_gpu_batch + 1);
+    if (j->host_quota) {
+        size_t len = strlen(j->nvjpeg_note);
+        snprintf(j->nvjpeg_note + len, sizeof j->nvjpeg_note - len, " (host share %d/%d)", j->host_quota, j->batch);
+    }
 }
 
 /* ---- slots ---- */
@@ -631,69 +819,102 @@ static void trace_items(const dp_item *items, int n, long b, double waited) {
             c[1] ? up / c[1] * 1e3 : 0);
 }
 
-static int run(job *j) {
-    dp_pool *pool = NULL;
+/* The decode pool, made as soon as the context is: with --decode auto or host its
+ * threads read and decode the first batches while the engine loads. */
+static int open_pool(job *j) {
     char err[256];
-    if (dp_create(j->ctx, j->threads, j->gpu, j->slots[0].nj ? gpu_ok : NULL, j, &pool, err, sizeof err) != 0) {
+    dp_gpu_ok_fn ok = j->gpu && j->decode != DECODE_HOST ? gpu_ok : NULL; /* asked only once a decoder is up */
+    if (dp_create(j->ctx, j->threads, j->gpu, ok, j, &j->pool, err, sizeof err) != 0) {
         fprintf(stderr, "gaio classify: %s\n", err);
         return 1;
     }
+    return 0;
+}
+
+/* Hands the pool the items before upto. An item may go to nvJPEG only when the slot
+ * its batch will run on has a decoder by now; --host-share's quota of each batch (of
+ * the JPEGs nvJPEG could take, spread over the batch; a short last batch the same
+ * share) stays on the host, so that nvJPEG keeps one batch size. Before the batch
+ * size is known (setup), nothing has a decoder: every item is the host's. */
+static void submit_upto(job *j, long upto) {
+    if (upto > j->nimages) upto = j->nimages;
+    int ready = j->batch ? nv_ready(j) : 0;
+    while (j->submitted < upto) {
+        long first = j->submitted, b = j->batch ? first / j->batch : 0, start = b * j->batch;
+        long end = j->batch ? (start + j->batch < j->nimages ? start + j->batch : j->nimages) : upto;
+        long stop = end < upto ? end : upto, n = end - start;
+        bool gpu = (int)(b % SLOTS) < ready;
+        long h = gpu ? (long)j->host_quota * n / j->batch : n;
+        for (long i = first; i < stop; i++) j->items[i].host = (i - start + 1) * h / n > (i - start) * h / n;
+        if (gpu && h < n && j->first_gpu_batch < 0) j->first_gpu_batch = b;
+        dp_submit(j->pool, &j->items[first], (int)(stop - first));
+        j->submitted = stop;
+    }
+}
+
+static int run(job *j) {
     long nb = (j->nimages + j->batch - 1) / j->batch;
-    /* --host-share: of the JPEGs nvJPEG could take, this many a full batch go to the
-     * host threads (spread over the batch; a short last batch the same share), so that
-     * nvJPEG keeps one batch size. */
-    j->host_quota = j->slots[0].nj ? (int)(j->host_share * j->batch + 0.5) : 0;
+    j->host_quota = nv_ready(j) ? (int)(j->host_share * j->batch + 0.5) : 0;
     const char *trace = getenv("GAIO_CLASSIFY_TRACE");
     const long ahead = SLOTS + 1; /* batches read and decoded ahead: bounds the host memory */
-    long submitted = 0;
     int rc = 0;
     progress_start(&j->bar, j->nimages, !j->quiet);
     for (long b = 0; b < nb && !rc; b++) {
         slot *sl = &j->slots[b % SLOTS];
         rc = finish(j, sl);
-        for (; !rc && submitted < nb && submitted <= b + ahead; submitted++) {
-            long first = submitted * j->batch;
-            int n = (int)(j->nimages - first < j->batch ? j->nimages - first : j->batch);
-            int h = (int)((long)j->host_quota * n / j->batch);
-            for (int i = 0; i < n; i++) j->items[first + i].host = (long)(i + 1) * h / n > (long)i * h / n;
-            dp_submit(pool, &j->items[first], n);
-        }
+        if (!rc) submit_upto(j, (b + ahead + 1) * j->batch);
         long first = b * j->batch;
         int n = (int)(j->nimages - first < j->batch ? j->nimages - first : j->batch);
         double t0 = cli_now_s();
-        for (int i = 0; i < n; i++) dp_wait(pool, &j->items[first + i]);
+        for (int i = 0; i < n; i++) dp_wait(j->pool, &j->items[first + i]);
         if (trace && *trace && *trace != '0') trace_items(&j->items[first], n, b, cli_now_s() - t0);
         if (!rc) rc = enqueue(j, sl, first, n);
     }
     for (long b = nb; b < nb + SLOTS && !rc; b++) rc = finish(j, &j->slots[b % SLOTS]);
     progress_clear(&j->bar);
-    dp_destroy(pool); /* finishes what was queued (an early failure leaves some) */
-    for (long i = 0; i < j->nimages; i++) dp_item_reset(&j->items[i]);
-    if (j->host_quota) {
-        size_t len = strlen(j->nvjpeg_note);
-        snprintf(j->nvjpeg_note + len, sizeof j->nvjpeg_note - len, " (host share %d/%d)", j->host_quota, j->batch);
-    }
     return rc;
 }
 
 int gaio_cmd_classify(int argc, char **argv) {
     job j;
     memset(&j, 0, sizeof j);
+    j.first_gpu_batch = -1;
+    atomic_init(&j.nv_ready, 0);
     double t0 = cli_now_s();
     int rc = parse(&j, argc, argv);
     if (rc < 0) {
         free(j.images);
         return 0; /* --help */
     }
+    prelude pre = {0};
+    if (!rc) prelude_start(&j, &pre);
     double ts = cli_now_s();
-    if (!rc) rc = pick_device(&j);
+    if (!rc) rc = pick_device(&j); /* cuInit */
+    context_job cj = {&j, 0, 0, false};
+    if (!rc) cj.started = pthread_create(&cj.th, NULL, context_thread, &cj) == 0;
+    double waited = cli_now_s();
+    if (!rc || pre.started) prelude_join(&pre); /* joined whatever failed */
+    waited = cli_now_s() - waited;
+    if (!rc) read_cached_engine(&j);
+    if (cj.started) pthread_join(cj.th, NULL);
+    else if (!rc) context_thread(&cj); /* no thread: made here */
+    if (!rc) rc = cj.rc;
     j.t_device = cli_now_s() - ts;
+    if (!rc) {
+        j.items = calloc((size_t)j.nimages, sizeof *j.items);
+        if (!j.items) fprintf(stderr, "gaio classify: out of host memory\n"), rc = 1;
+        for (long i = 0; !rc && i < j.nimages; i++) j.items[i].path = j.images[i];
+    }
+    /* Without waiting for nvJPEG, the host threads start on the first batches now. */
+    if (!rc && j.decode != DECODE_GPU && !(rc = open_pool(&j)))
+        submit_upto(&j, (long)(SLOTS + 2) * (j.batch ? j.batch : default_batch(&j)));
     if (!rc) find_cached_engine(&j); /* its time is the engine's */
     ts = cli_now_s();
     if (!rc) rc = open_model(&j);
     j.t_model = cli_now_s() - ts;
     if (!rc) rc = open_slots(&j);
-    /* The decoders are made while the engine loads (or builds); decoders: the wait left. */
+    /* --decode gpu: the decoders are made while the engine loads (or builds);
+     * decoders: the wait left. */
     bool decoders = !rc;
     if (decoders) start_nvjpeg(&j);
     if (!rc) rc = open_engine(&j);
@@ -703,20 +924,27 @@ int gaio_cmd_classify(int argc, char **argv) {
         if (!rc) rc = nrc;
     }
     j.t_nvjpeg = cli_now_s() - ts;
+    if (!rc && !j.pool) rc = open_pool(&j);
     if (!rc) {
-        j.items = calloc((size_t)j.nimages, sizeof *j.items);
         j.scores = malloc((size_t)j.classes * sizeof *j.scores);
         j.top_idx = malloc((size_t)j.top * sizeof *j.top_idx), j.top_val = malloc((size_t)j.top * sizeof *j.top_val);
-        if (!j.items || !j.scores || !j.top_idx || !j.top_val) {
+        if (!j.scores || !j.top_idx || !j.top_val) {
             fprintf(stderr, "gaio classify: out of host memory\n");
             rc = 1;
-        } else {
-            for (long i = 0; i < j.nimages; i++) j.items[i].path = j.images[i];
         }
     }
+    if (!rc) start_nvjpeg_background(&j);
     double t1 = cli_now_s();
+    const char *trace = getenv("GAIO_CLASSIFY_TRACE");
+    if (!rc && trace && *trace && *trace != '0')
+        fprintf(stderr, "gaio classify: setup: beside the device's start: model hashed %.3f s, DNN libraries open "
+                "%.3f s (waited for %.3f s more), cached engine's key and file %.3f s (of device)\n", pre.hashed_at,
+                pre.opened_at, waited, j.t_read);
     if (!rc) rc = run(&j);
+    join_nvjpeg(&j); /* a run shorter than nvJPEG's start waits for it here: counted */
     double t2 = cli_now_s();
+    if (j.pool) dp_destroy(j.pool); /* finishes what was queued (an early failure leaves some) */
+    for (long i = 0; j.items && i < j.nimages; i++) dp_item_reset(&j.items[i]);
     if (!rc) {
         gaio_device_props p;
         gaio_device_get_props(j.device, &p);
@@ -735,6 +963,7 @@ int gaio_cmd_classify(int argc, char **argv) {
     if (j.model) gaio_model_release(j.model);
     if (j.ctx) gaio_context_release(j.ctx);
     labels_free(&j.names);
+    engine_cache_entry_free(&j.entry);
     free(j.items), free(j.scores), free(j.top_idx), free(j.top_val), free(j.images);
     /* gaio's worker threads stopped and joined before exit: leak checkers then see no
      * thread holding a dlopen'd library's thread-local data (oneDNN's). */

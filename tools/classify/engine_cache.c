@@ -183,11 +183,21 @@ static bool hash_file(const char *path, char hex[33], uint64_t *bytes, char *err
     return ok;
 }
 
-static bool make_key(const char *model_path, gaio_context *ctx, int device, const gaio_engine_options *o,
+void engine_cache_hash_model(const char *model_path, engine_cache_model *out) {
+    memset(out, 0, sizeof *out);
+    out->ok = hash_file(model_path, out->hex, &out->bytes, out->err, sizeof out->err);
+}
+
+static bool make_key(const char *model_path, const engine_cache_model *hashed, int device, const gaio_engine_options *o,
                      char hex[33], char *err, size_t errsize) {
-    char fhex[33];
-    uint64_t bytes = 0;
-    if (!hash_file(model_path, fhex, &bytes, err, errsize)) return false;
+    engine_cache_model here;
+    if (!hashed) engine_cache_hash_model(model_path, &here), hashed = &here;
+    if (!hashed->ok) {
+        snprintf(err, errsize, "%s", hashed->err);
+        return false;
+    }
+    const char *fhex = hashed->hex;
+    uint64_t bytes = hashed->bytes;
 
     gaio_device_props p;
     gaio_status st = gaio_device_get_props(device, &p);
@@ -195,7 +205,6 @@ static bool make_key(const char *model_path, gaio_context *ctx, int device, cons
         snprintf(err, errsize, "gaio_device_get_props: %s", gaio_last_error());
         return false;
     }
-    (void)ctx;
     const char *dnn = "";
     gaio_status dst = gaio_dnn_library_status(p.kind == GAIO_DEVICE_CUDA ? GAIO_DNN_CUDNN : GAIO_DNN_ONEDNN, &dnn);
     const char *graph = getenv("GAIO_MODEL_CUDA_GRAPH");
@@ -229,33 +238,89 @@ static void one_line(char *dst, size_t size, const char *src) {
         if (*c == '\n' || *c == '\r') *c = ' ';
 }
 
-gaio_status engine_cache_find(const char *dir, const char *model_path, gaio_context *ctx, int device,
-                              const gaio_engine_options *options, gaio_engine **out, engine_cache_result *res) {
-    return engine_cache_get(dir, model_path, NULL, ctx, device, options, out, res);
+/* The whole file into memory: false with why set when it cannot be read. */
+static bool read_all(const char *path, void **data, size_t *size, char *why, size_t whysize) {
+    *data = NULL, *size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        snprintf(why, whysize, "cannot read %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return false;
+    }
+    size_t n = (size_t)sb.st_size, done = 0;
+    unsigned char *p = malloc(n ? n : 1);
+    if (!p) {
+        snprintf(why, whysize, "cannot read %s: out of host memory for %zu bytes", path, n);
+        close(fd);
+        return false;
+    }
+    while (done < n) {
+        ssize_t r = read(fd, p + done, n - done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break; /* shorter than it was: gaio_engine_load_memory says so */
+        done += (size_t)r;
+    }
+    close(fd);
+    *data = p, *size = done;
+    return true;
 }
 
-gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model *m, gaio_context *ctx, int device,
-                             const gaio_engine_options *options, gaio_engine **out, engine_cache_result *res) {
+void engine_cache_lookup(const char *dir, const char *model_path, const engine_cache_model *hashed, int device,
+                         const gaio_engine_options *options, engine_cache_entry *out) {
+    memset(out, 0, sizeof *out);
+    char hex[33];
+    double k0 = cli_now_s();
+    out->use = dir && make_key(model_path, hashed, device, options, hex, out->why, sizeof out->why);
+    out->key_seconds = cli_now_s() - k0;
+    if (!out->use) return;
+    int n = snprintf(out->path, sizeof out->path, "%s/%s.engine", dir, hex);
+    if (n < 0 || (size_t)n >= sizeof out->path) {
+        snprintf(out->why, sizeof out->why, "the cache directory's name is too long");
+        out->path[0] = 0;
+        out->use = false;
+        return;
+    }
+    struct stat sb;
+    if (stat(out->path, &sb) != 0) {
+        if (errno != ENOENT) { /* only "no such file" is a plain miss */
+            snprintf(out->why, sizeof out->why, "cannot read %s: %s", out->path, strerror(errno));
+            out->use = false;
+        }
+        return;
+    }
+    out->found = read_all(out->path, &out->data, &out->size, out->why, sizeof out->why);
+    if (!out->found) out->use = false;
+}
+
+void engine_cache_entry_free(engine_cache_entry *e) {
+    free(e->data);
+    e->data = NULL, e->size = 0, e->found = false;
+}
+
+gaio_status engine_cache_find(const char *dir, const char *model_path, engine_cache_entry *entry, gaio_context *ctx,
+                              int device, const gaio_engine_options *options, gaio_engine **out,
+                              engine_cache_result *res) {
+    return engine_cache_get(dir, model_path, entry, NULL, ctx, device, options, out, res);
+}
+
+gaio_status engine_cache_get(const char *dir, const char *model_path, engine_cache_entry *entry, gaio_model *m,
+                             gaio_context *ctx, int device, const gaio_engine_options *options, gaio_engine **out,
+                             engine_cache_result *res) {
     memset(res, 0, sizeof *res);
     *out = NULL;
-    char why[1800] = ""; /* why the cache was not used, or why the entry was stale */
-    bool use = dir != NULL;
-    char hex[33];
-    if (use && !make_key(model_path, ctx, device, options, hex, why, sizeof why)) use = false;
-    if (use) {
-        int n = snprintf(res->path, sizeof res->path, "%s/%s.engine", dir, hex);
-        if (n < 0 || (size_t)n >= sizeof res->path) {
-            snprintf(why, sizeof why, "the cache directory's name is too long");
-            res->path[0] = 0;
-            use = false;
-        }
-    }
+    engine_cache_entry here;
+    if (!entry) engine_cache_lookup(dir, model_path, NULL, device, options, &here), entry = &here;
+    char why[1800]; /* why the cache was not used, or why the entry was stale */
+    snprintf(why, sizeof why, "%s", entry->why);
+    bool use = entry->use;
+    snprintf(res->path, sizeof res->path, "%s", entry->path);
 
     /* A hit: the entry is there and loads. */
-    struct stat sb;
-    if (use && stat(res->path, &sb) == 0) {
+    if (entry->found) {
         double t0 = cli_now_s();
-        gaio_status st = gaio_engine_load(res->path, ctx, out);
+        gaio_status st = gaio_engine_load_memory(entry->data, entry->size, ctx, out);
+        engine_cache_entry_free(entry);
         if (st == GAIO_OK) {
             res->loaded = true;
             res->seconds = cli_now_s() - t0;
@@ -268,9 +333,6 @@ gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model
         char msg[600];
         one_line(msg, sizeof msg, gaio_last_error());
         snprintf(why, sizeof why, "%s (%s)", msg, gaio_status_string(st));
-    } else if (use && errno != ENOENT) {
-        snprintf(why, sizeof why, "cannot read %s: %s", res->path, strerror(errno));
-        use = false;
     }
 
     if (!m) return GAIO_ERR_NOT_FOUND; /* engine_cache_find: no build */

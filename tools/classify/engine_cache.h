@@ -36,6 +36,36 @@ void fnv128_hex(const fnv128 *h, char hex[33]);
  * else $HOME/.cache/gaio. Returns false (buf "") when neither can be made. */
 bool engine_cache_default_dir(char *buf, size_t size);
 
+/* The model file's part of the key: its hash and size, or why it could not be read.
+ * Hashing a 100 MB model takes a tenth of a second, so a caller may compute it on
+ * another thread while the device starts, and hand it to engine_cache_get / _find. */
+typedef struct engine_cache_model {
+    bool ok;
+    char hex[33];
+    uint64_t bytes;
+    char err[1100];
+} engine_cache_model;
+
+void engine_cache_hash_model(const char *model_path, engine_cache_model *out);
+
+/* An entry looked up and its file read, before there is a context: no GPU work, so a
+ * caller may do it while the device's context is being made (a 50 MB file is read in
+ * tens of milliseconds). */
+typedef struct engine_cache_entry {
+    bool use;           /* a cache directory is given and the key was made */
+    bool found;         /* the file is there and data holds its bytes */
+    void *data;
+    size_t size;
+    char path[1024];    /* the entry ("" without a cache) */
+    char why[1800];     /* why the cache is not used, or why the file could not be read */
+    double key_seconds; /* of the key (the model's hash, the device, the libraries' versions) */
+} engine_cache_entry;
+
+/* hashed: model_path's engine_cache_hash_model, or NULL to hash it here. */
+void engine_cache_lookup(const char *dir, const char *model_path, const engine_cache_model *hashed, int device,
+                         const gaio_engine_options *options, engine_cache_entry *out);
+void engine_cache_entry_free(engine_cache_entry *e);
+
 /* What engine_cache_get did. */
 typedef struct engine_cache_result {
     bool loaded;       /* from the cache */
@@ -49,18 +79,21 @@ typedef struct engine_cache_result {
 
 /* The engine of the ONNX file model_path (already loaded as m) for ctx (of device
  * index device) with options: loaded from the cache in dir when an entry is there and
- * loads, else built with gaio_engine_build and saved there. dir NULL: no cache (built).
+ * loads, else built with gaio_engine_build and saved there. entry: the same
+ * arguments' engine_cache_lookup (its bytes are freed here), or NULL to look up here. dir NULL: no cache (built).
  * Problems of the cache itself (a directory that cannot be made, a file that cannot be
  * read or written, a stale entry) never fail the call: it builds, and says so in
  * res->note. Returns gaio_engine_build's status when the build fails (gaio_last_error
  * says why). */
-gaio_status engine_cache_get(const char *dir, const char *model_path, gaio_model *m, gaio_context *ctx, int device,
-                             const gaio_engine_options *options, gaio_engine **out, engine_cache_result *res);
+gaio_status engine_cache_get(const char *dir, const char *model_path, engine_cache_entry *entry, gaio_model *m,
+                             gaio_context *ctx, int device, const gaio_engine_options *options, gaio_engine **out,
+                             engine_cache_result *res);
 
 /* The cached engine only: GAIO_OK with *out loaded from the cache, else
  * GAIO_ERR_NOT_FOUND (no cache, no entry, or a stale one: res->note says which) and
  * nothing built. Needs no loaded model: a hit parses no ONNX file. */
-gaio_status engine_cache_find(const char *dir, const char *model_path, gaio_context *ctx, int device,
-                              const gaio_engine_options *options, gaio_engine **out, engine_cache_result *res);
+gaio_status engine_cache_find(const char *dir, const char *model_path, engine_cache_entry *entry, gaio_context *ctx,
+                              int device, const gaio_engine_options *options, gaio_engine **out,
+                              engine_cache_result *res);
 
 #endif

@@ -285,10 +285,11 @@ def main():
     files = [os.path.join(work, n) for n in names]
     model, labels = os.path.join(work, "colours.onnx"), os.path.join(work, "labels.txt")
 
-    # Every image, batches of 8 (the last one short), top 3 with labels.
+    # Every image, batches of 8 (the last one short), top 3 with labels; on a GPU
+    # --decode gpu, so that nvJPEG takes every JPEG it can.
     t = time.time()
     rc, out, err = run([a.gaio, "classify", model, *files, "--labels", labels, "--top", "3", "--batch", "8",
-                        "--device", device])
+                        "--device", device, *(["--decode", "gpu"] if gpu else [])])
     summary = out.splitlines()[-1] if out else err
     print(summary, flush=True)
     check(rc == 0, f"classify exit {rc}: {err}")
@@ -317,6 +318,26 @@ def main():
           f"({time.time() - t:.1f} s)")
     if gpu:
         check_nvjpeg(a.nvjpeg_check, [f for f in files if f.endswith(".jpg")])
+
+    # --decode auto (the default): these images are too few for nvJPEG's start on the
+    # machine's threads; on one thread it starts beside the host decodes, and takes
+    # the batches read once it is up, if any. The same classes every way.
+    for extra, says in (([], r", decode host \(\d+ images for \d+ threads: nvJPEG not started\)"),
+                        (["--threads", "1"], r", decode host(, then nvJPEG (hardware|CUDA) \+ host from batch \d+| "
+                                             r"\(nvJPEG (hardware|CUDA) was up only after the last batch was read\)),"),
+                        (["--decode", "host"], r", decode host \(--decode host\),")):
+        rc, out, err = run([a.gaio, "classify", model, *files, "--labels", labels, "--top", "1", "--batch", "8",
+                            "--device", device, *extra])
+        summary = out.splitlines()[-1] if out else err
+        check(rc == 0, f"{extra or 'default'}: exit {rc}: {err}")
+        check(not gpu or re.search(says, summary) is not None,
+              f"{extra or 'default'}: the summary does not match {says!r}: {summary!r}")
+        got = parse(out)
+        for path, name in zip(files, names):
+            r = got.get(path)
+            check(r is not None and r[0][1] == expected[name], f"{extra or 'default'}: {name}: {r}")
+        m = re.search(r", decode (.*), \d+ host threads?;", summary)
+        print(f"  {' '.join(extra) or 'default'}: labels right; decode {m.group(1) if m else '?'}", flush=True)
 
     # Without labels, batch 1, top 1: indices only; the same classes.
     rc, out, err = run([a.gaio, "classify", model, *files[:5], "--top", "1", "--batch", "1", "--device", device])
@@ -378,6 +399,9 @@ def main():
         ([model, files[0], "--host-share", "1.5"], 2, "--host-share"),
         ([model, files[0], "--host-share", "x"], 2, "--host-share"),
         ([model, files[0], "--host-share", "0.5", "--host-decode"], 2, "give one"),
+        ([model, files[0], "--host-share", "0.5", "--decode", "auto"], 2, "give one"),
+        ([model, files[0], "--decode", "host", "--decode", "gpu"], 2, "give one"),
+        ([model, files[0], "--decode", "fast"], 2, "not auto, gpu or host"),
         ([model, files[0], "--labels", bad_labels], 1, "2 labels"),
         ([labels, files[0]], 1, "gaio_model_load"),
     ]:

@@ -21,6 +21,10 @@ conv_cache *gaio__conv_cache(const char *fn, gaio_context *ctx);
 /* Makes c->handle if needed; under build_lock with the device's context current. */
 gaio_status gaio__conv_cache_handle(const char *fn, conv_cache *c, const gaio_cudnn_table *t);
 
+/* The cached plan of k with a reference for the caller (release it with
+ * gaio__conv_plan_release), or NULL. */
+gaio__conv_plan *gaio__conv_cache_get(conv_cache *c, const conv_key *k);
+
 /* Adds a plan built elsewhere (a loaded one): 1 when added (the cache owns b->plan
  * from then on); 0 when the key is cached already, -1 out of memory (b->plan stays
  * the caller's in both). */

@@ -128,6 +128,13 @@ gaio_status gaio__conv_cache_handle(const char *fn, conv_cache *c, const gaio_cu
     return GAIO_OK;
 }
 
+gaio__conv_plan *gaio__conv_cache_get(conv_cache *c, const conv_key *k) {
+    pthread_mutex_lock(&c->lock);
+    gaio__conv_plan *p = find_locked(c, k);
+    pthread_mutex_unlock(&c->lock);
+    return p;
+}
+
 int gaio__conv_cache_add(conv_cache *c, const conv_key *k, const conv_built *b) {
     gaio__conv_plan *p = calloc(1, sizeof *p);
     if (!p) return -1;

@@ -2,6 +2,7 @@
  * failure is remembered (with its reason) so that every later op reports it quickly. */
 #include "dnn/cuda/dnn_libs.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,10 +57,34 @@ static void load(lib_state *st, const char *const *names, void *table, const cha
     st->table = table; /* never closed: handles made from it live until the process ends */
 }
 
+/* cuDNN 9's libcudnn.so is a shim that opens its engine libraries at the first
+ * cudnnCreate, with the CUDA context current: 0.1-0.17 s on an H200 that then lands
+ * after the device's start. Opened here instead, by whoever opens cuDNN first (a
+ * program may do so on a thread of its own while the device starts, as gaio classify
+ * does through gaio_dnn_library_status), cudnnCreate takes milliseconds. From the
+ * shim's directory (the loader says where it found it); a failure is left for cuDNN
+ * to report. */
+static void preload_cudnn_engines(void) {
+    Dl_info where;
+    const char *shim = dladdr((void *)cudnn_t.cudnnCreate, &where) && where.dli_fname ? where.dli_fname : "";
+    static const char *const subs[] = {"libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
+                                       "libcudnn_engines_runtime_compiled.so.9", NULL};
+    const char *slash = strrchr(shim, '/');
+    for (int i = 0; subs[i]; i++) {
+        char path[1024];
+        if (slash && (size_t)(slash - shim) + 1 + strlen(subs[i]) < sizeof path)
+            snprintf(path, sizeof path, "%.*s/%s", (int)(slash - shim), shim, subs[i]);
+        else
+            snprintf(path, sizeof path, "%s", subs[i]);
+        (void)dlopen(path, RTLD_LAZY | RTLD_LOCAL); /* kept for the process, as cuDNN keeps it */
+    }
+}
+
 static void load_cudnn(void) {
     static const char *const names[] = {"libcudnn.so.9", NULL};
     lib_state *st = &libs[GAIO_DNN_CUDNN];
     load(st, names, &cudnn_t, cudnn_syms, sizeof cudnn_syms / sizeof cudnn_syms[0], "cuDNN 9 (libcudnn9-cuda-12/13)");
+    if (st->table) preload_cudnn_engines();
     if (st->table) {
         size_t v = cudnn_t.cudnnGetVersion();
         snprintf(st->description, sizeof st->description, "cuDNN %zu.%zu.%zu (%s)", v / 10000, v / 100 % 100,
