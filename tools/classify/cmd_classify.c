@@ -28,7 +28,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,97 +36,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "decode_pool.h"
-#include "engine_cache.h"
-#include "gaio/gaio.h"
-#include "labels.h"
-#include "nvjpeg_decode.h"
-#include "progress.h"
+#include "classify_job.h"
 
-#define SLOTS 3
-#define MAX_BATCH 1024
 #define CROP 0.875 /* torchvision's Resize(256) + CenterCrop(224) for a 224 input */
-/* --decode auto starts nvJPEG only for runs of more images than this per host thread:
- * its decoders take about 0.6 s to make (perf-notes, "The 0.5 s setup target"), in
- * which the threads decode about 30 1080p JPEGs each. */
-#define AUTO_NVJPEG_PER_THREAD 32
-
-typedef enum decode_mode {
-    DECODE_AUTO, /* host threads from the start, nvJPEG's batches once its decoders are up */
-    DECODE_GPU,  /* setup waits for nvJPEG: it takes every JPEG it can */
-    DECODE_HOST  /* no nvJPEG */
-} decode_mode;
 
 static const float IMAGENET_MEAN[3] = {0.485f, 0.456f, 0.406f}, IMAGENET_STD[3] = {0.229f, 0.224f, 0.225f};
-
-typedef struct slot {
-    struct job *j;
-    gaio_stream *s;
-    njd_decoder *nj;
-    gaio_buffer *in, *out, *out_host;
-    gaio_future *done;
-    long first;  /* the batch's first image */
-    int n;       /* images in the batch (0: the slot is free) */
-    /* The nvJPEG part of the batch, read by decode_fn in stream order. */
-    int ngpu;
-    const uint8_t **data;
-    size_t *sizes, *pitch;
-    uint8_t **dst;
-    int *gpu_item;     /* batch index of each */
-    int *row_of;       /* batch index -> row of the model's input, or -1 (failed) */
-    /* The preprocess's sources and crops, and the batch's buffers until enqueued. */
-    gaio_image *srcs;
-    gaio_rect *rois;
-    gaio_buffer **bufs;
-    bool decode_failed;
-} slot;
-
-typedef struct job {
-    const char *model_path, *labels_path, *cache_dir;
-    int top, batch, device, threads;
-    double host_share; /* --host-share */
-    bool host_share_given;
-    bool quiet, no_cache;
-    decode_mode decode;
-    bool decode_given;
-    const char **images;
-    long nimages;
-    gaio_context *ctx;
-    bool gpu;
-    gaio_model *model;
-    gaio_engine *engine;
-    gaio_model_exec *exec;
-    gaio_dtype in_dtype, out_dtype;
-    int64_t in_h, in_w, classes;
-    int32_t out_ndim;
-    int64_t out_shape[GAIO_TENSOR_MAX_NDIM]; /* the batch resolved */
-    labels names;
-    dp_item *items;
-    dp_pool *pool;
-    long submitted;        /* items handed to the pool */
-    long first_gpu_batch;  /* the first batch any of whose items went to nvJPEG, or -1 */
-    slot slots[SLOTS];
-    /* Slots 0..nv_ready-1 have a decoder: set once before the run (--decode gpu), or
-     * raised by the background thread that makes them one after another (auto). */
-    atomic_int nv_ready;
-    pthread_t nv_thread;
-    bool nv_started;
-    gaio_stream *nv_stream; /* the background thread's: the slots' streams carry batches */
-    char nv_err[256];
-    engine_cache_model hashed; /* the model file's part of the engine cache's key */
-    int hardware; /* nvJPEG's backend: 1 hardware, 0 default, -1 none */
-    int host_quota; /* of a full batch's JPEGs nvJPEG could take, those the host threads decode */
-    char nvjpeg_note[320];
-    double t_device, t_model, t_engine, t_exec, t_nvjpeg; /* setup's parts, seconds */
-    double t_read; /* the cache's key and file, beside the context's making */
-    engine_cache_entry entry; /* read_cached_engine's */
-    int guessed_batch; /* of an engine found in the cache before the model was parsed */
-    long done_images, failed_images;
-    progress bar;
-    float *scores;
-    int *top_idx;
-    float *top_val;
-} job;
 
 static int usage_error(const char *fmt, ...) {
     va_list ap;
@@ -139,7 +52,7 @@ static int usage_error(const char *fmt, ...) {
     return 2;
 }
 
-static int failed(job *j, gaio_status st, const char *call) {
+int classify_failed(job *j, gaio_status st, const char *call) {
     progress_clear(&j->bar);
     fprintf(stderr, "gaio classify: %s failed: %s: %s\n", call, gaio_status_string(st), gaio_last_error());
     return 1;
@@ -295,7 +208,7 @@ static void prelude_join(prelude *p) {
 static int pick_device(job *j) {
     int count = 0;
     gaio_status st = gaio_device_count(&count);
-    if (st != GAIO_OK) return failed(j, st, "gaio_device_count");
+    if (st != GAIO_OK) return classify_failed(j, st, "gaio_device_count");
     if (j->device >= count) return usage_error("--device %d: no such device (devices here: 0..%d, 0 the host)", j->device, count - 1);
     gaio_device_props p;
     if (j->device < 0) {
@@ -306,7 +219,7 @@ static int pick_device(job *j) {
                 break;
             }
     }
-    if ((st = gaio_device_get_props(j->device, &p)) != GAIO_OK) return failed(j, st, "gaio_device_get_props");
+    if ((st = gaio_device_get_props(j->device, &p)) != GAIO_OK) return classify_failed(j, st, "gaio_device_get_props");
     j->gpu = p.kind == GAIO_DEVICE_CUDA;
     return 0;
 }
@@ -320,7 +233,7 @@ static int make_context(job *j) {
     memset(&o, 0, sizeof o);
     o.pool_release_threshold = (size_t)2 << 30;
     gaio_status st = gaio_context_create(j->device, &o, &j->ctx);
-    if (st != GAIO_OK) return failed(j, st, "gaio_context_create");
+    if (st != GAIO_OK) return classify_failed(j, st, "gaio_context_create");
     return 0;
 }
 
@@ -410,12 +323,12 @@ static int open_engine(job *j) {
         double t0 = cli_now_s();
         engine_cache_entry_free(&j->entry); /* another batch's key, or a stale entry: looked up again */
         st = engine_cache_get(cache, j->model_path, NULL, j->model, j->ctx, j->device, &eo, &j->engine, &res);
-        if (st != GAIO_OK) return failed(j, st, "gaio_engine_build");
+        if (st != GAIO_OK) return classify_failed(j, st, "gaio_engine_build");
         fprintf(stderr, "gaio classify: %s%s\n", res.note, j->no_cache ? " (--no-cache)" : "");
         j->t_engine += cli_now_s() - t0;
     }
     double t1 = cli_now_s();
-    if ((st = gaio_engine_create_exec(j->engine, &j->exec)) != GAIO_OK) return failed(j, st, "gaio_engine_create_exec");
+    if ((st = gaio_engine_create_exec(j->engine, &j->exec)) != GAIO_OK) return classify_failed(j, st, "gaio_engine_create_exec");
     j->t_exec = cli_now_s() - t1;
     return 0;
 }
@@ -423,10 +336,10 @@ static int open_engine(job *j) {
 /* The model: input 0 is [N, 3, H, W], output 0 is [N, classes, (1, 1)]. */
 static int open_model(job *j) {
     gaio_status st = GAIO_OK;
-    if (!j->model && (st = gaio_model_load(j->model_path, &j->model)) != GAIO_OK) return failed(j, st, "gaio_model_load");
+    if (!j->model && (st = gaio_model_load(j->model_path, &j->model)) != GAIO_OK) return classify_failed(j, st, "gaio_model_load");
     gaio_model_io in, out;
-    if ((st = gaio_model_input(j->model, 0, &in)) != GAIO_OK) return failed(j, st, "gaio_model_input");
-    if ((st = gaio_model_output(j->model, 0, &out)) != GAIO_OK) return failed(j, st, "gaio_model_output");
+    if ((st = gaio_model_input(j->model, 0, &in)) != GAIO_OK) return classify_failed(j, st, "gaio_model_input");
+    if ((st = gaio_model_output(j->model, 0, &out)) != GAIO_OK) return classify_failed(j, st, "gaio_model_output");
     if (in.ndim != 4 || in.shape[1] != 3 || in.shape[2] < 1 || in.shape[3] < 1) {
         fprintf(stderr, "gaio classify: %s: input '%s' is not [N, 3, H, W] with a fixed H and W\n", j->model_path,
                 in.name);
@@ -465,168 +378,6 @@ static int open_model(job *j) {
     return 0;
 }
 
-/* ---- nvJPEG, on the slots' streams (the native functions run with the context current) ---- */
-
-typedef struct create_args {
-    slot *sl;
-    int batch, hardware;
-    njd_status st;
-    char err[256];
-} create_args;
-
-static gaio_status create_fn(void *native, gaio_status status, void *user) {
-    (void)native;
-    create_args *a = user;
-    if (status != GAIO_OK) return GAIO_OK;
-    a->st = njd_create(a->batch, &a->sl->nj, &a->hardware, a->err, sizeof a->err);
-    return GAIO_OK;
-}
-
-static gaio_status decode_fn(void *native, gaio_status status, void *user) {
-    slot *sl = user;
-    if (status != GAIO_OK || !sl->ngpu) return GAIO_OK;
-    char err[200];
-    if (njd_decode_batch(sl->nj, native, sl->data, sl->sizes, sl->ngpu, sl->dst, sl->pitch, err, sizeof err) ==
-        NJD_OK)
-        return GAIO_OK;
-    /* One bad file fails the batch: decode them one by one to find it; the rest stand. */
-    for (int i = 0; i < sl->ngpu; i++)
-        if (njd_decode_batch(sl->nj, native, &sl->data[i], &sl->sizes[i], 1, &sl->dst[i], &sl->pitch[i], err,
-                             sizeof err) != NJD_OK) {
-            dp_item *it = &sl->j->items[sl->first + sl->gpu_item[i]];
-            snprintf(it->err, sizeof it->err, "nvJPEG: %s", err);
-            it->failed = true;
-        }
-    return GAIO_OK;
-}
-
-static bool gpu_ok(void *user, const uint8_t *data, size_t size, int *w, int *h) {
-    job *j = user;
-    char err[256];
-    return njd_probe(j->slots[0].nj, data, size, w, h, err, sizeof err) == NJD_OK;
-}
-
-/* One slot's decoder, made on a thread of its own: making a hardware decoder takes about
- * a third of a second, so the slots' are made at once, while the engine loads. */
-typedef struct create_job {
-    create_args a;
-    gaio_status st;
-    pthread_t th;
-    bool started;
-} create_job;
-
-static void *create_thread(void *arg) {
-    create_job *c = arg;
-    c->st = gaio_enqueue_native(c->a.sl->s, create_fn, &c->a);
-    if (c->st == GAIO_OK) c->st = gaio_stream_synchronize(c->a.sl->s);
-    return NULL;
-}
-
-static create_job creating[SLOTS];
-
-/* Slots with a decoder: batches run there may hand nvJPEG their JPEGs. */
-static int nv_ready(job *j) { return atomic_load_explicit(&j->nv_ready, memory_order_acquire); }
-
-static void start_nvjpeg(job *j) {
-    if (!j->gpu || j->decode != DECODE_GPU) return;
-    for (int k = 0; k < SLOTS; k++) {
-        create_job *c = &creating[k];
-        memset(c, 0, sizeof *c);
-        c->a = (create_args){&j->slots[k], j->batch, 0, NJD_FAILED, ""};
-        c->started = pthread_create(&c->th, NULL, create_thread, c) == 0;
-        if (!c->started) create_thread(c); /* no thread: made here */
-    }
-}
-
-static int open_nvjpeg(job *j) {
-    if (!j->gpu || j->decode != DECODE_GPU) return 0;
-    gaio_status st = GAIO_OK;
-    const char *err = NULL;
-    for (int k = 0; k < SLOTS; k++) {
-        create_job *c = &creating[k];
-        if (c->started) pthread_join(c->th, NULL);
-        if (st == GAIO_OK) st = c->st;
-        if (!err && c->st == GAIO_OK && c->a.st != NJD_OK) err = c->a.err;
-        j->hardware = c->a.hardware;
-    }
-    if (st != GAIO_OK || err) {
-        for (int k = 0; k < SLOTS; k++)
-            if (j->slots[k].nj) njd_destroy(j->slots[k].nj), j->slots[k].nj = NULL;
-    }
-    if (st != GAIO_OK) return failed(j, st, "gaio_enqueue_native (nvJPEG)");
-    if (err) {
-        snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: %.200s", err);
-        return 0;
-    }
-    atomic_store_explicit(&j->nv_ready, SLOTS, memory_order_release);
-    return 0;
-}
-
-/* --decode auto: the decoders made one after another on a thread of their own while
- * the batches run (the first costs about 0.6 s, each later one about 0.15 s), each
- * slot's published as soon as it is made; slot 0's first, as njd_probe uses it. Made
- * through a stream of their own, on this thread (a plain stream runs native work on
- * the caller's thread): the slots' streams carry batches meanwhile. */
-static void *nv_background(void *arg) {
-    job *j = arg;
-    for (int k = 0; k < SLOTS; k++) {
-        create_args a = {&j->slots[k], j->batch, 0, NJD_FAILED, ""};
-        gaio_status st = gaio_enqueue_native(j->nv_stream, create_fn, &a);
-        if (st == GAIO_OK) st = gaio_stream_synchronize(j->nv_stream);
-        if (st != GAIO_OK || a.st != NJD_OK) {
-            if (!k) /* a later slot's failure only leaves its batches to the host */
-                snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: %.200s", st != GAIO_OK ? gaio_last_error() : a.err);
-            return NULL;
-        }
-        j->hardware = a.hardware;
-        atomic_store_explicit(&j->nv_ready, k + 1, memory_order_release);
-    }
-    return NULL;
-}
-
-static void start_nvjpeg_background(job *j) {
-    if (!j->gpu || j->decode != DECODE_AUTO) return;
-    if (j->nimages <= (long)j->threads * AUTO_NVJPEG_PER_THREAD) {
-        snprintf(j->nv_err, sizeof j->nv_err, "%ld images for %d threads: nvJPEG not started", j->nimages,
-                 j->threads);
-        return;
-    }
-    gaio_status st = gaio_stream_create(j->ctx, 0, 0, &j->nv_stream);
-    if (st != GAIO_OK) {
-        snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: gaio_stream_create: %.200s", gaio_last_error());
-        return;
-    }
-    j->nv_started = pthread_create(&j->nv_thread, NULL, nv_background, j) == 0;
-    if (!j->nv_started) snprintf(j->nv_err, sizeof j->nv_err, "no nvJPEG: no thread to start it on");
-}
-
-/* The background thread done (its decoders are the slots' to destroy), and the
- * summary's words for the decoders. */
-static void join_nvjpeg(job *j) {
-    if (j->nv_started) pthread_join(j->nv_thread, NULL);
-    j->nv_started = false;
-    if (j->nv_stream) gaio_stream_release(j->nv_stream), j->nv_stream = NULL;
-    const char *hw = j->hardware ? "hardware" : "CUDA";
-    if (!j->gpu)
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host");
-    else if (j->decode == DECODE_HOST)
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (--decode host)");
-    else if (j->nv_err[0])
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (%.250s)", j->nv_err);
-    else if (j->decode == DECODE_GPU)
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "nvJPEG %s + host", hw);
-    else if (j->first_gpu_batch < 0)
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host (nvJPEG %s was up only after the last batch was read)",
-                 hw);
-    else
-        snprintf(j->nvjpeg_note, sizeof j->nvjpeg_note, "host, then nvJPEG %s + host from batch %ld", hw,
-                 j->first_gpu_batch + 1);
-    if (j->host_quota) {
-        size_t len = strlen(j->nvjpeg_note);
-        snprintf(j->nvjpeg_note + len, sizeof j->nvjpeg_note - len, " (host share %d/%d)", j->host_quota, j->batch);
-    }
-}
-
 /* ---- slots ---- */
 
 static int open_slots(job *j) {
@@ -639,7 +390,7 @@ static int open_slots(job *j) {
         if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_DEVICE, in_bytes, &sl->in);
         if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_DEVICE, out_bytes, &sl->out);
         if (st == GAIO_OK) st = gaio_buffer_alloc(j->ctx, GAIO_MEM_PINNED, out_bytes, &sl->out_host);
-        if (st != GAIO_OK) return failed(j, st, "creating the pipeline's streams and buffers");
+        if (st != GAIO_OK) return classify_failed(j, st, "creating the pipeline's streams and buffers");
         size_t b = (size_t)j->batch;
         sl->data = calloc(b, sizeof *sl->data), sl->sizes = calloc(b, sizeof *sl->sizes);
         sl->pitch = calloc(b, sizeof *sl->pitch), sl->dst = calloc(b, sizeof *sl->dst);
@@ -700,9 +451,9 @@ static int finish(job *j, slot *sl) {
     gaio_status st = gaio_future_wait(sl->done, GAIO_INFINITE);
     gaio_future_release(sl->done);
     sl->done = NULL;
-    if (st != GAIO_OK) return failed(j, st, "the batch's inference");
+    if (st != GAIO_OK) return classify_failed(j, st, "the batch's inference");
     void *host = NULL;
-    if ((st = gaio_buffer_host_ptr(sl->out_host, &host)) != GAIO_OK) return failed(j, st, "gaio_buffer_host_ptr");
+    if ((st = gaio_buffer_host_ptr(sl->out_host, &host)) != GAIO_OK) return classify_failed(j, st, "gaio_buffer_host_ptr");
     progress_clear(&j->bar);
     for (int i = 0; i < sl->n; i++) {
         dp_item *it = &j->items[sl->first + i];
@@ -772,7 +523,7 @@ static int enqueue(job *j, slot *sl, long first, int n) {
     }
     if (st == GAIO_OK && sl->ngpu) {
         call = "gaio_enqueue_native (nvJPEG)";
-        st = gaio_enqueue_native(sl->s, decode_fn, sl);
+        st = gaio_enqueue_native(sl->s, nvjpeg_decode_fn, sl);
     }
     if (st == GAIO_OK && rows) {
         gaio_preprocess_params pp;
@@ -786,17 +537,17 @@ static int enqueue(job *j, slot *sl, long first, int n) {
     }
     for (int i = 0; i < n; i++)
         if (bufs[i]) gaio_buffer_release(bufs[i]); /* the ops hold them until they have run */
-    if (st != GAIO_OK) return failed(j, st, call);
+    if (st != GAIO_OK) return classify_failed(j, st, call);
     if (rows) {
         int64_t ishape[4] = {j->batch, 3, j->in_h, j->in_w};
         gaio_tensor in = gaio_tensor_make(sl->in, 0, j->in_dtype, 4, ishape, GAIO_TENSOR_ROW_MAJOR);
         gaio_tensor out = gaio_tensor_make(sl->out, 0, j->out_dtype, j->out_ndim, j->out_shape, GAIO_TENSOR_ROW_MAJOR);
-        if ((st = gaio_model_run(j->exec, sl->s, &in, 1, &out, 1, NULL)) != GAIO_OK) return failed(j, st, "gaio_model_run");
+        if ((st = gaio_model_run(j->exec, sl->s, &in, 1, &out, 1, NULL)) != GAIO_OK) return classify_failed(j, st, "gaio_model_run");
         size_t bytes = (size_t)rows * (size_t)j->classes * gaio_dtype_size(j->out_dtype);
         if ((st = gaio_memcpy_async(sl->s, sl->out_host, 0, sl->out, 0, bytes)) != GAIO_OK)
-            return failed(j, st, "gaio_memcpy_async");
+            return classify_failed(j, st, "gaio_memcpy_async");
     }
-    if ((st = gaio_future_fence(sl->s, &sl->done)) != GAIO_OK) return failed(j, st, "gaio_future_fence");
+    if ((st = gaio_future_fence(sl->s, &sl->done)) != GAIO_OK) return classify_failed(j, st, "gaio_future_fence");
     return 0;
 }
 
@@ -823,7 +574,7 @@ static void trace_items(const dp_item *items, int n, long b, double waited) {
  * threads read and decode the first batches while the engine loads. */
 static int open_pool(job *j) {
     char err[256];
-    dp_gpu_ok_fn ok = j->gpu && j->decode != DECODE_HOST ? gpu_ok : NULL; /* asked only once a decoder is up */
+    dp_gpu_ok_fn ok = j->gpu && j->decode != DECODE_HOST ? nvjpeg_gpu_ok : NULL; /* asked only once a decoder is up */
     if (dp_create(j->ctx, j->threads, j->gpu, ok, j, &j->pool, err, sizeof err) != 0) {
         fprintf(stderr, "gaio classify: %s\n", err);
         return 1;
@@ -838,7 +589,7 @@ static int open_pool(job *j) {
  * size is known (setup), nothing has a decoder: every item is the host's. */
 static void submit_upto(job *j, long upto) {
     if (upto > j->nimages) upto = j->nimages;
-    int ready = j->batch ? nv_ready(j) : 0;
+    int ready = j->batch ? nvjpeg_ready_slots(j) : 0;
     while (j->submitted < upto) {
         long first = j->submitted, b = j->batch ? first / j->batch : 0, start = b * j->batch;
         long end = j->batch ? (start + j->batch < j->nimages ? start + j->batch : j->nimages) : upto;
@@ -854,7 +605,7 @@ static void submit_upto(job *j, long upto) {
 
 static int run(job *j) {
     long nb = (j->nimages + j->batch - 1) / j->batch;
-    j->host_quota = nv_ready(j) ? (int)(j->host_share * j->batch + 0.5) : 0;
+    j->host_quota = nvjpeg_ready_slots(j) ? (int)(j->host_share * j->batch + 0.5) : 0;
     const char *trace = getenv("GAIO_CLASSIFY_TRACE");
     const long ahead = SLOTS + 1; /* batches read and decoded ahead: bounds the host memory */
     int rc = 0;
@@ -916,11 +667,11 @@ int gaio_cmd_classify(int argc, char **argv) {
     /* --decode gpu: the decoders are made while the engine loads (or builds);
      * decoders: the wait left. */
     bool decoders = !rc;
-    if (decoders) start_nvjpeg(&j);
+    if (decoders) nvjpeg_setup_start(&j);
     if (!rc) rc = open_engine(&j);
     ts = cli_now_s();
     if (decoders) {
-        int nrc = open_nvjpeg(&j);
+        int nrc = nvjpeg_setup_finish(&j);
         if (!rc) rc = nrc;
     }
     j.t_nvjpeg = cli_now_s() - ts;
@@ -933,7 +684,7 @@ int gaio_cmd_classify(int argc, char **argv) {
             rc = 1;
         }
     }
-    if (!rc) start_nvjpeg_background(&j);
+    if (!rc) nvjpeg_background_start(&j);
     double t1 = cli_now_s();
     const char *trace = getenv("GAIO_CLASSIFY_TRACE");
     if (!rc && trace && *trace && *trace != '0')
@@ -941,7 +692,7 @@ int gaio_cmd_classify(int argc, char **argv) {
                 "%.3f s (waited for %.3f s more), cached engine's key and file %.3f s (of device)\n", pre.hashed_at,
                 pre.opened_at, waited, j.t_read);
     if (!rc) rc = run(&j);
-    join_nvjpeg(&j); /* a run shorter than nvJPEG's start waits for it here: counted */
+    nvjpeg_finish(&j); /* a run shorter than nvJPEG's start waits for it here: counted */
     double t2 = cli_now_s();
     if (j.pool) dp_destroy(j.pool); /* finishes what was queued (an early failure leaves some) */
     for (long i = 0; j.items && i < j.nimages; i++) dp_item_reset(&j.items[i]);
