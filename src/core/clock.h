@@ -10,6 +10,9 @@ static inline uint64_t gaio__now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Seconds on the same clock, for timings that are printed. */
+static inline double gaio__now_s(void) { return (double)gaio__now_ns() * 1e-9; }
+
 /* The CLOCK_MONOTONIC deadline timeout_ns from now, saturating. */
 static inline struct timespec gaio__deadline(int64_t timeout_ns) {
     struct timespec ts;

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/object.h"
 #include "core/half.h"
@@ -60,12 +60,6 @@ size_t gaio__xvalue_bytes(const xvalue *x) {
 }
 
 static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- lifetime ---- */
 
@@ -852,7 +846,7 @@ static gaio_status over_scratch(gaio_engine *e, bool plan) {
 gaio_status gaio__engine_pack_host(gaio_engine *e) { return e->gpu ? GAIO_OK : over_scratch(e, false); }
 
 static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_options *o, int64_t batch) {
-    double t0 = now_s();
+    double t0 = gaio__now_s();
     const mgraph *g = &e->model->g;
     e->batch = batch;
     e->flags = o->flags | (o->precision == GAIO_MODEL_PRECISION_F16_FAST ? GAIO__ENGINE_F16_FAST : 0u);
@@ -882,7 +876,7 @@ static gaio_status build(const char *fn, gaio_engine *e, const gaio_engine_optio
     if (st == GAIO_OK) st = over_scratch(e, true);
     if (st == GAIO_OK && gaio__profile_given(o))
         st = gaio__profile_set(fn, e, e->model->parent ? e->model->parent : e->model, o);
-    e->build_seconds = now_s() - t0;
+    e->build_seconds = gaio__now_s() - t0;
     if (st == GAIO_OK && getenv("GAIO_MODEL_TRACE"))
         fprintf(stderr, "gaio: engine: %d steps for %d nodes; %d batch norms folded, %d adds and %d activations "
                 "fused; %s %s; weights %.1f MiB, activations %.1f MiB a context%s; built in %.2f s\n",

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/object.h"
 #include "gaio/buffer.h"
@@ -646,15 +646,9 @@ static gaio_status bad(const char *fn, const char *what, const char *why) {
     return gaio__fail(GAIO_ERR_INVALID_ARG, fn, "%s is not a gaio engine: %s", what, why);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static gaio_status load(const char *fn, const unsigned char *data, size_t size, const char *what, gaio_context *ctx,
                         gaio_engine **out) {
-    double t0 = now_s();
+    double t0 = gaio__now_s();
     if (size < HEADER_BYTES || memcmp(data, MAGIC, 8)) return bad(fn, what, "no gaio engine header");
     uint32_t format, version;
     uint64_t psize, sum;
@@ -717,11 +711,11 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
         return bad(fn, what, r.bad);
     }
     st = gaio__engine_check_graph(fn, &m->g);
-    double t1 = now_s();
+    double t1 = gaio__now_s();
     /* Not on a thread beside the plans: tried, it made cuDNN's rebuild of them 0.1 s
      * slower than the upload itself takes (H200, ResNet-50). */
     if (st == GAIO_OK) st = gaio__engine_upload(fn, e, weights, e->weight_bytes);
-    double t2 = now_s(), t_first = 0;
+    double t2 = gaio__now_s(), t_first = 0;
     for (int32_t i = 0; i < nplans && st == GAIO_OK; i++) {
         int32_t step = get_i32(&r);
         uint64_t n = get_u64(&r);
@@ -732,7 +726,7 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
             break;
         }
         st = gaio__conv_plan_import(fn, ctx, r.p + r.at, (size_t)n, &e->conv_plans[step]);
-        if (i == 0) t_first = now_s() - t2; /* also opens cuDNN and makes the context's handle */
+        if (i == 0) t_first = gaio__now_s() - t2; /* also opens cuDNN and makes the context's handle */
         if (st != GAIO_OK) st = gaio__fail(st, fn, "%s: %s", what, gaio_last_error());
         take(&r, NULL, (size_t)n);
     }
@@ -743,7 +737,7 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
         gaio__engine_free(e);
         return st;
     }
-    e->build_seconds = now_s() - t0;
+    e->build_seconds = gaio__now_s() - t0;
     if (getenv("GAIO_MODEL_TRACE")) {
         int distinct = 0; /* steps of one shape share their plan */
         for (int32_t i = 0; i < e->plan.nsteps; i++) {
@@ -753,7 +747,7 @@ static gaio_status load(const char *fn, const unsigned char *data, size_t size, 
         }
         fprintf(stderr, "gaio: engine loaded in %.3f s: checked and parsed %.3f s, weights up %.3f s, %d cuDNN plans "
                 "(%d distinct) %.3f s (the first %.3f s)\n", e->build_seconds, t1 - t0, t2 - t1, (int)nplans, distinct,
-                now_s() - t2, t_first);
+                gaio__now_s() - t2, t_first);
     }
     *out = e;
     return GAIO_OK;

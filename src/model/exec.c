@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/op.h"
@@ -52,12 +52,6 @@ struct gaio_model_exec {
 
 static gaio_status capture(const char *fn, gaio_model_exec *x);
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void exec_free(gaio_model_exec *x) {
     while (x->subs) {
         struct sub_exec *s = x->subs;
@@ -88,12 +82,12 @@ static gaio_status create_exec(const char *fn, gaio_engine *e, gaio_model_exec *
     pthread_mutex_init(&x->lock, NULL);
     gaio_engine_retain(e);
     x->engine = e;
-    const double t0 = now_s();
+    const double t0 = gaio__now_s();
     st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, e->arena_bytes ? e->arena_bytes : 1, &x->arena);
     const size_t scratch = patches_scratch(e);
     if (st == GAIO_OK && scratch) st = gaio_buffer_alloc(e->ctx, GAIO_MEM_DEVICE, scratch, &x->scratch);
     if (st == GAIO_OK) st = gaio_event_create(e->ctx, 0, &x->last);
-    const double t1 = now_s();
+    const double t1 = gaio__now_s();
     if (st == GAIO_OK && e->cuda_graph) st = capture(fn, x);
     if (st != GAIO_OK) {
         exec_free(x);
@@ -101,7 +95,7 @@ static gaio_status create_exec(const char *fn, gaio_engine *e, gaio_model_exec *
     }
     if (getenv("GAIO_MODEL_TRACE"))
         fprintf(stderr, "gaio: execution context made in %.3f s: arena (%zu bytes) %.3f s, CUDA graph %.3f s\n",
-                now_s() - t0, e->arena_bytes, t1 - t0, now_s() - t1);
+                gaio__now_s() - t0, e->arena_bytes, t1 - t0, gaio__now_s() - t1);
     *out = x;
     return GAIO_OK;
 }

@@ -252,8 +252,6 @@ static void *context_thread(void *arg) {
     return NULL;
 }
 
-/* The engine of the model for the batch, from the cache or built (and cached), and an
- * execution context of it. */
 /* The cache's directory (dir holds the default's name), or NULL: no cache (said once). */
 static const char *cache_dir(job *j, char *dir, size_t size) {
     if (j->no_cache) return NULL;
@@ -307,6 +305,8 @@ static void find_cached_engine(job *j) {
     fprintf(stderr, "gaio classify: %s\n", res.note);
 }
 
+/* The engine of the model for the batch, from the cache or built (and cached), and an
+ * execution context of it. */
 static int open_engine(job *j) {
     if (j->engine && j->batch != j->guessed_batch) { /* a fixed batch the guess missed: another key */
         gaio_engine_release(j->engine);
@@ -658,7 +658,7 @@ int gaio_cmd_classify(int argc, char **argv) {
     }
     /* Without waiting for nvJPEG, the host threads start on the first batches now. */
     if (!rc && j.decode != DECODE_GPU && !(rc = open_pool(&j)))
-        submit_upto(&j, (long)(SLOTS + 2) * (j.batch ? j.batch : default_batch(&j)));
+        submit_upto(&j, (long)(SLOTS + 2) * default_batch(&j));
     if (!rc) find_cached_engine(&j); /* its time is the engine's */
     ts = cli_now_s();
     if (!rc) rc = open_model(&j);
